@@ -1,0 +1,30 @@
+package dev.tally;
+
+import dev.tally.spi.AsyncStore;
+import dev.tally.spi.Store;
+import java.util.ArrayList;
+import java.util.List;
+
+/** What a counter group shares: its store, key prefix and failure policy. Immutable. */
+record Group(String name, String prefix, FailurePolicy policy, Store store, AsyncStore asyncStore,
+    Failures failures) {
+
+  Group withPolicy(FailurePolicy newPolicy) {
+    if (newPolicy == null) {
+      throw new IllegalArgumentException("failure policy must not be null");
+    }
+    return new Group(name, prefix, newPolicy, store, asyncStore, failures);
+  }
+
+  /** Full keys from the store back to keys relative to this group. */
+  List<String> stripPrefix(List<String> fullKeys) {
+    if (prefix.isEmpty()) {
+      return fullKeys;
+    }
+    List<String> keys = new ArrayList<>(fullKeys.size());
+    for (String k : fullKeys) {
+      keys.add(k.substring(prefix.length()));
+    }
+    return keys;
+  }
+}

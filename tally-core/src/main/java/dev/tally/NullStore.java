@@ -1,0 +1,95 @@
+package dev.tally;
+
+import dev.tally.spi.Store;
+import dev.tally.spi.TxOp;
+import java.util.List;
+
+/**
+ * The {@code null:} store keeps nothing, like a disabled cache: every counter is always missing,
+ * so {@code incr} returns {@code default + delta} every time and reads find nothing. Useful to
+ * switch counting off without changing code; useless for anything that must add up (every view
+ * would be the first). Input is still validated, and overflow of {@code default + delta} is
+ * still an error, so code that works here does not break on a real store.
+ */
+final class NullStore implements Store {
+
+  @Override
+  public long incr(String key, long delta, long dflt, boolean create) {
+    if (!create) {
+      throw new KeyNotFoundException(key);
+    }
+    return Checks.addExact(key, dflt, delta);
+  }
+
+  @Override
+  public double incrDouble(String key, double delta, double dflt) {
+    return Checks.addFinite(key, dflt, delta);
+  }
+
+  @Override
+  public Number get(String key) {
+    return null;
+  }
+
+  @Override
+  public void put(String key, Number value, long ttlNanos) {}
+
+  /** Returns true: the key was missing, so the set "happened", and was forgotten at once. */
+  @Override
+  public boolean add(String key, Number value, long ttlNanos) {
+    return true;
+  }
+
+  @Override
+  public Number pop(String key, boolean integerOnly) {
+    return null;
+  }
+
+  @Override
+  public boolean delete(String key) {
+    return false;
+  }
+
+  @Override
+  public boolean touch(String key, long ttlNanos) {
+    return false;
+  }
+
+  @Override
+  public long ttl(String key) {
+    return TTL_MISSING;
+  }
+
+  @Override
+  public List<String> keys(String prefix) {
+    return List.of();
+  }
+
+  @Override
+  public Number[] transact(List<TxOp> ops) {
+    Number[] results = new Number[ops.size()];
+    for (int i = 0; i < results.length; i++) {
+      TxOp op = ops.get(i);
+      if (op instanceof TxOp.Incr incr) {
+        results[i] = incr(incr.key(), incr.delta(), incr.dflt(), incr.create());
+      } else if (op instanceof TxOp.IncrDouble incr) {
+        results[i] = incrDouble(incr.key(), incr.delta(), incr.dflt());
+      } else if (op instanceof TxOp.Put put) {
+        results[i] = put.value();
+      } else if (op instanceof TxOp.Delete) {
+        results[i] = 0L;
+      } else {
+        results[i] = null;
+      }
+    }
+    return results;
+  }
+
+  @Override
+  public boolean blocking() {
+    return false;
+  }
+
+  @Override
+  public void close() {}
+}

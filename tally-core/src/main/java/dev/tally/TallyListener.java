@@ -1,0 +1,25 @@
+package dev.tally;
+
+/**
+ * Receives the events an operator needs to see: answers given on behalf of a failed store.
+ *
+ * <p>Kept to a single callback with a default, like Caffeine's {@code Ticker}, so the core
+ * needs no metrics library; the server module adapts it to Micrometer. Implementations are
+ * called on the caller's thread and must be fast and must not throw.
+ */
+public interface TallyListener {
+
+  /** A listener that ignores everything. */
+  TallyListener NONE = new TallyListener() {};
+
+  /**
+   * An operation could not reach its store and its {@link FailurePolicy} answered instead.
+   *
+   * @param operation the operation, e.g. {@code "incr"} or {@code "limiter.tryAcquire"}
+   * @param key the full key (with its group prefix)
+   * @param policy the policy that answered ({@code FAIL_OPEN} or {@code FAIL_CLOSED})
+   * @param cause the store failure that was swallowed
+   */
+  default void onFailurePolicyApplied(
+      String operation, String key, FailurePolicy policy, StoreException cause) {}
+}

@@ -1,0 +1,92 @@
+package dev.tally.spi;
+
+import dev.tally.CounterOverflowException;
+import dev.tally.KeyNotFoundException;
+import dev.tally.NotAnIntegerException;
+import java.util.List;
+
+/**
+ * What a store implements: the counter operations, each atomic, with the semantics the
+ * conformance kit ({@code tally-tck}) checks. Tally validates keys and numbers before calling a
+ * store, applies group prefixes and failure policies around it, and adapts it to the
+ * asynchronous API, so a store only does storage.
+ *
+ * <p>Values cross this interface as {@code Long} (integer counters) or {@code Double}
+ * (floating counters). Durations are relative nanoseconds; {@link #NO_TTL} means "no expiry".
+ * A store that cannot reach its backend throws {@link dev.tally.StoreUnavailableException} or
+ * {@link dev.tally.StoreTimeoutException}; nothing else may escape as an unchecked surprise.
+ *
+ * <p>Implementations are thread-safe.
+ */
+public interface Store extends AutoCloseable {
+
+  /** A ttl argument meaning "no expiry". */
+  long NO_TTL = 0L;
+
+  /** {@link #ttl} of a key that does not exist (or has expired). */
+  long TTL_MISSING = -2L;
+
+  /** {@link #ttl} of a key that exists and never expires. */
+  long TTL_PERMANENT = -1L;
+
+  /**
+   * Adds {@code delta}. A missing or expired key becomes {@code dflt + delta} with no expiry
+   * (unless {@code create} is false: then {@link KeyNotFoundException}); a live key keeps its
+   * expiry.
+   *
+   * @throws CounterOverflowException if the result leaves the 64-bit range (nothing written)
+   * @throws NotAnIntegerException if the key holds a floating value (nothing written)
+   */
+  long incr(String key, long delta, long dflt, boolean create);
+
+  /** Floating add; an integer counter becomes floating. Infinite results overflow. */
+  double incrDouble(String key, double delta, double dflt);
+
+  /** The value ({@code Long} or {@code Double}) or {@code null} if missing or expired. */
+  Number get(String key);
+
+  /** Sets a value, replacing any, with the given ttl ({@link #NO_TTL} for none). */
+  void put(String key, Number value, long ttlNanos);
+
+  /** Sets a value only if the key is missing or expired; returns whether it did. */
+  boolean add(String key, Number value, long ttlNanos);
+
+  /**
+   * Reads and deletes in one atomic step; {@code null} if missing or expired.
+   *
+   * @param integerOnly when true a floating value throws {@link NotAnIntegerException} and is
+   *     left in place
+   */
+  Number pop(String key, boolean integerOnly);
+
+  /** Deletes; returns whether a live key was deleted. */
+  boolean delete(String key);
+
+  /** Sets the expiry of a live key ({@link #NO_TTL}: make permanent); returns whether it was live. */
+  boolean touch(String key, long ttlNanos);
+
+  /** Nanoseconds until expiry, {@link #TTL_PERMANENT} or {@link #TTL_MISSING}. */
+  long ttl(String key);
+
+  /** Full keys of live counters starting with {@code prefix} (which may be empty). */
+  List<String> keys(String prefix);
+
+  /**
+   * Applies the operations atomically and returns one result per operation: the new value for
+   * increments and puts, {@code 1L}/{@code 0L} for deletes, the value or {@code null} for gets.
+   * If one fails, none is applied and its exception is thrown.
+   */
+  Number[] transact(List<TxOp> ops);
+
+  /**
+   * Whether operations may block on I/O. The default asynchronous adapter runs blocking stores'
+   * operations on an executor and non-blocking ones (memory) inline.
+   */
+  default boolean blocking() {
+    return true;
+  }
+
+  /** Releases connections, files and threads. Idempotent. */
+  @Override
+  void close();
+}

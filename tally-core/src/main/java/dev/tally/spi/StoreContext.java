@@ -1,0 +1,46 @@
+package dev.tally.spi;
+
+import dev.tally.TimeSource;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+
+/**
+ * What Tally hands a store when opening it.
+ *
+ * <p>The time rule: a store with a clock of its own (Redis {@code TIME}, SQL {@code now()})
+ * uses it, so that clients with skewed clocks still agree, <em>unless</em>
+ * {@link #timeSourceOverridden()} says the user (typically a test) supplied a clock: then the
+ * store must use {@link #timeSource()} instead, so conformance tests can script timelines on
+ * every store.
+ */
+public final class StoreContext {
+  private final TimeSource timeSource;
+  private final boolean timeSourceOverridden;
+  private final Executor blockingExecutor;
+
+  /**
+   * @param timeSource the clock to use when the store has none, or when overridden
+   * @param timeSourceOverridden whether the user chose {@code timeSource} explicitly
+   * @param blockingExecutor where blocking work may run (the async adapter's executor)
+   */
+  public StoreContext(TimeSource timeSource, boolean timeSourceOverridden, Executor blockingExecutor) {
+    this.timeSource = Objects.requireNonNull(timeSource, "timeSource");
+    this.timeSourceOverridden = timeSourceOverridden;
+    this.blockingExecutor = Objects.requireNonNull(blockingExecutor, "blockingExecutor");
+  }
+
+  /** The clock for stores without one of their own, and for all stores when overridden. */
+  public TimeSource timeSource() {
+    return timeSource;
+  }
+
+  /** Whether the user supplied the clock; if so a store must prefer it to its own. */
+  public boolean timeSourceOverridden() {
+    return timeSourceOverridden;
+  }
+
+  /** An executor for blocking work that a store wants off the caller's thread. */
+  public Executor blockingExecutor() {
+    return blockingExecutor;
+  }
+}
