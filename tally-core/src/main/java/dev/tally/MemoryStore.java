@@ -1,5 +1,7 @@
 package dev.tally;
 
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
 import java.lang.invoke.MethodHandles;
@@ -70,8 +72,21 @@ final class MemoryStore implements Store {
   private final AtomicBoolean sweeping = new AtomicBoolean();
   private Iterator<Map.Entry<String, Cell>> sweepCursor; // guarded by sweeping
 
+  private final MemoryLimiters limiters;
+
   MemoryStore(TimeSource time) {
     this.time = time;
+    this.limiters = new MemoryLimiters(time);
+  }
+
+  /** The limiter state, which {@link DefaultRateLimiter} reaches directly for its fast path. */
+  MemoryLimiters limiters() {
+    return limiters;
+  }
+
+  @Override
+  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    return limiters.execute((LimiterMachine) call, operation, permits);
   }
 
   // ------------------------------------------------------------------ the cell
@@ -520,6 +535,7 @@ final class MemoryStore implements Store {
   @Override
   public void close() {
     cells.clear();
+    limiters.clear();
   }
 
   @Override

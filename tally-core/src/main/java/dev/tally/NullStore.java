@@ -1,5 +1,7 @@
 package dev.tally;
 
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
 import java.util.List;
@@ -9,7 +11,8 @@ import java.util.List;
  * so {@code incr} returns {@code default + delta} every time and reads find nothing. Useful to
  * switch counting off without changing code; useless for anything that must add up (every view
  * would be the first). Input is still validated, and overflow of {@code default + delta} is
- * still an error, so code that works here does not break on a real store.
+ * still an error, so code that works here does not break on a real store. Rate limiters always
+ * allow and report their configured limit.
  */
 final class NullStore implements Store {
 
@@ -83,6 +86,16 @@ final class NullStore implements Store {
       }
     }
     return results;
+  }
+
+  /** Always allows, reporting the configured limit as untouched: nothing is ever consumed. */
+  @Override
+  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    long limit = Long.MAX_VALUE;
+    for (Limit l : call.limits()) {
+      limit = Math.min(limit, l.limit());
+    }
+    return new Decision(true, limit, limit, 0, 0);
   }
 
   @Override

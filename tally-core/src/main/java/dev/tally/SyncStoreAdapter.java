@@ -1,6 +1,8 @@
 package dev.tally;
 
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
 import java.util.List;
@@ -90,5 +92,10 @@ final class SyncStoreAdapter implements AsyncStore {
   @Override
   public CompletionStage<Number[]> transact(List<TxOp> ops) {
     return run(() -> store.transact(ops));
+  }
+
+  @Override
+  public CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
+    return run(() -> store.limit(call, operation, permits));
   }
 }

@@ -4,6 +4,9 @@ import dev.tally.spi.AsyncStore;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.StoreProvider;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.ServiceLoader;
@@ -106,6 +109,42 @@ public final class Tally implements AutoCloseable {
     Objects.requireNonNull(policy, "policy");
     return new DefaultCounters(
         new Group(group, Checks.groupPrefix(group), policy, store, asyncStore, failures));
+  }
+
+  /**
+   * A rate limiter named {@code name} (the key of its state) applying every one of
+   * {@code limits}: a request is granted only if all allow, and then consumes from all.
+   *
+   * <pre>{@code
+   * RateLimiter api = tally.limiter("api:user:42", Limit.tokenBucket(100, Duration.ofMinutes(1)));
+   * if (api.tryAcquire()) { ... }
+   * }</pre>
+   */
+  public RateLimiter limiter(String name, Limit... limits) {
+    return newLimiter(name, limits);
+  }
+
+  /**
+   * Finds or creates the leaky bucket {@code name}: {@code capacity} deep, draining fully in
+   * {@code rate}. If the store holds the bucket already, its stored capacity, rate and level
+   * apply.
+   */
+  public LeakyBucket leakyBucket(String name, long capacity, Duration rate) {
+    return new DefaultLeakyBucket(newLimiter(name, Limit.leakyBucket(capacity, rate)), timeSource);
+  }
+
+  /** A calendar quota: {@code allowance} units per {@code period} in {@code zone}. */
+  public Quota quota(String name, long allowance, Limit.Period period, ZoneId zone) {
+    return newLimiter(name, Limit.quota(allowance, period, zone));
+  }
+
+  private DefaultRateLimiter newLimiter(String name, Limit... limits) {
+    String key = Checks.key("", name);
+    Objects.requireNonNull(limits, "limits");
+    for (Limit l : limits) {
+      Objects.requireNonNull(l, "limit");
+    }
+    return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits)), store, defaultPolicy, failures);
   }
 
   /** The clock this store's expiry and limiters run on when the store has none of its own. */

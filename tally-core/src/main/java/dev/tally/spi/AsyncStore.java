@@ -1,5 +1,6 @@
 package dev.tally.spi;
 
+import dev.tally.Decision;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 
@@ -44,4 +45,7 @@ public interface AsyncStore {
 
   /** @see Store#transact */
   CompletionStage<Number[]> transact(List<TxOp> ops);
+
+  /** @see Store#limit */
+  CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits);
 }

@@ -1,6 +1,7 @@
 package dev.tally.spi;
 
 import dev.tally.CounterOverflowException;
+import dev.tally.Decision;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
 import java.util.List;
@@ -77,6 +78,17 @@ public interface Store extends AutoCloseable {
    * If one fails, none is applied and its exception is thrown.
    */
   Number[] transact(List<TxOp> ops);
+
+  /**
+   * Runs a rate limiter's state machine atomically on the limiter's key: see {@link LimiterCall}
+   * for what atomically means. Uses the store's clock, or the {@link StoreContext#timeSource()}
+   * when {@link StoreContext#timeSourceOverridden()}.
+   *
+   * @throws UnsupportedOperationException if the store has no rate limiters
+   */
+  default Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " has no rate limiters");
+  }
 
   /**
    * Whether operations may block on I/O. The default asynchronous adapter runs blocking stores'

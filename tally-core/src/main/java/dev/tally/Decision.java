@@ -1,0 +1,99 @@
+package dev.tally;
+
+import java.time.Duration;
+
+/**
+ * A rate limiter's answer: whether the request was allowed, and what a caller needs to tell its
+ * own client (the {@code RateLimit} and {@code Retry-After} header fields).
+ *
+ * <pre>{@code
+ * Decision d = limiter.decide(1);
+ * if (!d.allowed()) {
+ *   response.status(429).header("Retry-After", d.retryAfter().toSeconds() + 1);
+ * }
+ * }</pre>
+ *
+ * <p>For a limiter with several limits the decision is the most restrictive: allowed only if all
+ * allow, the smallest remaining, the longest retry-after and reset-after.
+ */
+public final class Decision {
+  /** {@link #retryAfterNanos()} of a request that can never succeed (more than the limit). */
+  public static final long NEVER = Long.MAX_VALUE;
+
+  private final boolean allowed;
+  private final long remaining;
+  private final long limit;
+  private final long retryAfterNanos;
+  private final long resetAfterNanos;
+
+  /**
+   * Creates a decision; stores build these, users read them.
+   *
+   * @param allowed whether the units were granted
+   * @param remaining units still available now (after this request), never negative
+   * @param limit the limit that decided (capacity, burst, window limit, allowance)
+   * @param retryAfterNanos 0 if allowed; else when the same request would succeed, or
+   *     {@link #NEVER}
+   * @param resetAfterNanos until the limiter is back to its full limit
+   */
+  public Decision(boolean allowed, long remaining, long limit, long retryAfterNanos, long resetAfterNanos) {
+    this.allowed = allowed;
+    this.remaining = Math.max(0, Math.min(remaining, limit));
+    this.limit = limit;
+    this.retryAfterNanos = allowed ? 0 : Math.max(0, retryAfterNanos);
+    this.resetAfterNanos = Math.max(0, resetAfterNanos);
+  }
+
+  /** Whether the request was granted (and its units consumed). */
+  public boolean allowed() {
+    return allowed;
+  }
+
+  /** Units still available now, between 0 and {@link #limit()}. */
+  public long remaining() {
+    return remaining;
+  }
+
+  /** The limit that decided: capacity, burst, window limit or allowance. */
+  public long limit() {
+    return limit;
+  }
+
+  /** Zero when allowed; otherwise how long until the same request would be allowed. */
+  public Duration retryAfter() {
+    return Duration.ofNanos(retryAfterNanos);
+  }
+
+  /** {@link #retryAfter()} in nanoseconds; {@link #NEVER} if the request exceeds the limit. */
+  public long retryAfterNanos() {
+    return retryAfterNanos;
+  }
+
+  /** How long until the limiter is back to its full limit. */
+  public Duration resetAfter() {
+    return Duration.ofNanos(resetAfterNanos);
+  }
+
+  /** {@link #resetAfter()} in nanoseconds. */
+  public long resetAfterNanos() {
+    return resetAfterNanos;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof Decision d && d.allowed == allowed && d.remaining == remaining
+        && d.limit == limit && d.retryAfterNanos == retryAfterNanos && d.resetAfterNanos == resetAfterNanos;
+  }
+
+  @Override
+  public int hashCode() {
+    return Long.hashCode(remaining * 31 + retryAfterNanos) ^ (allowed ? 1 : 0);
+  }
+
+  @Override
+  public String toString() {
+    return (allowed ? "allowed" : "denied") + "[remaining=" + remaining + "/" + limit
+        + (allowed ? "" : ", retryAfter=" + (retryAfterNanos == NEVER ? "never" : retryAfterNanos + "ns"))
+        + ", resetAfter=" + resetAfterNanos + "ns]";
+  }
+}

@@ -1,0 +1,164 @@
+package dev.tally;
+
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.Store;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@link RateLimiter} (and {@link Quota}) over a store: validates, applies the failure policy,
+ * and on the memory store takes the allocation-free path for single buckets.
+ */
+final class DefaultRateLimiter implements Quota {
+  /** What a fail-closed limiter tells callers to wait: the store's state is unknown. */
+  private static final long FAIL_CLOSED_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+  private final LimiterMachine machine;
+  private final Store store;
+  private final FailurePolicy policy;
+  private final Failures failures;
+  private final MemoryLimiters memory; // non-null on the memory store
+  private volatile MemoryLimiters.BucketCell cellHint;
+
+  DefaultRateLimiter(LimiterMachine machine, Store store, FailurePolicy policy, Failures failures) {
+    this.machine = machine;
+    this.store = store;
+    this.policy = Objects.requireNonNull(policy, "policy");
+    this.failures = failures;
+    this.memory = store instanceof MemoryStore m && machine.isSingleBucket() ? m.limiters() : null;
+  }
+
+  @Override
+  public String name() {
+    return machine.key();
+  }
+
+  @Override
+  public List<Limit> limits() {
+    return machine.limits();
+  }
+
+  @Override
+  public FailurePolicy failurePolicy() {
+    return policy;
+  }
+
+  @Override
+  public RateLimiter withFailurePolicy(FailurePolicy newPolicy) {
+    return new DefaultRateLimiter(machine, store, newPolicy, failures);
+  }
+
+  @Override
+  public boolean tryAcquire() {
+    return tryAcquire(1);
+  }
+
+  @Override
+  public boolean tryAcquire(long permits) {
+    checkPermits(permits);
+    if (memory != null && permits > 0) {
+      MemoryLimiters.BucketCell cell = cellHint;
+      if (cell != null) {
+        int granted = memory.tryAcquireFast(cell, permits);
+        if (granted >= 0) {
+          return granted == 1;
+        }
+      }
+      boolean allowed = run(LimiterOperation.ACQUIRE, permits).allowed();
+      cellHint = memory.bucketCell(machine.key());
+      return allowed;
+    }
+    return run(LimiterOperation.ACQUIRE, permits).allowed();
+  }
+
+  @Override
+  public Decision decide(long permits) {
+    checkPermits(permits);
+    return run(LimiterOperation.ACQUIRE, permits);
+  }
+
+  @Override
+  public boolean acquire(long permits, Duration maxWait) throws InterruptedException {
+    checkPermits(permits);
+    Objects.requireNonNull(maxWait, "maxWait");
+    long deadline = System.nanoTime() + Math.max(0, maxWait.toNanos());
+    for (;;) {
+      if (Thread.interrupted()) {
+        throw new InterruptedException();
+      }
+      Decision d = run(LimiterOperation.ACQUIRE, permits);
+      if (d.allowed()) {
+        return true;
+      }
+      long wait = d.retryAfterNanos();
+      if (wait == Decision.NEVER || wait > deadline - System.nanoTime()) {
+        return false;
+      }
+      // Sleep until the units should be there; another caller may take them first, then retry.
+      TimeUnit.NANOSECONDS.sleep(Math.max(wait, 1_000));
+    }
+  }
+
+  @Override
+  public void refund(long permits) {
+    checkPermits(permits);
+    run(LimiterOperation.REFUND, permits);
+  }
+
+  @Override
+  public long available() {
+    return run(LimiterOperation.PEEK, 1).remaining();
+  }
+
+  @Override
+  public void reset() {
+    run(LimiterOperation.RESET, 0);
+    cellHint = null;
+  }
+
+  @Override
+  public RateLimiter reconfigure(Limit... limits) {
+    DefaultRateLimiter next = new DefaultRateLimiter(
+        new LimiterMachine(machine.key(), Arrays.asList(limits.clone())), store, policy, failures);
+    next.run(LimiterOperation.RECONFIGURE, 0);
+    return next;
+  }
+
+  @Override
+  public void topUp(long units) {
+    checkPermits(units);
+    run(LimiterOperation.TOP_UP, units);
+  }
+
+  /** The decision after a peek; for {@link DefaultLeakyBucket}. */
+  Decision peek() {
+    return run(LimiterOperation.PEEK, 0);
+  }
+
+  private Decision run(LimiterOperation op, long permits) {
+    try {
+      return store.limit(machine, op, permits);
+    } catch (StoreException e) {
+      failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(), machine.key(), e);
+      Decision full = machine.full();
+      return policy == FailurePolicy.FAIL_OPEN
+          ? full
+          : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS);
+    }
+  }
+
+  private static void checkPermits(long permits) {
+    if (permits < 0) {
+      throw new IllegalArgumentException("permits must be zero or more, not " + permits
+          + "; use refund() to give units back");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RateLimiter[" + machine.key() + ", " + machine.limits() + "]";
+  }
+}

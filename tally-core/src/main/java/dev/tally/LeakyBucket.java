@@ -1,0 +1,39 @@
+package dev.tally;
+
+/**
+ * A leaky bucket with the interface of the DynamoDB leaky-bucket library Tally replaces: a
+ * bucket of a given capacity that drains at a constant rate, to which callers {@link #add}.
+ * Unlike that library, the capacity check and the add are one atomic step on the store, so
+ * concurrent clients can never push it past its capacity.
+ *
+ * <pre>{@code
+ * LeakyBucket bucket = tally.leakyBucket("my-bucket", 100, Duration.ofMinutes(1));
+ * try {
+ *   BucketState s = bucket.add(1);      // capacity, remaining, reset
+ * } catch (BucketFullException full) {
+ *   retryAt(full.state().reset());
+ * }
+ * }</pre>
+ *
+ * <p>{@link Tally#leakyBucket} finds or creates: if the store already holds this bucket, the
+ * handle adopts its stored capacity, rate and level.
+ */
+public interface LeakyBucket {
+
+  /** The bucket's name. */
+  String name();
+
+  /** The capacity in force (the stored one, if the bucket existed). */
+  long capacity();
+
+  /**
+   * Adds {@code amount} if it fits. {@code add(0)} always succeeds and changes nothing; an amount
+   * larger than the capacity never fits.
+   *
+   * @throws BucketFullException if it does not fit; nothing is added
+   */
+  BucketState add(long amount);
+
+  /** The current state, changing nothing. */
+  BucketState state();
+}

@@ -1,0 +1,223 @@
+package dev.tally;
+
+import java.time.Duration;
+import java.time.ZoneId;
+import java.util.Objects;
+
+/**
+ * What a rate limiter allows: an immutable specification, checked when it is made.
+ *
+ * <pre>{@code
+ * Limit.tokenBucket(100, Duration.ofMinutes(1));          // bursts of 100, refilled smoothly at 100/min
+ * Limit.tokenBucket(10, 1, Duration.ofSeconds(1));        // bursts of 10, one more each second
+ * Limit.gcra(15, 30, Duration.ofSeconds(60));             // redis-cell: CL.THROTTLE key 15 30 60
+ * Limit.leakyBucket(100, Duration.ofMinutes(1));          // 100 deep, drains fully in a minute
+ * Limit.fixedWindow(1000, Duration.ofHours(1));           // 1000 per clock hour
+ * Limit.slidingWindow(1000, Duration.ofHours(1));         // about 1000 in any hour
+ * Limit.quota(10_000, Limit.Period.MONTH, ZoneId.of("Europe/Paris")); // per calendar month
+ * }</pre>
+ *
+ * <p>Rates are kept as whole nanoseconds per unit, rounded <em>up</em>: a limiter may admit a
+ * hair less than asked (under a nanosecond per unit), never more. Specifications whose state
+ * could not be represented in 64-bit nanoseconds (a bucket that would take more than about 73
+ * years to refill) are refused when made.
+ */
+public final class Limit {
+  /** The longest refill a bucket may have, in nanoseconds (2^61, about 73 years). */
+  static final long MAX_SPAN_NANOS = 1L << 61;
+
+  /** The algorithm a limit uses. */
+  public enum Kind {
+    /** Capacity with smooth refill; weighted requests. */
+    TOKEN_BUCKET,
+    /** A bucket that fills with requests and drains at a constant rate. */
+    LEAKY_BUCKET,
+    /** Generic cell rate algorithm, as redis-cell's {@code CL.THROTTLE}. */
+    GCRA,
+    /** A counter per clock-aligned window. */
+    FIXED_WINDOW,
+    /** The weighted two-window approximation of a sliding window. */
+    SLIDING_WINDOW,
+    /** An allowance per calendar period that counts down. */
+    QUOTA
+  }
+
+  /** A calendar period for quotas. */
+  public enum Period {
+    /** From midnight to midnight in the quota's time zone. */
+    DAY,
+    /** From the first of the month at midnight to the first of the next, in the quota's zone. */
+    MONTH
+  }
+
+  private final Kind kind;
+  private final long limit;
+  private final long intervalNanos;
+  private final Period period;
+  private final ZoneId zone;
+  private final String text;
+
+  private Limit(Kind kind, long limit, long intervalNanos, Period period, ZoneId zone, String text) {
+    this.kind = kind;
+    this.limit = limit;
+    this.intervalNanos = intervalNanos;
+    this.period = period;
+    this.zone = zone;
+    this.text = text;
+  }
+
+  /** A token bucket of {@code capacity} tokens that refills completely over {@code period}. */
+  public static Limit tokenBucket(long capacity, Duration period) {
+    return tokenBucket(capacity, capacity, period);
+  }
+
+  /**
+   * A token bucket holding up to {@code capacity} tokens, refilled smoothly by {@code refill}
+   * tokens every {@code period}. It starts full.
+   */
+  public static Limit tokenBucket(long capacity, long refill, Duration period) {
+    positive(capacity, "capacity");
+    positive(refill, "refill");
+    long interval = interval(period, refill, "token bucket");
+    return new Limit(Kind.TOKEN_BUCKET, capacity, checkSpan(capacity, interval), null, null,
+        "token bucket " + capacity + ", +" + refill + "/" + period);
+  }
+
+  /**
+   * A leaky bucket {@code capacity} deep that drains at {@code capacity} per {@code drainTime}
+   * (a full bucket is empty again after {@code drainTime}).
+   */
+  public static Limit leakyBucket(long capacity, Duration drainTime) {
+    positive(capacity, "capacity");
+    long interval = interval(drainTime, capacity, "leaky bucket");
+    return new Limit(Kind.LEAKY_BUCKET, capacity, checkSpan(capacity, interval), null, null,
+        "leaky bucket " + capacity + " per " + drainTime);
+  }
+
+  /**
+   * GCRA with redis-cell's parameters: {@code count} per {@code period}, with bursts of up to
+   * {@code maxBurst + 1} (so the reported limit is {@code maxBurst + 1}).
+   */
+  public static Limit gcra(long maxBurst, long count, Duration period) {
+    if (maxBurst < 0) {
+      throw new IllegalArgumentException("maxBurst must be zero or more, not " + maxBurst);
+    }
+    positive(count, "count");
+    if (maxBurst == Long.MAX_VALUE) {
+      throw new IllegalArgumentException("maxBurst is too large");
+    }
+    long interval = interval(period, count, "GCRA");
+    return new Limit(Kind.GCRA, maxBurst + 1, checkSpan(maxBurst + 1, interval), null, null,
+        "GCRA burst " + maxBurst + ", " + count + "/" + period);
+  }
+
+  /** At most {@code limit} units in each window of {@code window}, aligned to the epoch. */
+  public static Limit fixedWindow(long limit, Duration window) {
+    positive(limit, "limit");
+    return new Limit(Kind.FIXED_WINDOW, limit, windowNanos(window), null, null,
+        "fixed window " + limit + "/" + window);
+  }
+
+  /**
+   * About {@code limit} units in any {@code window}: the count of the current window plus the
+   * previous window's count weighted by how much of it still overlaps.
+   */
+  public static Limit slidingWindow(long limit, Duration window) {
+    positive(limit, "limit");
+    return new Limit(Kind.SLIDING_WINDOW, limit, windowNanos(window), null, null,
+        "sliding window " + limit + "/" + window);
+  }
+
+  /**
+   * An allowance of {@code allowance} units per calendar {@code period} in {@code zone}; it
+   * counts down, can be refunded and topped up, and starts afresh at each period boundary.
+   */
+  public static Limit quota(long allowance, Period period, ZoneId zone) {
+    positive(allowance, "allowance");
+    Objects.requireNonNull(period, "period");
+    Objects.requireNonNull(zone, "zone");
+    return new Limit(Kind.QUOTA, allowance, period.ordinal() + 1, period, zone,
+        "quota " + allowance + " per " + period.name().toLowerCase() + " in " + zone);
+  }
+
+  /** The algorithm. */
+  public Kind kind() {
+    return kind;
+  }
+
+  /** The most units the limit grants at once: capacity, burst, window limit or allowance. */
+  public long limit() {
+    return limit;
+  }
+
+  /**
+   * Nanoseconds per unit of refill (buckets, GCRA), the window length (windows), or a code for
+   * the calendar period (quotas).
+   */
+  long intervalNanos() {
+    return intervalNanos;
+  }
+
+  /** The calendar period of a quota, or null. */
+  Period period() {
+    return period;
+  }
+
+  /** The time zone of a quota, or null. */
+  ZoneId zone() {
+    return zone;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof Limit l && l.kind == kind && l.limit == limit
+        && l.intervalNanos == intervalNanos && Objects.equals(l.zone, zone);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(kind, limit, intervalNanos, zone);
+  }
+
+  @Override
+  public String toString() {
+    return text;
+  }
+
+  private static void positive(long n, String what) {
+    if (n <= 0) {
+      throw new IllegalArgumentException(what + " must be positive, not " + n);
+    }
+  }
+
+  private static long interval(Duration period, long units, String what) {
+    Objects.requireNonNull(period, "period");
+    if (period.isNegative() || period.isZero()) {
+      throw new IllegalArgumentException(what + " period must be positive, not " + period);
+    }
+    long nanos;
+    try {
+      nanos = period.toNanos();
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException(what + " period " + period + " is too long", e);
+    }
+    // Round up: never admit faster than asked.
+    return nanos / units + (nanos % units == 0 ? 0 : 1);
+  }
+
+  private static long windowNanos(Duration window) {
+    long nanos = interval(window, 1, "window");
+    if (nanos > MAX_SPAN_NANOS) {
+      throw new IllegalArgumentException("window " + window + " is too long (at most about 73 years)");
+    }
+    return nanos;
+  }
+
+  private static long checkSpan(long capacity, long interval) {
+    if (interval > MAX_SPAN_NANOS / capacity) {
+      throw new IllegalArgumentException("capacity " + capacity + " at one unit per " + interval
+          + " ns takes more than about 73 years to refill; use a smaller capacity or a faster rate");
+    }
+    return interval;
+  }
+}

@@ -1,0 +1,186 @@
+package dev.tally;
+
+import static dev.tally.Algorithm.WIDTH;
+
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
+import java.time.ZoneId;
+import java.util.List;
+
+/**
+ * A limiter's state machine: its limits composed so that a request is granted by all of them or
+ * consumes from none.
+ *
+ * <p>Composition is two-phase: every limit is asked when the request would fit
+ * ({@link Algorithm#retryAfter}) before any consumes, so "100 per minute and 10 per second"
+ * never spends a minute token on a request the second limit refuses. The decision reports the
+ * most restrictive limit.
+ *
+ * <p>The stored record wins over the caller's limits: a process started with an older
+ * configuration applies the limits stored with the state, which are changed only by an explicit
+ * {@link LimiterOperation#RECONFIGURE}.
+ */
+final class LimiterMachine implements LimiterCall {
+  private final String key;
+  private final List<Limit> limits;
+  private final ZoneId[] zones;
+
+  LimiterMachine(String key, List<Limit> limits) {
+    if (limits.isEmpty()) {
+      throw new IllegalArgumentException("a limiter needs at least one limit, e.g."
+          + " Limit.tokenBucket(100, Duration.ofMinutes(1))");
+    }
+    this.key = key;
+    this.limits = List.copyOf(limits);
+    this.zones = new ZoneId[limits.size()];
+    for (int i = 0; i < zones.length; i++) {
+      zones[i] = limits.get(i).zone();
+    }
+  }
+
+  @Override
+  public String key() {
+    return key;
+  }
+
+  @Override
+  public List<Limit> limits() {
+    return limits;
+  }
+
+  /** Whether this machine is a single bucket (token, leaky or GCRA), the memory store's fast path. */
+  boolean isSingleBucket() {
+    return limits.size() == 1 && Algorithm.of(limits.get(0).kind()) == Gcra.INSTANCE;
+  }
+
+  /** The record of a full limiter with these limits. */
+  long[] fresh() {
+    long[] r = new long[limits.size() * WIDTH];
+    for (int i = 0; i < limits.size(); i++) {
+      Algorithm.init(r, i * WIDTH, limits.get(i));
+    }
+    return r;
+  }
+
+  @Override
+  public LimiterOutcome apply(long[] stored, long now, LimiterOperation op, long permits) {
+    if (op == LimiterOperation.RESET) {
+      return new LimiterOutcome(null, full(), 0);
+    }
+    long[] r = isEmpty(stored) ? fresh() : check(stored);
+    if (op == LimiterOperation.RECONFIGURE && stored != null) {
+      r = reconfigured(r, now);
+    }
+    int n = r.length / WIDTH;
+    for (int i = 0; i < n; i++) {
+      Algorithm.ofTag(r[i * WIDTH]).normalize(r, i * WIDTH, now, zone(i));
+    }
+    boolean allowed = true;
+    long retryAfter = 0;
+    switch (op) {
+      case ACQUIRE:
+        if (permits > 0) {
+          for (int i = 0; i < n; i++) {
+            retryAfter = Math.max(retryAfter, Algorithm.ofTag(r[i * WIDTH]).retryAfter(r, i * WIDTH, now, permits));
+          }
+          allowed = retryAfter == 0;
+          if (allowed) {
+            for (int i = 0; i < n; i++) {
+              Algorithm.ofTag(r[i * WIDTH]).consume(r, i * WIDTH, now, permits);
+            }
+          }
+        }
+        break;
+      case PEEK:
+        for (int i = 0; i < n; i++) {
+          retryAfter = Math.max(retryAfter, Algorithm.ofTag(r[i * WIDTH]).retryAfter(r, i * WIDTH, now, 1));
+        }
+        allowed = retryAfter == 0;
+        break;
+      case REFUND:
+        for (int i = 0; i < n; i++) {
+          Algorithm.ofTag(r[i * WIDTH]).refund(r, i * WIDTH, now, permits);
+        }
+        break;
+      case TOP_UP:
+        boolean any = false;
+        for (int i = 0; i < n; i++) {
+          if (Algorithm.ofTag(r[i * WIDTH]) == CalendarQuota.INSTANCE) {
+            CalendarQuota.INSTANCE.topUp(r, i * WIDTH, permits);
+            any = true;
+          }
+        }
+        if (!any) {
+          throw new IllegalStateException("limiter '" + key + "' has no quota limit to top up");
+        }
+        break;
+      case RECONFIGURE:
+        break;
+      default:
+        throw new AssertionError(op);
+    }
+    long remaining = Long.MAX_VALUE;
+    long limit = 0;
+    long resetAfter = 0;
+    for (int i = 0; i < n; i++) {
+      Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
+      long rem = a.remaining(r, i * WIDTH, now);
+      if (rem < remaining) {
+        remaining = rem;
+        limit = a.limit(r, i * WIDTH);
+      }
+      resetAfter = Math.max(resetAfter, a.resetAfter(r, i * WIDTH, now));
+    }
+    Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter);
+    return new LimiterOutcome(resetAfter == 0 ? null : r, decision, resetAfter);
+  }
+
+  /** The decision of a full limiter with these limits, as after a reset. */
+  Decision full() {
+    long remaining = Long.MAX_VALUE;
+    long limit = 0;
+    for (Limit l : limits) {
+      if (l.limit() < remaining) {
+        remaining = l.limit();
+        limit = l.limit();
+      }
+    }
+    return new Decision(true, remaining, limit, 0, 0);
+  }
+
+  private ZoneId zone(int i) {
+    return i < zones.length ? zones[i] : null;
+  }
+
+  private static boolean isEmpty(long[] r) {
+    return r == null || r.length == 0 || r[0] == 0;
+  }
+
+  private long[] check(long[] r) {
+    if (r.length % WIDTH != 0) {
+      throw new IllegalStateException("stored state of limiter '" + key + "' has " + r.length
+          + " words, not a multiple of " + WIDTH + "; it was not written by this version of Tally");
+    }
+    for (int o = 0; o < r.length; o += WIDTH) {
+      Algorithm.ofTag(r[o]);
+    }
+    return r;
+  }
+
+  /** This machine's limits, carrying over what each same-kind stored limit had consumed. */
+  private long[] reconfigured(long[] stored, long now) {
+    long[] r = fresh();
+    for (int i = 0; i < limits.size(); i++) {
+      int o = i * WIDTH;
+      if (o < stored.length) {
+        Algorithm old = Algorithm.ofTag(stored[o]);
+        if (old == Algorithm.of(limits.get(i).kind())) {
+          old.normalize(stored, o, now, zone(i));
+          old.restore(r, o, now, old.consumed(stored, o, now), zone(i));
+        }
+      }
+    }
+    return r;
+  }
+}

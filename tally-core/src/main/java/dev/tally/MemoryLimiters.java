@@ -1,0 +1,273 @@
+package dev.tally;
+
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Rate limiter state for the {@code mem:} store.
+ *
+ * <h2>Two kinds of cell</h2>
+ *
+ * Most limiters are a single bucket (token, leaky or GCRA), whose whole state is one instant
+ * ({@link Gcra}). Those live in a {@link BucketCell}: the bucket's parameters in final fields
+ * and {@code fullAt} in one word changed by compare-and-swap. A decision is then a read of the
+ * clock, a little arithmetic and one CAS: no lock, no allocation, and contention costs a retry
+ * rather than a context switch. Everything else (several limits, windows, quotas) lives in a
+ * {@link RecordCell}: the state machine's {@code long[]} record under the cell's monitor, also
+ * allocation-free once the cell exists.
+ *
+ * <h2>Replacing a bucket cell</h2>
+ *
+ * A bucket cell's parameters are final, so reconfiguring, resetting or sweeping one replaces
+ * it. As in {@link MemoryStore}, the writer first seals the old cell by swapping {@code fullAt}
+ * to {@link #SEALED} (a value no instant takes), which both captures its final state and makes
+ * every later CAS on it fail; callers that meet a sealed cell look the key up again. No grant is
+ * ever made on a cell that is no longer the key's.
+ *
+ * <h2>Expiry</h2>
+ *
+ * A bucket whose {@code fullAt} has passed is full, which is the same as having no state; a
+ * record cell knows when it will be. Each new cell sweeps two others along a shared cursor and
+ * removes those that are full, so memory tracks the limiters in use.
+ */
+final class MemoryLimiters {
+  static final long SEALED = Long.MIN_VALUE;
+
+  private final ConcurrentHashMap<String, Object> cells = new ConcurrentHashMap<>();
+  private final TimeSource time;
+  private final AtomicBoolean sweeping = new AtomicBoolean();
+  private Iterator<Map.Entry<String, Object>> sweepCursor; // guarded by sweeping
+
+  MemoryLimiters(TimeSource time) {
+    this.time = time;
+  }
+
+  static final class BucketCell {
+    private static final VarHandle FULL_AT;
+
+    static {
+      try {
+        FULL_AT = MethodHandles.lookup().findVarHandle(BucketCell.class, "fullAt", long.class);
+      } catch (ReflectiveOperationException e) {
+        throw new ExceptionInInitializerError(e);
+      }
+    }
+
+    final long capacity;
+    final long interval;
+    final long span;
+    volatile long fullAt;
+
+    BucketCell(long capacity, long interval, long fullAt) {
+      this.capacity = capacity;
+      this.interval = interval;
+      this.span = capacity * interval;
+      this.fullAt = fullAt;
+    }
+
+    boolean cas(long expected, long next) {
+      return FULL_AT.compareAndSet(this, expected, next);
+    }
+
+    /** Seals the cell if {@code fullAt} is still {@code expected}. */
+    boolean seal(long expected) {
+      return expected != SEALED && cas(expected, SEALED);
+    }
+
+    long[] record(long fullAt) {
+      long[] r = new long[Algorithm.WIDTH];
+      r[Algorithm.TAG] = Limit.Kind.TOKEN_BUCKET.ordinal() + 1;
+      r[Algorithm.P0] = capacity;
+      r[Algorithm.P1] = interval;
+      r[Algorithm.S0] = fullAt;
+      return r;
+    }
+  }
+
+  static final class RecordCell {
+    long[] record; // guarded by this
+    long expiresAt; // guarded by this
+    boolean removed; // guarded by this
+  }
+
+  /**
+   * The allocation-free path of {@code tryAcquire}: a single-bucket limiter whose cell is
+   * {@code hint} (the one the handle saw last). Returns -1 if it must take the general path.
+   */
+  int tryAcquireFast(BucketCell cell, long permits) {
+    for (long f; (f = cell.fullAt) != SEALED; ) {
+      if (permits > cell.capacity) {
+        return 0;
+      }
+      long now = time.nanos();
+      long next = Math.max(f, now) + permits * cell.interval;
+      if (next - now > cell.span) {
+        return 0;
+      }
+      if (cell.cas(f, next)) {
+        return 1;
+      }
+    }
+    return -1;
+  }
+
+  /** The bucket cell now stored for {@code key}, or null. */
+  BucketCell bucketCell(String key) {
+    Object c = cells.get(key);
+    return c instanceof BucketCell b ? b : null;
+  }
+
+  /** Runs the machine atomically on the key's state. */
+  Decision execute(LimiterMachine machine, LimiterOperation op, long permits) {
+    String key = machine.key();
+    for (;;) {
+      long now = time.nanos();
+      Object c = cells.get(key);
+      if (c == null) {
+        LimiterOutcome out = machine.apply(null, now, op, permits);
+        if (out.record() == null || cells.putIfAbsent(key, newCell(out, now)) == null) {
+          if (out.record() != null) {
+            sweepSome(2);
+          }
+          return out.decision();
+        }
+      } else if (c instanceof BucketCell b) {
+        Decision d = onBucket(key, b, machine, op, permits, now);
+        if (d != null) {
+          return d;
+        }
+      } else {
+        RecordCell rc = (RecordCell) c;
+        synchronized (rc) {
+          if (!rc.removed) {
+            long[] stored = rc.expiresAt - now <= 0 ? null : rc.record;
+            LimiterOutcome out = machine.apply(stored, now, op, permits);
+            if (out.record() == null) {
+              rc.removed = true;
+              cells.remove(key, rc);
+            } else {
+              rc.record = out.record();
+              rc.expiresAt = now + out.keepNanos();
+            }
+            return out.decision();
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * An operation on a bucket cell: acquire, peek and refund by CAS on the cell; anything that
+   * changes its parameters seals and replaces it. Returns null if the cell was sealed meanwhile.
+   */
+  private Decision onBucket(String key, BucketCell b, LimiterMachine machine, LimiterOperation op,
+      long permits, long now) {
+    for (long f; (f = b.fullAt) != SEALED; ) {
+      if (op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK
+          || op == LimiterOperation.REFUND) {
+        long next = f;
+        boolean allowed = true;
+        long retryAfter = 0;
+        long n = op == LimiterOperation.PEEK ? 1 : permits;
+        if (op == LimiterOperation.REFUND) {
+          next = Math.max(now, f - Math.min(permits, b.capacity) * b.interval);
+        } else if (op == LimiterOperation.PEEK || permits > 0) {
+          retryAfter = Gcra.retryAfter(b.capacity, b.interval, f, now, n);
+          allowed = retryAfter == 0;
+          if (allowed && op == LimiterOperation.ACQUIRE) {
+            next = Math.max(f, now) + permits * b.interval;
+          }
+        }
+        if (next == f || b.cas(f, next)) {
+          return new Decision(allowed, Gcra.remaining(b.capacity, b.interval, next, now), b.capacity,
+              retryAfter, Math.max(0, next - now));
+        }
+        continue;
+      }
+      if (b.seal(f)) {
+        LimiterOutcome out = machine.apply(b.record(f), now, op, permits);
+        if (out.record() == null) {
+          cells.remove(key, b);
+        } else {
+          cells.replace(key, b, newCell(out, now));
+        }
+        return out.decision();
+      }
+    }
+    return null;
+  }
+
+  private static Object newCell(LimiterOutcome out, long now) {
+    long[] r = out.record();
+    if (r.length == Algorithm.WIDTH && Algorithm.ofTag(r[Algorithm.TAG]) == Gcra.INSTANCE) {
+      return new BucketCell(r[Algorithm.P0], r[Algorithm.P1], r[Algorithm.S0]);
+    }
+    RecordCell rc = new RecordCell();
+    rc.record = r;
+    rc.expiresAt = now + out.keepNanos();
+    return rc;
+  }
+
+  /** Removes full limiters among the next {@code budget} cells along the shared cursor. */
+  private void sweepSome(int budget) {
+    if (!sweeping.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      long now = time.nanos();
+      for (int i = 0; i < budget; i++) {
+        if (sweepCursor == null || !sweepCursor.hasNext()) {
+          sweepCursor = cells.entrySet().iterator();
+          if (!sweepCursor.hasNext()) {
+            return;
+          }
+        }
+        Map.Entry<String, Object> e = sweepCursor.next();
+        removeIfFull(e.getKey(), e.getValue(), now);
+      }
+    } finally {
+      sweeping.set(false);
+    }
+  }
+
+  private boolean removeIfFull(String key, Object c, long now) {
+    if (c instanceof BucketCell b) {
+      long f = b.fullAt;
+      return f != SEALED && f <= now && b.seal(f) && cells.remove(key, b);
+    }
+    RecordCell rc = (RecordCell) c;
+    synchronized (rc) {
+      if (!rc.removed && rc.expiresAt - now <= 0) {
+        rc.removed = true;
+        return cells.remove(key, rc);
+      }
+    }
+    return false;
+  }
+
+  /** Removes every full limiter now; returns how many. For tests and maintenance. */
+  int sweep() {
+    long now = time.nanos();
+    int removed = 0;
+    for (Map.Entry<String, Object> e : cells.entrySet()) {
+      if (removeIfFull(e.getKey(), e.getValue(), now)) {
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  int size() {
+    return cells.size();
+  }
+
+  void clear() {
+    cells.clear();
+  }
+}
