@@ -56,6 +56,18 @@ public abstract class NullStoreContract extends TallyFixture {
   }
 
   @Test
+  public void limitersAlwaysAllowAndReportTheConfiguredLimit() {
+    var limiter = tally.limiter("api", dev.tally.Limit.tokenBucket(5, java.time.Duration.ofMinutes(1)));
+    for (int i = 0; i < 20; i++) {
+      var d = limiter.decide(3);
+      assertThat(d.allowed()).isTrue();
+      assertThat(d.limit()).isEqualTo(5);
+      assertThat(d.remaining()).isEqualTo(5);
+    }
+    assertThat(tally.leakyBucket("b", 2, java.time.Duration.ofHours(1)).add(2).remaining()).isEqualTo(2);
+  }
+
+  @Test
   public void transactionsAnswerAsEachOperationWould() {
     TransactionResult r = counters.transaction(tx -> tx.incr("a", 2, 3).get("a").delete("a").put("b", 4, null));
     assertThat(r.getLong(0)).isEqualTo(5);

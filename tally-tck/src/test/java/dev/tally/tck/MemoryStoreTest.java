@@ -35,6 +35,14 @@ class MemoryStoreTest {
   }
 
   @Nested
+  class Limiters extends LimiterContract {
+    @Override
+    protected Tally open(ManualTimeSource clock) {
+      return openMemory(clock);
+    }
+  }
+
+  @Nested
   class InputValidation extends InputValidationContract {
     @Override
     protected Tally open(ManualTimeSource clock) {

@@ -1,0 +1,454 @@
+package dev.tally.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.tally.BucketFullException;
+import dev.tally.BucketState;
+import dev.tally.Decision;
+import dev.tally.LeakyBucket;
+import dev.tally.Limit;
+import dev.tally.Quota;
+import dev.tally.RateLimiter;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The rate limiter contract, for every store that keeps state. Time is the fixture's manual
+ * clock, which every store must use when it is given one (stores with a clock of their own take
+ * it through the SPI), so timelines are exact to the nanosecond.
+ *
+ * <p>The generic cases run once per algorithm, each configured with a capacity of
+ * {@link #CAPACITY} and a refill slow enough that frozen time means "no refill".
+ */
+public abstract class LimiterContract extends TallyFixture {
+  protected static final int CAPACITY = 20;
+  private static final ZoneId UTC = ZoneOffset.UTC;
+
+  /** Every algorithm with {@link #CAPACITY} units available now and none added for an hour. */
+  public static Stream<Arguments> algorithms() {
+    return Stream.of(
+        Arguments.of("token bucket", Limit.tokenBucket(CAPACITY, Duration.ofHours(2))),
+        Arguments.of("leaky bucket", Limit.leakyBucket(CAPACITY, Duration.ofHours(2))),
+        Arguments.of("GCRA", Limit.gcra(CAPACITY - 1, CAPACITY, Duration.ofHours(2))),
+        Arguments.of("fixed window", Limit.fixedWindow(CAPACITY, Duration.ofHours(2))),
+        Arguments.of("sliding window", Limit.slidingWindow(CAPACITY, Duration.ofHours(2))),
+        Arguments.of("quota", Limit.quota(CAPACITY, Limit.Period.MONTH, UTC)));
+  }
+
+  /** A limiter name unique to the test. */
+  protected String name() {
+    return "tck-limiter-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  private static final long NANO = 1;
+
+  // ------------------------------------------------------------------ every algorithm
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void grantsExactlyTheCapacityThenDenies(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    for (int i = 1; i <= CAPACITY; i++) {
+      Decision d = l.decide(1);
+      assertThat(d.allowed()).as("request %d", i).isTrue();
+      assertThat(d.remaining()).isEqualTo(CAPACITY - i);
+      assertThat(d.limit()).isEqualTo(CAPACITY);
+      assertThat(d.retryAfterNanos()).isZero();
+    }
+    Decision denied = l.decide(1);
+    assertThat(denied.allowed()).isFalse();
+    assertThat(denied.remaining()).isZero();
+    assertThat(denied.retryAfterNanos()).isPositive();
+    assertThat(l.tryAcquire()).isFalse();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void concurrentRequestsGrantExactlyTheCapacity(String kind, Limit limit) {
+    String name = name();
+    AtomicInteger granted = new AtomicInteger();
+    int threads = 8;
+    int perThread = CAPACITY; // 8 x capacity requests against a capacity of CAPACITY
+    Concurrently.run(threads, perThread, (t, i) -> {
+      RateLimiter own = tally.limiter(name, limit); // independent handles, one name
+      if (own.tryAcquire(1)) {
+        granted.incrementAndGet();
+      }
+    });
+    assertThat(granted).hasValue(CAPACITY);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void twoHandlesOnOneNameShareState(String kind, Limit limit) {
+    String name = name();
+    RateLimiter a = tally.limiter(name, limit);
+    RateLimiter b = tally.limiter(name, limit);
+    assertThat(a.tryAcquire(CAPACITY - 1)).isTrue();
+    assertThat(b.available()).isEqualTo(1);
+    assertThat(b.tryAcquire(2)).isFalse();
+    assertThat(b.tryAcquire(1)).isTrue();
+    assertThat(a.tryAcquire(1)).isFalse();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void retryAfterIsExactToTheNanosecond(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    assertThat(l.tryAcquire(CAPACITY)).isTrue();
+    Decision denied = l.decide(1);
+    assertThat(denied.allowed()).isFalse();
+    long wait = denied.retryAfterNanos();
+    assertThat(wait).isPositive().isNotEqualTo(Decision.NEVER);
+    clock.advanceNanos(wait - NANO);
+    Decision early = l.decide(1);
+    assertThat(early.allowed()).as("a nanosecond early").isFalse();
+    assertThat(early.retryAfterNanos()).isEqualTo(NANO);
+    clock.advanceNanos(NANO);
+    assertThat(l.decide(1).allowed()).as("at retry-after").isTrue();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void weightedRequestsTakeAllOrNothing(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    assertThat(l.tryAcquire(CAPACITY - 3)).isTrue();
+    Decision d = l.decide(5);
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.remaining()).isEqualTo(3);
+    assertThat(l.available()).isEqualTo(3);
+    assertThat(l.decide(3).allowed()).isTrue();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void moreThanTheLimitIsNeverAllowed(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    Decision d = l.decide(CAPACITY + 1);
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.retryAfterNanos()).isEqualTo(Decision.NEVER);
+    assertThat(l.available()).isEqualTo(CAPACITY);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void zeroPermitsAreAlwaysAllowedAndChangeNothing(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    assertThat(l.tryAcquire(CAPACITY)).isTrue();
+    Decision d = l.decide(0);
+    assertThat(d.allowed()).isTrue();
+    assertThat(d.remaining()).isZero();
+    assertThat(l.decide(1).allowed()).isFalse();
+    assertThatThrownBy(() -> l.decide(-1)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> l.tryAcquire(-1)).isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void availableDoesNotConsume(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    assertThat(l.available()).isEqualTo(CAPACITY);
+    assertThat(l.available()).isEqualTo(CAPACITY);
+    l.tryAcquire(4);
+    assertThat(l.available()).isEqualTo(CAPACITY - 4);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void refundGivesBackButNeverBeyondTheLimit(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    l.tryAcquire(CAPACITY);
+    l.refund(5);
+    assertThat(l.available()).isEqualTo(5);
+    l.refund(CAPACITY * 10L);
+    assertThat(l.available()).isEqualTo(CAPACITY);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void resetMakesTheLimiterFull(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    l.tryAcquire(CAPACITY);
+    l.reset();
+    assertThat(l.available()).isEqualTo(CAPACITY);
+    assertThat(l.tryAcquire(CAPACITY)).isTrue();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void theLimiterIsFullAgainAfterResetAfter(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    Decision d = l.decide(CAPACITY);
+    assertThat(d.resetAfterNanos()).isPositive();
+    clock.advanceNanos(d.resetAfterNanos());
+    assertThat(l.available()).isEqualTo(CAPACITY);
+    Decision fresh = l.decide(0);
+    assertThat(fresh.resetAfterNanos()).isZero();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void storedConfigurationWinsOverAHandles(String kind, Limit limit) {
+    String name = name();
+    RateLimiter first = tally.limiter(name, limit);
+    first.tryAcquire(1);
+    RateLimiter other = tally.limiter(name, Limit.fixedWindow(3, Duration.ofSeconds(1)));
+    Decision d = other.decide(1);
+    assertThat(d.limit()).isEqualTo(CAPACITY);
+    assertThat(d.remaining()).isEqualTo(CAPACITY - 2);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void reconfigureKeepsTheConsumedAmountAndNeverGoesNegative(String kind, Limit limit) {
+    String name = name();
+    RateLimiter l = tally.limiter(name, limit);
+    l.tryAcquire(CAPACITY - 5); // 15 consumed
+    Limit bigger = scaled(limit, 2);
+    RateLimiter grown = l.reconfigure(bigger);
+    assertThat(grown.available()).isEqualTo(2L * CAPACITY - (CAPACITY - 5));
+    Decision viaOldHandle = l.decide(0);
+    assertThat(viaOldHandle.limit()).as("every handle applies the stored configuration").isEqualTo(2L * CAPACITY);
+    RateLimiter shrunk = grown.reconfigure(scaled(limit, 0.5));
+    Decision d = shrunk.decide(1);
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.remaining()).isZero();
+    assertThat(d.limit()).isEqualTo(CAPACITY / 2);
+  }
+
+  /** The same kind of limit with its capacity scaled. */
+  private static Limit scaled(Limit limit, double factor) {
+    long c = (long) (CAPACITY * factor);
+    switch (limit.kind()) {
+      case TOKEN_BUCKET: return Limit.tokenBucket(c, Duration.ofHours(2).multipliedBy(c).dividedBy(CAPACITY));
+      case LEAKY_BUCKET: return Limit.leakyBucket(c, Duration.ofHours(2).multipliedBy(c).dividedBy(CAPACITY));
+      case GCRA: return Limit.gcra(c - 1, c, Duration.ofHours(2).multipliedBy(c).dividedBy(CAPACITY));
+      case FIXED_WINDOW: return Limit.fixedWindow(c, Duration.ofHours(2));
+      case SLIDING_WINDOW: return Limit.slidingWindow(c, Duration.ofHours(2));
+      case QUOTA: return Limit.quota(c, Limit.Period.MONTH, UTC);
+      default: throw new AssertionError(limit);
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void acquireGivesUpAtOnceWhenTheWaitIsTooLong(String kind, Limit limit) throws Exception {
+    RateLimiter l = tally.limiter(name(), limit);
+    assertThat(l.acquire(CAPACITY, Duration.ofMillis(10))).isTrue();
+    long start = System.nanoTime();
+    assertThat(l.acquire(1, Duration.ofMillis(200))).isFalse();
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofMillis(150));
+    Thread.currentThread().interrupt();
+    assertThatThrownBy(() -> l.acquire(1, Duration.ofSeconds(1))).isInstanceOf(InterruptedException.class);
+  }
+
+  // ------------------------------------------------------------------ several limits
+
+  @Test
+  public void severalLimitsAreCheckedTogetherAndNoneConsumesOnADenial() {
+    RateLimiter l = tally.limiter(name(),
+        Limit.tokenBucket(3, Duration.ofMinutes(1)),   // 3 per minute
+        Limit.tokenBucket(2, Duration.ofSeconds(1)));  // and 2 per second
+    assertThat(l.tryAcquire()).isTrue();
+    assertThat(l.tryAcquire()).isTrue();
+    Decision perSecond = l.decide(1);
+    assertThat(perSecond.allowed()).isFalse();
+    assertThat(perSecond.retryAfter()).isEqualTo(Duration.ofMillis(500));
+    assertThat(perSecond.limit()).isEqualTo(2);
+    clock.advance(Duration.ofSeconds(1));
+    assertThat(l.tryAcquire()).as("the minute bucket still has its third token").isTrue();
+    Decision perMinute = l.decide(1);
+    assertThat(perMinute.allowed()).isFalse();
+    assertThat(perMinute.limit()).isEqualTo(3);
+    assertThat(perMinute.retryAfter()).isEqualTo(Duration.ofSeconds(19));
+  }
+
+  // ------------------------------------------------------------------ scripted timelines
+
+  @Test
+  public void tokenBucketRefillsSmoothly() {
+    RateLimiter l = tally.limiter(name(), Limit.tokenBucket(10, Duration.ofSeconds(1)));
+    Decision first = l.decide(1);
+    assertThat(first.remaining()).isEqualTo(9);
+    assertThat(first.resetAfter()).isEqualTo(Duration.ofMillis(100));
+    assertThat(l.tryAcquire(9)).isTrue();
+    Decision empty = l.decide(1);
+    assertThat(empty.allowed()).isFalse();
+    assertThat(empty.retryAfter()).isEqualTo(Duration.ofMillis(100));
+    assertThat(empty.resetAfter()).isEqualTo(Duration.ofSeconds(1));
+    clock.advance(Duration.ofMillis(350));
+    assertThat(l.available()).isEqualTo(3);
+    Decision five = l.decide(5);
+    assertThat(five.allowed()).isFalse();
+    assertThat(five.retryAfter()).isEqualTo(Duration.ofMillis(150));
+    clock.advance(Duration.ofSeconds(10));
+    assertThat(l.available()).as("never more than the capacity").isEqualTo(10);
+  }
+
+  @Test
+  public void gcraAnswersAsRedisCell() {
+    // CL.THROTTLE user123 15 30 60 1 -> 0 (allowed), 16 (limit), 15 (remaining), -1, 2 (reset s)
+    RateLimiter l = tally.limiter(name(), Limit.gcra(15, 30, Duration.ofSeconds(60)));
+    Decision d = l.decide(1);
+    assertThat(d.allowed()).isTrue();
+    assertThat(d.limit()).isEqualTo(16);
+    assertThat(d.remaining()).isEqualTo(15);
+    assertThat(d.retryAfterNanos()).isZero();
+    assertThat(d.resetAfter()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(l.tryAcquire(15)).isTrue();
+    Decision limited = l.decide(1);
+    assertThat(limited.allowed()).isFalse();
+    assertThat(limited.retryAfter()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(limited.resetAfter()).isEqualTo(Duration.ofSeconds(32));
+  }
+
+  @Test
+  public void fixedWindowResetsAtTheAlignedBoundary() {
+    clock.set(Instant.parse("2026-11-08T10:00:00.250Z"));
+    RateLimiter l = tally.limiter(name(), Limit.fixedWindow(3, Duration.ofSeconds(1)));
+    assertThat(l.tryAcquire(3)).isTrue();
+    Decision d = l.decide(1);
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.retryAfter()).isEqualTo(Duration.ofMillis(750));
+    assertThat(d.resetAfter()).isEqualTo(Duration.ofMillis(750));
+    clock.advance(Duration.ofMillis(750));
+    assertThat(l.decide(1).remaining()).isEqualTo(2);
+  }
+
+  @Test
+  public void slidingWindowWeighsThePreviousWindow() {
+    RateLimiter l = tally.limiter(name(), Limit.slidingWindow(10, Duration.ofSeconds(1)));
+    assertThat(l.tryAcquire(10)).isTrue();
+    Decision d = l.decide(1);
+    assertThat(d.allowed()).isFalse();
+    // Next window: the 10 weigh 10 * (1 - e); one more fits once that is at most 9: e = 0.1 s.
+    assertThat(d.retryAfter()).isEqualTo(Duration.ofMillis(1100));
+    clock.advance(Duration.ofMillis(1500)); // halfway through the next window: weight 5
+    assertThat(l.available()).isEqualTo(5);
+    assertThat(l.tryAcquire(5)).isTrue();
+    assertThat(l.tryAcquire(1)).isFalse();
+  }
+
+  @Test
+  public void quotaCountsDownAndRenewsOnTheFirstOfTheMonth() {
+    clock.set(Instant.parse("2026-11-08T12:00:00Z"));
+    Quota q = tally.quota(name(), 1000, Limit.Period.MONTH, ZoneId.of("Europe/Paris"));
+    assertThat(List.of(q.tryAcquire(999), q.tryAcquire(1), q.tryAcquire(1))).containsExactly(true, true, false);
+    Decision d = q.decide(1);
+    assertThat(d.retryAfter()).isEqualTo(Duration.between(
+        Instant.parse("2026-11-08T12:00:00Z"), Instant.parse("2026-11-30T23:00:00Z")));
+    q.topUp(10);
+    assertThat(q.available()).isEqualTo(10);
+    assertThat(q.tryAcquire(10)).isTrue();
+    q.refund(4);
+    assertThat(q.available()).isEqualTo(4);
+    clock.set(Instant.parse("2026-11-30T23:00:00Z"));
+    assertThat(q.available()).isEqualTo(1000);
+    assertThat(q.decide(2000).retryAfterNanos()).isEqualTo(Decision.NEVER);
+  }
+
+  @Test
+  public void dailyQuotaFollowsDaylightSavingTime() {
+    ZoneId paris = ZoneId.of("Europe/Paris");
+    clock.set(Instant.parse("2026-10-25T10:00:00Z")); // the day clocks go back: 25 hours long
+    Quota q = tally.quota(name(), 1, Limit.Period.DAY, paris);
+    assertThat(q.tryAcquire()).isTrue();
+    assertThat(q.decide(1).retryAfter()).isEqualTo(Duration.between(
+        Instant.parse("2026-10-25T10:00:00Z"), Instant.parse("2026-10-25T23:00:00Z")));
+  }
+
+  // ------------------------------------------------------------------ the leaky bucket seed
+
+  @Test
+  public void leakyBucketHasTheSeedInterface() {
+    String name = name();
+    LeakyBucket bucket = tally.leakyBucket(name, 100, Duration.ofMinutes(1));
+    assertThat(bucket.capacity()).isEqualTo(100);
+    BucketState s = bucket.add(1);
+    assertThat(s.capacity()).isEqualTo(100);
+    assertThat(s.remaining()).isEqualTo(99);
+    assertThat(s.reset()).isEqualTo(Instant.parse("2026-11-08T00:00:00.600Z"));
+    bucket.add(99);
+    BucketFullException full = org.junit.jupiter.api.Assertions.assertThrows(
+        BucketFullException.class, () -> bucket.add(1));
+    assertThat(full.state().remaining()).isZero();
+    assertThat(full.state().reset()).isEqualTo(Instant.parse("2026-11-08T00:01:00Z"));
+    assertThat(bucket.add(0).remaining()).as("add(0) on a full bucket succeeds").isZero();
+    clock.advance(Duration.ofMillis(600));
+    assertThat(bucket.add(1).remaining()).isZero();
+  }
+
+  @Test
+  public void leakyBucketAddOverCapacityIsAlwaysFull() {
+    LeakyBucket bucket = tally.leakyBucket(name(), 10, Duration.ofSeconds(10));
+    assertThatThrownBy(() -> bucket.add(11)).isInstanceOf(BucketFullException.class);
+    assertThat(bucket.state().remaining()).isEqualTo(10);
+  }
+
+  @Test
+  public void leakyBucketCreateFindsAndAdoptsTheStoredBucket() {
+    String name = name();
+    LeakyBucket first = tally.leakyBucket(name, 100, Duration.ofMinutes(1));
+    first.add(40);
+    LeakyBucket again = tally.leakyBucket(name, 5, Duration.ofHours(1));
+    assertThat(again.capacity()).isEqualTo(100);
+    assertThat(again.state().remaining()).isEqualTo(60);
+    assertThat(again.add(60).remaining()).isZero();
+  }
+
+  @Test
+  public void leakyBucketNeverOvershootsUnderConcurrency() {
+    String name = name();
+    AtomicInteger added = new AtomicInteger();
+    Concurrently.run(8, 40, (t, i) -> {
+      try {
+        tally.leakyBucket(name, 100, Duration.ofHours(1)).add(1);
+        added.incrementAndGet();
+      } catch (BucketFullException expected) {
+        assertThat(expected.state().remaining()).isZero();
+      }
+    });
+    assertThat(added).hasValue(100);
+  }
+
+  // ------------------------------------------------------------------ bad input
+
+  @Test
+  public void badLimitsAreRefusedWhenMade() {
+    assertThatThrownBy(() -> Limit.tokenBucket(0, Duration.ofSeconds(1))).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("capacity");
+    assertThatThrownBy(() -> Limit.tokenBucket(-5, Duration.ofSeconds(1))).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Limit.tokenBucket(10, Duration.ZERO)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Limit.leakyBucket(10, Duration.ofSeconds(-1))).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Limit.gcra(-1, 10, Duration.ofSeconds(1))).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Limit.fixedWindow(0, Duration.ofSeconds(1))).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Limit.tokenBucket(Long.MAX_VALUE, 1, Duration.ofDays(365)))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("73 years");
+    assertThatThrownBy(() -> tally.limiter(name())).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> tally.limiter("", Limit.tokenBucket(1, Duration.ofSeconds(1))))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  public void hugeRatesAndLongPeriodsDoNotOverflow() {
+    RateLimiter fast = tally.limiter(name(), Limit.tokenBucket(1_000_000_000_000L, Duration.ofSeconds(1)));
+    assertThat(fast.tryAcquire(999_999_999_999L)).isTrue();
+    assertThat(fast.available()).isEqualTo(1);
+    clock.set(Instant.EPOCH.plus(Duration.ofDays(3650 * 5))); // a window boundary
+    RateLimiter slow = tally.limiter(name(), Limit.slidingWindow(4_000_000_000_000L, Duration.ofDays(3650)));
+    assertThat(slow.tryAcquire(3_999_999_999_999L)).isTrue();
+    clock.advance(Duration.ofDays(3650 + 1825)); // halfway through the next window
+    assertThat(slow.available()).isBetween(1_999_999_999_999L, 2_000_000_000_001L);
+  }
+}
