@@ -65,8 +65,8 @@ final class DefaultAsyncCounters implements AsyncCounters {
 
   @Override
   public CompletionStage<Long> incrExisting(String key, long delta) {
-    String k = key(key);
-    return guard(store().incr(k, delta, 0, false), "incr", k, s -> s.incr(k, delta, 0, false));
+    // No failure policy: fail-open cannot invent the value of a counter that must exist.
+    return store().incr(key(key), delta, 0, false);
   }
 
   @Override

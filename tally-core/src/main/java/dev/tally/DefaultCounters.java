@@ -86,13 +86,8 @@ final class DefaultCounters implements Counters {
 
   @Override
   public long incrExisting(String key, long delta) {
-    String k = key(key);
-    try {
-      return group.store().incr(k, delta, 0, false);
-    } catch (StoreException e) {
-      onFailure("incr", k, e);
-      throw e; // fail-open cannot invent a value for a counter that must exist
-    }
+    // No failure policy: fail-open cannot invent the value of a counter that must exist.
+    return group.store().incr(key(key), delta, 0, false);
   }
 
   @Override
