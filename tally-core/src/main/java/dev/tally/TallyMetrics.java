@@ -1,0 +1,154 @@
+package dev.tally;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * Micrometer metrics for one store: times and counts operations, counts errors, and, as the
+ * store's {@link TallyListener}, counts every answer a {@link FailurePolicy} gave on behalf of
+ * a failed store.
+ *
+ * <pre>{@code
+ * TallyMetrics metrics = TallyMetrics.of(registry, "file:./tally-data");
+ * try (Tally tally = Tally.builder("file:./tally-data").listener(metrics).build()) {
+ *   long views = metrics.record("incr", () -> tally.counters().incr("views"));
+ * }
+ * }</pre>
+ *
+ * <p>Meters, with their Prometheus names; every one is tagged {@code store} with the URI's
+ * scheme ({@code mem}, {@code file}, {@code redis}...), never the whole URI, which may hold a
+ * password:
+ *
+ * <table>
+ *   <caption>Meters</caption>
+ *   <tr><td>{@code tally.operations} ({@code tally_operations_seconds_*})</td>
+ *       <td>timer; tags {@code operation}, {@code outcome}: {@code ok}, {@code denied} (a limiter
+ *       said no), {@code rejected} (bad input, a missing key, an overflow: the caller's
+ *       problem), {@code error} (the store failed, or a bug)</td></tr>
+ *   <tr><td>{@code tally.errors} ({@code tally_errors_total})</td>
+ *       <td>counter of the {@code rejected} and {@code error} outcomes; tags {@code operation},
+ *       {@code exception} (the class's simple name)</td></tr>
+ *   <tr><td>{@code tally.failure.policy} ({@code tally_failure_policy_total})</td>
+ *       <td>counter of fail-open and fail-closed answers; tags {@code operation},
+ *       {@code policy}</td></tr>
+ * </table>
+ *
+ * <p>Micrometer is an <em>optional</em> dependency of tally-core: the library runs without it,
+ * and only code that uses this class needs {@code io.micrometer:micrometer-core}. Timing costs
+ * two {@link System#nanoTime()} reads and a lock-free timer update per operation.
+ */
+public final class TallyMetrics implements TallyListener {
+  private final MeterRegistry registry;
+  private final String store;
+  /** Timers by operation, one slot per {@link Outcome}: found without building tags. */
+  private final ConcurrentHashMap<String, Timer[]> timers = new ConcurrentHashMap<>();
+
+  private TallyMetrics(MeterRegistry registry, String store) {
+    this.registry = registry;
+    this.store = store;
+  }
+
+  /**
+   * Metrics for the store named by {@code storeUri}, registered in {@code registry}.
+   *
+   * @throws IllegalArgumentException if the URI has no scheme
+   */
+  public static TallyMetrics of(MeterRegistry registry, String storeUri) {
+    Objects.requireNonNull(registry, "registry");
+    return new TallyMetrics(registry, Tally.scheme(storeUri));
+  }
+
+  /** The {@code store} tag: the scheme of the store's URI. */
+  public String store() {
+    return store;
+  }
+
+  /**
+   * Runs {@code call}, timing it as {@code operation} and classifying how it ended. A
+   * {@link Decision} that was not allowed counts as {@code denied}. Exceptions are counted and
+   * rethrown unchanged.
+   */
+  public <T> T record(String operation, Supplier<T> call) {
+    long start = System.nanoTime();
+    T result;
+    try {
+      result = call.get();
+    } catch (RuntimeException | Error e) {
+      long elapsed = System.nanoTime() - start;
+      Outcome outcome = Outcome.of(e);
+      timer(operation, outcome).record(elapsed, TimeUnit.NANOSECONDS);
+      Counter.builder("tally.errors")
+          .description("Operations that ended with an exception, by exception class")
+          .tags("store", store, "operation", operation, "exception", e.getClass().getSimpleName())
+          .register(registry)
+          .increment();
+      throw e;
+    }
+    long elapsed = System.nanoTime() - start;
+    Outcome outcome = result instanceof Decision d && !d.allowed() ? Outcome.DENIED : Outcome.OK;
+    timer(operation, outcome).record(elapsed, TimeUnit.NANOSECONDS);
+    return result;
+  }
+
+  /** {@link #record(String, Supplier)} for an operation without a result. */
+  public void record(String operation, Runnable call) {
+    record(operation, () -> {
+      call.run();
+      return null;
+    });
+  }
+
+  @Override
+  public void onFailurePolicyApplied(
+      String operation, String key, FailurePolicy policy, StoreException cause) {
+    Counter.builder("tally.failure.policy")
+        .description("Answers given by a failure policy because the store failed")
+        .tags("store", store, "operation", operation, "policy", policy.name().toLowerCase())
+        .register(registry)
+        .increment();
+  }
+
+  private Timer timer(String operation, Outcome outcome) {
+    Timer[] byOutcome = timers.computeIfAbsent(operation, op -> new Timer[Outcome.VALUES.length]);
+    Timer t = byOutcome[outcome.ordinal()];
+    if (t == null) {
+      // Registering is idempotent, so a race here only registers the same timer twice.
+      t = Timer.builder("tally.operations")
+          .description("Tally operations, by how they ended")
+          .tags("store", store, "operation", operation, "outcome", outcome.tag)
+          .register(registry);
+      byOutcome[outcome.ordinal()] = t;
+    }
+    return t;
+  }
+
+  /** How an operation ended, as the {@code outcome} tag says it. */
+  private enum Outcome {
+    OK("ok"), DENIED("denied"), REJECTED("rejected"), ERROR("error");
+
+    static final Outcome[] VALUES = values();
+    final String tag;
+
+    Outcome(String tag) {
+      this.tag = tag;
+    }
+
+    static Outcome of(Throwable e) {
+      if (e instanceof StoreException || !(e instanceof IllegalArgumentException
+          || e instanceof TallyException)) {
+        return ERROR;
+      }
+      return REJECTED;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "TallyMetrics[" + store + "]";
+  }
+}
