@@ -1,0 +1,145 @@
+package dev.tally.server;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.tally.Tally;
+import dev.tally.server.http.Api;
+import dev.tally.server.http.Api.LimiterAction;
+import dev.tally.server.http.LimitSpec;
+import dev.tally.server.http.Specs;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+
+/** {@code tally limit try|acquire|peek|refund|reset NAME --token-bucket 100/1m ...}. */
+@Command(
+    name = "limit",
+    description = {
+        "Rate limiters shared by every process on the store.",
+        "Give one or more limits; a request is granted only if every limit allows it.",
+        "Exit 0 when allowed, 1 when denied."},
+    mixinStandardHelpOptions = true,
+    subcommandsRepeatable = false)
+final class LimitCommand {
+  @ParentCommand
+  TallyCommand root;
+
+  /** The limit options, shared by every limit subcommand. */
+  static final class Limits {
+    @Option(names = "--token-bucket", paramLabel = "[CAP:]N/PERIOD",
+        description = "Token bucket: 100/1m (100, refilled at 100 a minute) or 10:1/1s.")
+    List<String> tokenBucket = new ArrayList<>();
+
+    @Option(names = "--leaky-bucket", paramLabel = "CAP/DRAIN",
+        description = "Leaky bucket: 100/1m (100 deep, drains fully in a minute).")
+    List<String> leakyBucket = new ArrayList<>();
+
+    @Option(names = "--gcra", paramLabel = "BURST:COUNT/PERIOD",
+        description = "GCRA as redis-cell's CL.THROTTLE: 15:30/60s.")
+    List<String> gcra = new ArrayList<>();
+
+    @Option(names = "--fixed-window", paramLabel = "N/WINDOW", description = "Fixed window: 100/1h.")
+    List<String> fixedWindow = new ArrayList<>();
+
+    @Option(names = "--sliding-window", paramLabel = "N/WINDOW", description = "Sliding window: 100/1h.")
+    List<String> slidingWindow = new ArrayList<>();
+
+    @Option(names = "--quota", paramLabel = "N/day|month[@ZONE]",
+        description = "Calendar quota: 1000/month or 50/day@Europe/Paris (UTC by default).")
+    List<String> quota = new ArrayList<>();
+
+    List<LimitSpec> specs() {
+      List<LimitSpec> specs = new ArrayList<>();
+      add(specs, LimitSpec.Kind.TOKEN_BUCKET, tokenBucket);
+      add(specs, LimitSpec.Kind.LEAKY_BUCKET, leakyBucket);
+      add(specs, LimitSpec.Kind.GCRA, gcra);
+      add(specs, LimitSpec.Kind.FIXED_WINDOW, fixedWindow);
+      add(specs, LimitSpec.Kind.SLIDING_WINDOW, slidingWindow);
+      add(specs, LimitSpec.Kind.QUOTA, quota);
+      if (specs.isEmpty()) {
+        throw new IllegalArgumentException("give a limit, e.g. --token-bucket 100/1m");
+      }
+      return specs;
+    }
+
+    private static void add(List<LimitSpec> specs, LimitSpec.Kind kind, List<String> texts) {
+      for (String t : texts) {
+        String policy = specs.isEmpty() ? "default" : "limit-" + (specs.size() + 1);
+        try {
+          specs.add(LimitSpec.parse(kind, t, policy));
+        } catch (IllegalArgumentException e) {
+          throw new IllegalArgumentException("--" + kind.optionName() + ": " + e.getMessage());
+        }
+      }
+    }
+  }
+
+  private int run(Function<Api, dev.tally.server.http.Reply> call) {
+    try (Tally tally = Tally.open(root.store)) {
+      return root.print(call.apply(new Api(tally, null)), LimitCommand::plain);
+    }
+  }
+
+  /** {@code allowed remaining=99 limit=100 reset-after=600ms}, and for a denial the wait. */
+  static String plain(JsonNode d) {
+    StringBuilder b = new StringBuilder(d.get("allowed").asBoolean() ? "allowed" : "denied");
+    b.append(" remaining=").append(d.get("remaining").asLong());
+    b.append(" limit=").append(d.get("limit").asLong());
+    if (!d.get("allowed").asBoolean()) {
+      JsonNode retry = d.get("retryAfterMillis");
+      b.append(" retry-after=").append(retry.isNull() ? "never"
+          : Specs.format(Duration.ofMillis(retry.asLong())));
+    }
+    b.append(" reset-after=").append(Specs.format(Duration.ofMillis(d.get("resetAfterMillis").asLong())));
+    return b.toString();
+  }
+
+  @Command(name = "try", mixinStandardHelpOptions = true,
+      description = "Take permits if every limit allows, else take nothing (exit 1).")
+  int tryAcquire(
+      @Parameters(paramLabel = "NAME", description = "The limiter, e.g. api:user:42") String name,
+      @Mixin Limits limits,
+      @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
+          description = "How many to take (default 1).") long permits) {
+    return run(api -> api.limiter(LimiterAction.TRY, name, limits.specs(), permits));
+  }
+
+  @Command(name = "acquire", mixinStandardHelpOptions = true,
+      description = "Take permits, waiting up to --max-wait for them; exit 1 if they cannot be had in time.")
+  int acquire(
+      @Parameters(paramLabel = "NAME") String name,
+      @Mixin Limits limits,
+      @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
+          description = "How many to take (default 1).") long permits,
+      @Option(names = "--max-wait", paramLabel = "DURATION", defaultValue = "0s",
+          converter = Converters.DurationConverter.class,
+          description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
+    return run(api -> api.acquire(name, limits.specs(), permits, maxWait).join());
+  }
+
+  @Command(name = "peek", mixinStandardHelpOptions = true,
+      description = "Print what is available now, taking nothing.")
+  int peek(@Parameters(paramLabel = "NAME") String name, @Mixin Limits limits) {
+    return run(api -> api.limiter(LimiterAction.PEEK, name, limits.specs(), 0));
+  }
+
+  @Command(name = "refund", mixinStandardHelpOptions = true,
+      description = "Give back permits taken earlier, never beyond the limit.")
+  int refund(
+      @Parameters(paramLabel = "NAME") String name,
+      @Mixin Limits limits,
+      @Option(names = "--permits", paramLabel = "N", defaultValue = "1") long permits) {
+    return run(api -> api.limiter(LimiterAction.REFUND, name, limits.specs(), permits));
+  }
+
+  @Command(name = "reset", mixinStandardHelpOptions = true,
+      description = "Forget the limiter's state: it is full again.")
+  int reset(@Parameters(paramLabel = "NAME") String name, @Mixin Limits limits) {
+    return run(api -> api.limiter(LimiterAction.RESET, name, limits.specs(), 0));
+  }
+}

@@ -1,0 +1,127 @@
+package dev.tally.server;
+
+import dev.tally.FailurePolicy;
+import dev.tally.server.http.Problem;
+import dev.tally.server.http.TallyServer;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
+
+/** {@code tally serve}: the HTTP/JSON API over the store, until SIGTERM or Ctrl-C. */
+@Command(name = "serve", mixinStandardHelpOptions = true, sortOptions = false,
+    description = {
+        "Serve the store over HTTP/JSON (see docs/http.md and docs/openapi.yaml).",
+        "Prints 'listening on http://HOST:PORT' once ready. On SIGTERM or Ctrl-C, finishes the",
+        "requests in flight (up to --shutdown-grace), then exits.",
+        "Listening on any address but loopback requires a bearer token."})
+final class ServeCommand implements Callable<Integer> {
+  @ParentCommand
+  TallyCommand root;
+
+  @Spec
+  CommandSpec spec;
+
+  @Option(names = "--bind", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
+      description = "Address to listen on (default 127.0.0.1). Anything else needs a token.")
+  String bind;
+
+  @Option(names = "--port", paramLabel = "PORT", defaultValue = "8080",
+      description = "Port (default 8080; 0 picks a free one).")
+  int port;
+
+  @Option(names = "--token-file", paramLabel = "FILE",
+      description = "File holding the bearer token clients must send (else $TALLY_TOKEN).")
+  Path tokenFile;
+
+  @Option(names = "--threads", paramLabel = "N",
+      description = "Worker threads (default 4 per core, at least 8).")
+  Integer threads;
+
+  @Option(names = "--max-body", paramLabel = "BYTES", defaultValue = "65536",
+      description = "Largest request body accepted; larger ones get 413 (default 65536).")
+  int maxBody;
+
+  @Option(names = "--shutdown-grace", paramLabel = "DURATION", defaultValue = "10s",
+      converter = Converters.DurationConverter.class,
+      description = "How long shutdown waits for requests in flight (default 10s).")
+  Duration shutdownGrace;
+
+  @Option(names = "--failure-policy", paramLabel = "POLICY", defaultValue = "throw",
+      converter = PolicyConverter.class,
+      description = "When the store fails: throw (answer 503, default), fail-open (counters answer"
+          + " default+delta, limiters allow) or fail-closed (limiters deny).")
+  FailurePolicy failurePolicy;
+
+  static final class PolicyConverter implements ITypeConverter<FailurePolicy> {
+    @Override
+    public FailurePolicy convert(String value) {
+      try {
+        return FailurePolicy.valueOf(value.toUpperCase(Locale.ROOT).replace('-', '_'));
+      } catch (IllegalArgumentException e) {
+        throw new TypeConversionException("'" + value + "' is not a policy: expected throw,"
+            + " fail-open or fail-closed");
+      }
+    }
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter err = spec.commandLine().getErr();
+    String token = token(err);
+    TallyServer.Settings settings = new TallyServer.Settings(bind, port, token,
+        threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace);
+    TallyServer server;
+    try {
+      server = TallyServer.start(root.store, failurePolicy, settings);
+    } catch (IOException e) {
+      err.println("tally serve: cannot listen on " + bind + ":" + port + ": " + e.getMessage()
+          + "; choose another --port or --bind");
+      return Problem.BAD_REQUEST.exitCode();
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "tally-shutdown"));
+    PrintWriter out = spec.commandLine().getOut();
+    out.println("listening on " + server.uri());
+    out.flush();
+    server.awaitClosed();
+    return 0;
+  }
+
+  private String token(PrintWriter err) throws IOException {
+    if (tokenFile != null) {
+      if (!Files.isReadable(tokenFile)) {
+        throw new IllegalArgumentException("cannot read --token-file " + tokenFile);
+      }
+      String t = Files.readString(tokenFile).strip();
+      if (t.isEmpty()) {
+        throw new IllegalArgumentException("--token-file " + tokenFile + " is empty; write a token"
+            + " into it, e.g. openssl rand -hex 32 > " + tokenFile);
+      }
+      try {
+        Set<PosixFilePermission> perms = Files.getPosixFilePermissions(tokenFile);
+        if (perms.contains(PosixFilePermission.OTHERS_READ) || perms.contains(PosixFilePermission.GROUP_READ)) {
+          err.println("tally serve: warning: " + tokenFile + " is readable by other users;"
+              + " chmod 600 it");
+          err.flush();
+        }
+      } catch (UnsupportedOperationException notPosix) {
+        // nothing to check
+      }
+      return t;
+    }
+    String env = System.getenv("TALLY_TOKEN");
+    return env == null || env.isBlank() ? null : env.strip();
+  }
+}

@@ -1,0 +1,127 @@
+package dev.tally.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.Set;
+
+/**
+ * A JSON request object read strictly: unknown fields, wrong types and out-of-range numbers are
+ * refused with a message naming the field and what it should hold.
+ */
+final class Body {
+  private final ObjectNode node;
+  private final String where;
+
+  private Body(ObjectNode node, String where) {
+    this.node = node;
+    this.where = where;
+  }
+
+  /** Parses {@code bytes}, allowing only {@code fields}; {@code example} shows a good body. */
+  static Body parse(byte[] bytes, String example, Set<String> fields) {
+    return of(Json.parseObject(bytes, example), "", fields);
+  }
+
+  /** Wraps a nested object; {@code where} prefixes field names in messages (e.g. "ops[2]."). */
+  static Body of(ObjectNode node, String where, Set<String> fields) {
+    for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
+      String f = it.next();
+      if (!fields.contains(f)) {
+        throw new BadRequestException("unknown field '" + where + f + "'; expected "
+            + (fields.isEmpty() ? "an empty body" : "one of " + String.join(", ", sorted(fields))));
+      }
+    }
+    return new Body(node, where);
+  }
+
+  private static Iterable<String> sorted(Set<String> s) {
+    return s.stream().sorted()::iterator;
+  }
+
+  boolean has(String field) {
+    JsonNode n = node.get(field);
+    return n != null && !n.isNull();
+  }
+
+  JsonNode raw(String field) {
+    return node.get(field);
+  }
+
+  /** An integer ({@code Long}) or a finite decimal ({@code Double}); {@code dflt} if absent. */
+  Number number(String field, Number dflt) {
+    JsonNode n = node.get(field);
+    if (n == null || n.isNull()) {
+      return dflt;
+    }
+    if (n.isIntegralNumber()) {
+      if (!n.canConvertToLong()) {
+        throw new BadRequestException("'" + where + field + "' is " + n.asText()
+            + ", outside the signed 64-bit range");
+      }
+      return n.longValue();
+    }
+    if (n.isFloatingPointNumber() && Double.isFinite(n.doubleValue())) {
+      return n.doubleValue();
+    }
+    throw new BadRequestException("'" + where + field + "' must be a number like 5 or 0.5, not "
+        + Json.string(n));
+  }
+
+  /** A signed 64-bit integer; {@code dflt} if absent. */
+  long integer(String field, long dflt) {
+    Number n = number(field, dflt);
+    if (n instanceof Double) {
+      throw new BadRequestException("'" + where + field + "' must be an integer, not " + n);
+    }
+    return n.longValue();
+  }
+
+  boolean bool(String field, boolean dflt) {
+    JsonNode n = node.get(field);
+    if (n == null || n.isNull()) {
+      return dflt;
+    }
+    if (!n.isBoolean()) {
+      throw new BadRequestException("'" + where + field + "' must be true or false, not " + Json.string(n));
+    }
+    return n.booleanValue();
+  }
+
+  /** A string; null if absent. */
+  String string(String field) {
+    JsonNode n = node.get(field);
+    if (n == null || n.isNull()) {
+      return null;
+    }
+    if (!n.isTextual()) {
+      throw new BadRequestException("'" + where + field + "' must be a string, not " + Json.string(n));
+    }
+    return n.textValue();
+  }
+
+  String requiredString(String field, String example) {
+    String s = string(field);
+    if (s == null) {
+      throw new BadRequestException("missing field '" + where + field + "', e.g. " + example);
+    }
+    return s;
+  }
+
+  /** A duration string ({@code "40d"}); null if absent. */
+  Duration duration(String field) {
+    JsonNode n = node.get(field);
+    if (n == null || n.isNull()) {
+      return null;
+    }
+    if (!n.isTextual()) {
+      throw new BadRequestException("'" + where + field + "' must be a string: " + Specs.DURATION_HINT);
+    }
+    try {
+      return Specs.duration(n.textValue());
+    } catch (IllegalArgumentException e) {
+      throw new BadRequestException("'" + where + field + "': " + e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,248 @@
+package dev.tally.server.http;
+
+import dev.tally.Limit;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZonedDateTime;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A {@link Limit} as the command line and the JSON API write it, with what the
+ * {@code RateLimit-Policy} header field needs to describe it (its quota and window).
+ *
+ * <table>
+ *   <caption>Forms</caption>
+ *   <tr><td>{@code tokenBucket} / {@code --token-bucket}</td><td>{@code 100/1m}: 100 tokens,
+ *       refilled at 100 a minute; {@code 10:1/1s}: 10 tokens, one more each second</td></tr>
+ *   <tr><td>{@code leakyBucket} / {@code --leaky-bucket}</td><td>{@code 100/1m}: 100 deep,
+ *       drains fully in a minute</td></tr>
+ *   <tr><td>{@code gcra} / {@code --gcra}</td><td>{@code 15:30/60s}: redis-cell's
+ *       {@code CL.THROTTLE key 15 30 60} (bursts of 16)</td></tr>
+ *   <tr><td>{@code fixedWindow}, {@code slidingWindow}</td><td>{@code 1000/1h}</td></tr>
+ *   <tr><td>{@code quota} / {@code --quota}</td><td>{@code 1000/month},
+ *       {@code 50/day@Europe/Paris} (UTC unless a zone is given)</td></tr>
+ * </table>
+ */
+public final class LimitSpec {
+  private static final Pattern QUOTA = Pattern.compile("(\\d+)/(day|month)(?:@(.+))?");
+  private static final Pattern POLICY_NAME = Pattern.compile("[A-Za-z0-9._:-]{1,64}");
+
+  /** The algorithms, with the names each front end uses for them. */
+  public enum Kind {
+    TOKEN_BUCKET("tokenBucket", "token-bucket", "a token bucket", "100/1m or 10:1/1s"),
+    LEAKY_BUCKET("leakyBucket", "leaky-bucket", "a leaky bucket", "100/1m"),
+    GCRA("gcra", "gcra", "a GCRA limit", "15:30/60s (BURST:COUNT/PERIOD)"),
+    FIXED_WINDOW("fixedWindow", "fixed-window", "a fixed window", "100/1h"),
+    SLIDING_WINDOW("slidingWindow", "sliding-window", "a sliding window", "100/1h"),
+    QUOTA("quota", "quota", "a quota", "1000/month or 50/day@Europe/Paris");
+
+    private final String jsonName;
+    private final String optionName;
+    private final String description;
+    private final String example;
+
+    Kind(String jsonName, String optionName, String description, String example) {
+      this.jsonName = jsonName;
+      this.optionName = optionName;
+      this.description = description;
+      this.example = example;
+    }
+
+    /** The field name in JSON, e.g. {@code tokenBucket}. */
+    public String jsonName() {
+      return jsonName;
+    }
+
+    /** The command-line option without dashes, e.g. {@code token-bucket}. */
+    public String optionName() {
+      return optionName;
+    }
+
+    /** An example of the text form. */
+    public String example() {
+      return example;
+    }
+
+    /** The kind whose JSON field name is {@code name}, or null. */
+    public static Kind ofJsonName(String name) {
+      for (Kind k : values()) {
+        if (k.jsonName.equals(name)) {
+          return k;
+        }
+      }
+      return null;
+    }
+
+    static String jsonNames() {
+      StringBuilder b = new StringBuilder();
+      for (Kind k : values()) {
+        b.append(b.length() == 0 ? "" : ", ").append(k.jsonName);
+      }
+      return b.toString();
+    }
+  }
+
+  private final Kind kind;
+  private final String text;
+  private final String policy;
+  private final Limit limit;
+  private final Duration window; // null for quotas, whose period has no fixed length
+  private final ZoneId zone;
+  private final Limit.Period period;
+
+  private LimitSpec(Kind kind, String text, String policy, Limit limit, Duration window,
+      Limit.Period period, ZoneId zone) {
+    this.kind = kind;
+    this.text = text;
+    this.policy = policy;
+    this.limit = limit;
+    this.window = window;
+    this.period = period;
+    this.zone = zone;
+  }
+
+  /**
+   * Parses {@code text} as a limit of {@code kind}.
+   *
+   * @param policy the name the {@code RateLimit} header fields give it
+   * @throws IllegalArgumentException saying what a good one looks like
+   */
+  public static LimitSpec parse(Kind kind, String text, String policy) {
+    if (!POLICY_NAME.matcher(policy).matches()) {
+      throw new IllegalArgumentException("policy name '" + policy + "' must be 1 to 64 letters,"
+          + " digits or . _ : -");
+    }
+    String t = text == null ? null : text.strip();
+    try {
+      return switch (kind) {
+        case QUOTA -> quota(t, policy);
+        case TOKEN_BUCKET -> {
+          Specs.Rate r = Specs.rate(t, kind.description, kind.example);
+          long capacity = r.prefix() == null ? r.count() : r.prefix();
+          Limit l = Limit.tokenBucket(capacity, r.count(), r.period());
+          yield new LimitSpec(kind, t, policy, l, scale(r.period(), capacity, r.count()), null, null);
+        }
+        case LEAKY_BUCKET -> {
+          Specs.Rate r = noPrefix(Specs.rate(t, kind.description, kind.example), kind, t);
+          yield new LimitSpec(kind, t, policy, Limit.leakyBucket(r.count(), r.period()), r.period(),
+              null, null);
+        }
+        case GCRA -> {
+          Specs.Rate r = Specs.rate(t, kind.description, kind.example);
+          if (r.prefix() == null) {
+            throw new IllegalArgumentException("'" + t + "' has no burst: expected a GCRA limit"
+                + " like " + kind.example);
+          }
+          Limit l = Limit.gcra(r.prefix(), r.count(), r.period());
+          yield new LimitSpec(kind, t, policy, l, scale(r.period(), l.limit(), r.count()), null, null);
+        }
+        case FIXED_WINDOW -> {
+          Specs.Rate r = noPrefix(Specs.rate(t, kind.description, kind.example), kind, t);
+          yield new LimitSpec(kind, t, policy, Limit.fixedWindow(r.count(), r.period()), r.period(),
+              null, null);
+        }
+        case SLIDING_WINDOW -> {
+          Specs.Rate r = noPrefix(Specs.rate(t, kind.description, kind.example), kind, t);
+          yield new LimitSpec(kind, t, policy, Limit.slidingWindow(r.count(), r.period()), r.period(),
+              null, null);
+        }
+      };
+    } catch (IllegalArgumentException e) {
+      String msg = e.getMessage();
+      // Limit's own checks (zero capacity, 73-year spans) name the parameter, not the text.
+      throw new IllegalArgumentException(msg.startsWith("'") || msg.startsWith("missing")
+          ? msg : kind.jsonName + " '" + t + "': " + msg);
+    }
+  }
+
+  private static LimitSpec quota(String t, String policy) {
+    Kind kind = Kind.QUOTA;
+    Matcher m = t == null ? null : QUOTA.matcher(t);
+    if (m == null || !m.matches()) {
+      throw new IllegalArgumentException((t == null ? "missing quota" : "'" + t + "' is not a quota")
+          + ": expected a quota like " + kind.example);
+    }
+    long allowance;
+    try {
+      allowance = Long.parseLong(m.group(1));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("'" + t + "' has a number too large");
+    }
+    Limit.Period period = Limit.Period.valueOf(m.group(2).toUpperCase(Locale.ROOT));
+    ZoneId zone = Specs.zone(m.group(3), t);
+    return new LimitSpec(kind, t, policy, Limit.quota(allowance, period, zone), null, period, zone);
+  }
+
+  private static Specs.Rate noPrefix(Specs.Rate r, Kind kind, String text) {
+    if (r.prefix() != null) {
+      throw new IllegalArgumentException("'" + text + "' is not " + kind.description
+          + ": expected one like " + kind.example);
+    }
+    return r;
+  }
+
+  /** {@code period * units / per}: how long the limit takes to refill completely. */
+  private static Duration scale(Duration period, long units, long per) {
+    BigInteger nanos = BigInteger.valueOf(period.toNanos())
+        .multiply(BigInteger.valueOf(units))
+        .divide(BigInteger.valueOf(per));
+    return Duration.ofNanos(nanos.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue());
+  }
+
+  /** The algorithm. */
+  public Kind kind() {
+    return kind;
+  }
+
+  /** The text it was parsed from, e.g. {@code 100/1m}. */
+  public String text() {
+    return text;
+  }
+
+  /** The policy name for the {@code RateLimit} header fields. */
+  public String policy() {
+    return policy;
+  }
+
+  /** The calendar period of a quota, else null. */
+  Limit.Period period() {
+    return period;
+  }
+
+  /** The time zone of a quota, else null. */
+  ZoneId zone() {
+    return zone;
+  }
+
+  /** The limit to open a limiter with. */
+  public Limit limit() {
+    return limit;
+  }
+
+  /**
+   * The policy window in whole seconds (at least 1), rounded up: the time the limit takes to
+   * refill completely, or the length of the current calendar period of a quota.
+   */
+  long windowSeconds(Instant now) {
+    Duration w;
+    if (window != null) {
+      w = window;
+    } else {
+      ZonedDateTime start = period == Limit.Period.DAY
+          ? now.atZone(zone).toLocalDate().atStartOfDay(zone)
+          : now.atZone(zone).toLocalDate().withDayOfMonth(1).atStartOfDay(zone);
+      ZonedDateTime end = period == Limit.Period.DAY ? start.plusDays(1) : start.plusMonths(1);
+      w = Duration.between(start, end);
+    }
+    return Math.max(1, RateLimitFields.ceilSeconds(w.toNanos()));
+  }
+
+  @Override
+  public String toString() {
+    return kind.jsonName + " " + text;
+  }
+}

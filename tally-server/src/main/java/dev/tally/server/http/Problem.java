@@ -1,0 +1,97 @@
+package dev.tally.server.http;
+
+import dev.tally.BucketFullException;
+import dev.tally.CounterOverflowException;
+import dev.tally.KeyNotFoundException;
+import dev.tally.NotAnIntegerException;
+import dev.tally.StoreException;
+import dev.tally.StoreTimeoutException;
+import dev.tally.TallyException;
+
+/**
+ * Why an operation did not succeed, with the HTTP status and the command-line exit code that
+ * say so. One table for both front ends, so a script and an HTTP client read the same outcome.
+ *
+ * <table>
+ *   <caption>Outcomes</caption>
+ *   <tr><th>problem</th><th>HTTP</th><th>exit</th></tr>
+ *   <tr><td>(success)</td><td>200</td><td>0</td></tr>
+ *   <tr><td>{@code denied}: a limiter said no</td><td>429</td><td>1</td></tr>
+ *   <tr><td>{@code bad_request}: bad input, said how to fix it</td><td>400</td><td>2</td></tr>
+ *   <tr><td>{@code too_large}: a body over the limit</td><td>413</td><td>2</td></tr>
+ *   <tr><td>{@code not_found}: no such counter (or route)</td><td>404</td><td>3</td></tr>
+ *   <tr><td>{@code store_unavailable}, {@code store_timeout}</td><td>503, 504</td><td>4</td></tr>
+ *   <tr><td>{@code conflict}: overflow, or a floating counter read as an integer</td>
+ *       <td>409</td><td>5</td></tr>
+ *   <tr><td>{@code internal}: a bug; the log has the stack trace</td><td>500</td><td>70</td></tr>
+ * </table>
+ */
+public enum Problem {
+  DENIED(429, 1),
+  BAD_REQUEST(400, 2),
+  UNAUTHORIZED(401, 2),
+  METHOD_NOT_ALLOWED(405, 2),
+  TOO_LARGE(413, 2),
+  UNSUPPORTED(501, 2),
+  NOT_FOUND(404, 3),
+  STORE_UNAVAILABLE(503, 4),
+  STORE_TIMEOUT(504, 4),
+  SHUTTING_DOWN(503, 4),
+  CONFLICT(409, 5),
+  INTERNAL(500, 70);
+
+  private final int status;
+  private final int exitCode;
+
+  Problem(int status, int exitCode) {
+    this.status = status;
+    this.exitCode = exitCode;
+  }
+
+  /** The HTTP status. */
+  public int status() {
+    return status;
+  }
+
+  /** The command-line exit code. */
+  public int exitCode() {
+    return exitCode;
+  }
+
+  /** The {@code error} field of a JSON error body, e.g. {@code not_found}. */
+  public String code() {
+    return name().toLowerCase(java.util.Locale.ROOT);
+  }
+
+  /** What an exception thrown by Tally (or by input checks) means for the caller. */
+  public static Problem of(Throwable e) {
+    if (e instanceof BadRequestException b) {
+      return b.problem();
+    }
+    if (e instanceof IllegalArgumentException) {
+      return BAD_REQUEST;
+    }
+    if (e instanceof KeyNotFoundException) {
+      return NOT_FOUND;
+    }
+    if (e instanceof CounterOverflowException || e instanceof NotAnIntegerException) {
+      return CONFLICT;
+    }
+    if (e instanceof BucketFullException) {
+      return DENIED;
+    }
+    if (e instanceof StoreTimeoutException) {
+      return STORE_TIMEOUT;
+    }
+    if (e instanceof StoreException) {
+      return STORE_UNAVAILABLE;
+    }
+    if (e instanceof UnsupportedOperationException) {
+      return UNSUPPORTED;
+    }
+    if (e instanceof TallyException) {
+      return CONFLICT;
+    }
+    return INTERNAL;
+  }
+}

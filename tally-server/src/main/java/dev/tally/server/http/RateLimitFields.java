@@ -1,0 +1,58 @@
+package dev.tally.server.http;
+
+import dev.tally.Decision;
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * The header fields of the IETF httpapi draft "RateLimit header fields for HTTP"
+ * (draft-ietf-httpapi-ratelimit-headers), in its structured-field syntax, plus
+ * {@code Retry-After}:
+ *
+ * <pre>
+ * RateLimit-Policy: "default";q=100;w=60      one item per limit: quota units, window seconds
+ * RateLimit: "default";r=0;t=60               the deciding policy: remaining, seconds to reset
+ * Retry-After: 1                              denied only: seconds until the same request fits
+ * </pre>
+ *
+ * <p>How Tally's limits map onto the draft's quota policies: {@code q} is the limit (bucket
+ * capacity, GCRA burst, window limit, allowance); {@code w} is the time the limit takes to
+ * refill completely (buckets, GCRA), the window, or the current calendar period (quotas);
+ * {@code r} is {@link Decision#remaining()}; {@code t} is {@link Decision#resetAfter()}, the
+ * time until the limiter is back to its full limit. Every duration is rounded <em>up</em> to a
+ * whole second, so a client that waits as told is never early.
+ */
+final class RateLimitFields {
+  private RateLimitFields() {}
+
+  static void apply(Reply reply, List<LimitSpec> limits, Decision d, Instant now) {
+    StringBuilder policy = new StringBuilder();
+    LimitSpec deciding = null;
+    for (LimitSpec s : limits) {
+      // A single limiter handle adopts the stored limits: the decision's limit is the truth.
+      long q = limits.size() == 1 ? d.limit() : s.limit().limit();
+      if (policy.length() > 0) {
+        policy.append(", ");
+      }
+      policy.append('"').append(s.policy()).append("\";q=").append(q)
+          .append(";w=").append(s.windowSeconds(now));
+      if (deciding == null && q == d.limit()) {
+        deciding = s;
+      }
+    }
+    if (deciding == null) {
+      deciding = limits.get(0);
+    }
+    reply.header("RateLimit-Policy", policy.toString());
+    reply.header("RateLimit", "\"" + deciding.policy() + "\";r=" + d.remaining()
+        + ";t=" + ceilSeconds(d.resetAfterNanos()));
+    if (!d.allowed() && d.retryAfterNanos() != Decision.NEVER) {
+      reply.header("Retry-After", Long.toString(Math.max(1, ceilSeconds(d.retryAfterNanos()))));
+    }
+  }
+
+  /** Nanoseconds as whole seconds, rounded up. */
+  static long ceilSeconds(long nanos) {
+    return nanos / 1_000_000_000L + (nanos % 1_000_000_000L == 0 ? 0 : 1);
+  }
+}

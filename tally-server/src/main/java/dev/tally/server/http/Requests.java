@@ -1,0 +1,204 @@
+package dev.tally.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/** Reading what HTTP requests carry: path segments, query parameters, limit and op objects. */
+final class Requests {
+  static final Set<String> LIMIT_FIELDS = Set.of("limit", "limits");
+  private static final String LIMIT_EXAMPLE = "{\"limit\": {\"tokenBucket\": \"100/1m\"}}";
+
+  private Requests() {}
+
+  /**
+   * Percent-decodes one path segment or query value as strict UTF-8. {@code +} stays a plus: a
+   * space is {@code %20}.
+   */
+  static String decode(String raw, String what) {
+    if (raw.indexOf('%') < 0) {
+      return raw;
+    }
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(raw.length());
+    for (int i = 0; i < raw.length(); i++) {
+      char c = raw.charAt(i);
+      if (c == '%') {
+        int hi = i + 2 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
+        int lo = hi < 0 ? -1 : Character.digit(raw.charAt(i + 2), 16);
+        if (lo < 0) {
+          throw new BadRequestException(what + " has a bad percent-escape at '"
+              + raw.substring(i, Math.min(raw.length(), i + 3)) + "'; encode '%' as %25");
+        }
+        bytes.write(hi << 4 | lo);
+        i += 2;
+      } else {
+        byte[] b = String.valueOf(c).getBytes(StandardCharsets.UTF_8);
+        bytes.write(b, 0, b.length);
+      }
+    }
+    try {
+      return StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes.toByteArray()))
+          .toString();
+    } catch (CharacterCodingException e) {
+      throw new BadRequestException(what + " is not valid UTF-8 once percent-decoded");
+    }
+  }
+
+  /** The query parameters, decoded; a repeated name is refused. */
+  static Map<String, String> query(String rawQuery) {
+    Map<String, String> params = new HashMap<>();
+    if (rawQuery == null || rawQuery.isEmpty()) {
+      return params;
+    }
+    for (String pair : rawQuery.split("&")) {
+      if (pair.isEmpty()) {
+        continue;
+      }
+      int eq = pair.indexOf('=');
+      String name = decode(eq < 0 ? pair : pair.substring(0, eq), "query parameter name");
+      String value = eq < 0 ? "" : decode(pair.substring(eq + 1), "query parameter '" + name + "'");
+      if (params.put(name, value) != null) {
+        throw new BadRequestException("query parameter '" + name + "' is given twice");
+      }
+    }
+    return params;
+  }
+
+  /**
+   * The limits of a limiter request: {@code "limit": {...}} or {@code "limits": [{...}, ...]},
+   * each object one algorithm plus an optional {@code "policy"} name for the
+   * {@code RateLimit} header fields (default {@code "default"}, then {@code "limit-2"}...).
+   */
+  static List<LimitSpec> limits(Body body) {
+    JsonNode one = body.raw("limit");
+    JsonNode many = body.raw("limits");
+    if (one != null && many != null) {
+      throw new BadRequestException("give either 'limit' or 'limits', not both");
+    }
+    List<LimitSpec> specs = new ArrayList<>();
+    if (one != null && !one.isNull()) {
+      specs.add(limit(one, "limit", 0));
+    } else if (many != null && !many.isNull()) {
+      if (!many.isArray() || many.isEmpty()) {
+        throw new BadRequestException("'limits' must be a non-empty array like [{\"tokenBucket\":"
+            + " \"100/1m\"}, {\"tokenBucket\": \"10/1s\"}]");
+      }
+      for (int i = 0; i < many.size(); i++) {
+        specs.add(limit(many.get(i), "limits[" + i + "]", i));
+      }
+    } else {
+      throw new BadRequestException("missing 'limit', e.g. " + LIMIT_EXAMPLE);
+    }
+    Set<String> names = new HashSet<>();
+    for (LimitSpec s : specs) {
+      if (!names.add(s.policy())) {
+        throw new BadRequestException("policy name '" + s.policy() + "' is used twice");
+      }
+    }
+    return specs;
+  }
+
+  private static LimitSpec limit(JsonNode node, String where, int index) {
+    if (!node.isObject()) {
+      throw new BadRequestException("'" + where + "' must be an object like {\"tokenBucket\":"
+          + " \"100/1m\"}");
+    }
+    ObjectNode o = (ObjectNode) node;
+    String policy = index == 0 ? "default" : "limit-" + (index + 1);
+    LimitSpec.Kind kind = null;
+    String text = null;
+    for (var it = o.fields(); it.hasNext(); ) {
+      var f = it.next();
+      if (f.getKey().equals("policy")) {
+        if (!f.getValue().isTextual()) {
+          throw new BadRequestException("'" + where + ".policy' must be a string");
+        }
+        policy = f.getValue().textValue();
+        continue;
+      }
+      LimitSpec.Kind k = LimitSpec.Kind.ofJsonName(f.getKey());
+      if (k == null) {
+        throw new BadRequestException("unknown field '" + where + "." + f.getKey()
+            + "'; expected one of " + LimitSpec.Kind.jsonNames() + ", policy");
+      }
+      if (kind != null) {
+        throw new BadRequestException("'" + where + "' has two algorithms; put each in its own"
+            + " object of 'limits'");
+      }
+      if (!f.getValue().isTextual()) {
+        throw new BadRequestException("'" + where + "." + f.getKey() + "' must be a string like \""
+            + k.example().split(" ")[0] + "\"");
+      }
+      kind = k;
+      text = f.getValue().textValue();
+    }
+    if (kind == null) {
+      throw new BadRequestException("'" + where + "' names no algorithm; expected one of "
+          + LimitSpec.Kind.jsonNames());
+    }
+    try {
+      return LimitSpec.parse(kind, text, policy);
+    } catch (BadRequestException e) {
+      throw e;
+    } catch (IllegalArgumentException e) {
+      throw new BadRequestException("'" + where + "': " + e.getMessage());
+    }
+  }
+
+  static final Set<String> OP_FIELDS =
+      Set.of("op", "key", "delta", "default", "value", "ttl", "mustExist");
+
+  /** The {@code ops} of a transaction body. */
+  static List<Api.TxOp> ops(Body body) {
+    JsonNode ops = body.raw("ops");
+    if (ops == null || !ops.isArray()) {
+      throw new BadRequestException("expected {\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}, ...]}");
+    }
+    if (ops.size() > Api.MAX_TRANSACTION_OPS) {
+      throw new BadRequestException("a transaction holds at most " + Api.MAX_TRANSACTION_OPS
+          + " operations, not " + ops.size());
+    }
+    List<Api.TxOp> list = new ArrayList<>(ops.size());
+    for (int i = 0; i < ops.size(); i++) {
+      String where = "ops[" + i + "].";
+      if (!ops.get(i).isObject()) {
+        throw new BadRequestException("'ops[" + i + "]' must be an object like {\"op\": \"incr\","
+            + " \"key\": \"a\"}");
+      }
+      Body o = Body.of((ObjectNode) ops.get(i), where, OP_FIELDS);
+      String op = o.requiredString("op", "\"incr\"");
+      String key = o.requiredString("key", "\"views\"");
+      Set<String> allowed = switch (op) {
+        case "incr", "decr" -> Set.of("op", "key", "delta", "default", "mustExist");
+        case "put" -> Set.of("op", "key", "value", "ttl");
+        case "delete", "get" -> Set.of("op", "key");
+        default -> throw new BadRequestException("'" + where + "op' is '" + op
+            + "'; expected incr, decr, put, delete or get");
+      };
+      Body.of((ObjectNode) ops.get(i), where, allowed);
+      Number value = null;
+      if (op.equals("put")) {
+        value = o.number("value", null);
+        if (value == null) {
+          throw new BadRequestException("missing field '" + where + "value'");
+        }
+      }
+      list.add(new Api.TxOp(op, key, o.number("delta", 1L), o.number("default", 0L), value,
+          o.duration("ttl"), o.bool("mustExist", false)));
+    }
+    return list;
+  }
+}
