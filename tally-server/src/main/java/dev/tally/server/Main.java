@@ -15,6 +15,10 @@ public final class Main {
   private Main() {}
 
   public static void main(String[] args) {
+    if (System.getProperty("java.util.logging.SimpleFormatter.format") == null) {
+      System.setProperty("java.util.logging.SimpleFormatter.format",
+          "%1$tFT%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n");
+    }
     System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
   }
 
@@ -49,15 +53,52 @@ public final class Main {
     String message = e.getMessage();
     if (e instanceof UnmatchedArgumentException u && !u.getUnmatched().isEmpty()) {
       String arg = u.getUnmatched().get(0);
-      boolean command = !cl.getSubcommands().isEmpty() && !arg.startsWith("-");
-      message = "unknown " + (arg.startsWith("-") ? "option" : command ? "command" : "argument")
-          + " '" + arg + "'" + (u.getSuggestions().isEmpty() ? ""
-              : "; did you mean '" + u.getSuggestions().get(0) + "'?");
+      boolean option = arg.startsWith("-");
+      boolean command = !cl.getSubcommands().isEmpty() && !option;
+      String near = closest(arg, option ? cl.getCommandSpec().optionsMap().keySet()
+          : cl.getSubcommands().keySet());
+      message = "unknown " + (option ? "option" : command ? "command" : "argument") + " '" + arg
+          + "'" + (near == null || !(option || command) ? "" : "; did you mean '" + near + "'?");
     }
     err.println(prefix(cl) + lowerFirst(message) + " (see '" + cl.getCommandSpec().qualifiedName()
         + " --help')");
     err.flush();
     return Problem.BAD_REQUEST.exitCode();
+  }
+
+  /** The name within two edits (insert, delete, replace, swap) of {@code typed}, if any. */
+  static String closest(String typed, java.util.Collection<String> names) {
+    String best = null;
+    int bestDistance = 3;
+    for (String name : names) {
+      int d = distance(typed, name);
+      if (d < bestDistance) {
+        best = name;
+        bestDistance = d;
+      }
+    }
+    return best;
+  }
+
+  /** Optimal string alignment distance: Levenshtein plus adjacent transpositions. */
+  static int distance(String a, String b) {
+    int[][] d = new int[a.length() + 1][b.length() + 1];
+    for (int i = 0; i <= a.length(); i++) {
+      d[i][0] = i;
+    }
+    for (int j = 0; j <= b.length(); j++) {
+      d[0][j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      for (int j = 1; j <= b.length(); j++) {
+        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + cost);
+        if (i > 1 && j > 1 && a.charAt(i - 1) == b.charAt(j - 2) && a.charAt(i - 2) == b.charAt(j - 1)) {
+          d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[a.length()][b.length()];
   }
 
   private static String prefix(CommandLine cl) {

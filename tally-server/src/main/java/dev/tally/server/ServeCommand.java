@@ -91,7 +91,12 @@ final class ServeCommand implements Callable<Integer> {
           + "; choose another --port or --bind");
       return Problem.BAD_REQUEST.exitCode();
     }
-    Runtime.getRuntime().addShutdownHook(new Thread(server::close, "tally-shutdown"));
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      // Not through the logger: java.util.logging closes its handlers during shutdown.
+      err.println("tally serve: stopped");
+      err.flush();
+    }, "tally-shutdown"));
     PrintWriter out = spec.commandLine().getOut();
     out.println("listening on " + server.uri());
     out.flush();

@@ -91,7 +91,7 @@ final class TallyCommand {
 
   // ------------------------------------------------------------------ counters
 
-  @Command(name = "incr", description = {
+  @Command(mixinStandardHelpOptions = true, name = "incr", description = {
       "Add DELTA (default 1) to a counter and print the new value.",
       "A missing or expired counter starts at --default (0); a live one keeps its expiry.",
       "A decimal DELTA (0.5) makes a floating counter."})
@@ -107,7 +107,7 @@ final class TallyCommand {
     return run(api -> api.incr(key, delta, dflt, mustExist), TallyCommand::value);
   }
 
-  @Command(name = "decr", description = {
+  @Command(mixinStandardHelpOptions = true, name = "decr", description = {
       "Subtract DELTA (default 1) from a counter and print the new value.",
       "A missing counter becomes --default minus DELTA (the default is not negated)."})
   int decr(
@@ -123,12 +123,12 @@ final class TallyCommand {
     return run(api -> api.decr(key, delta, dflt, mustExist), TallyCommand::value);
   }
 
-  @Command(name = "get", description = "Print a counter's value; exit 3 if it is missing or expired.")
+  @Command(mixinStandardHelpOptions = true, name = "get", description = "Print a counter's value; exit 3 if it is missing or expired.")
   int get(@Parameters(paramLabel = "KEY") String key) {
     return run(api -> api.get(key), TallyCommand::value);
   }
 
-  @Command(name = "put", description = "Set a counter, with no expiry unless --ttl is given.")
+  @Command(mixinStandardHelpOptions = true, name = "put", description = "Set a counter, with no expiry unless --ttl is given.")
   int put(
       @Parameters(index = "0", paramLabel = "KEY") String key,
       @Parameters(index = "1", paramLabel = "VALUE", converter = Converters.NumberConverter.class)
@@ -138,7 +138,7 @@ final class TallyCommand {
     return run(api -> api.put(key, value, ttl), body -> null);
   }
 
-  @Command(name = "add", description = {
+  @Command(mixinStandardHelpOptions = true, name = "add", description = {
       "Set a counter only if it is missing or expired (one winner among concurrent callers).",
       "Prints 'added' (exit 0) or 'exists' (exit 1)."})
   int add(
@@ -154,24 +154,24 @@ final class TallyCommand {
     }
   }
 
-  @Command(name = "pop", description = "Print a counter's value and delete it, in one atomic step.")
+  @Command(mixinStandardHelpOptions = true, name = "pop", description = "Print a counter's value and delete it, in one atomic step.")
   int pop(@Parameters(paramLabel = "KEY") String key) {
     return run(api -> api.pop(key), TallyCommand::value);
   }
 
-  @Command(name = "del", aliases = "delete", description = "Delete a counter; exit 3 if there was none.")
+  @Command(mixinStandardHelpOptions = true, name = "del", aliases = "delete", description = "Delete a counter; exit 3 if there was none.")
   int del(@Parameters(paramLabel = "KEY") String key) {
     return run(api -> api.delete(key), body -> null);
   }
 
-  @Command(name = "ttl", description = {
+  @Command(mixinStandardHelpOptions = true, name = "ttl", description = {
       "Print the time left before a counter expires (e.g. 39d23h), or 'never'.",
       "Exit 3 if the counter is missing."})
   int ttl(@Parameters(paramLabel = "KEY") String key) {
     return run(api -> api.ttl(key), body -> body.get("ttl").isNull() ? "never" : body.get("ttl").asText());
   }
 
-  @Command(name = "touch", description = "Set the expiry of an existing counter; exit 3 if it is missing.")
+  @Command(mixinStandardHelpOptions = true, name = "touch", description = "Set the expiry of an existing counter; exit 3 if it is missing.")
   int touch(
       @Parameters(paramLabel = "KEY") String key,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
@@ -183,7 +183,7 @@ final class TallyCommand {
     return run(api -> api.touch(key, ttl), body -> null);
   }
 
-  @Command(name = "keys", description = "List live counters whose key starts with PREFIX, sorted, one per line.")
+  @Command(mixinStandardHelpOptions = true, name = "keys", description = "List live counters whose key starts with PREFIX, sorted, one per line.")
   int keys(@Parameters(paramLabel = "PREFIX", arity = "0..1", defaultValue = "",
       description = "Key prefix (default: every key).") String prefix) {
     return run(api -> api.keys(prefix, Integer.MAX_VALUE), body -> {

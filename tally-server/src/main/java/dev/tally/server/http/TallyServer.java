@@ -117,7 +117,7 @@ public final class TallyServer implements AutoCloseable {
     }
     Auth auth = settings.token() == null ? Auth.NONE : Auth.bearer(settings.token());
     if (!address.isLoopbackAddress() && !auth.required()) {
-      throw new IllegalArgumentException("listening on " + settings.bind() + " reaches beyond this"
+      throw new IllegalArgumentException("binding to " + settings.bind() + " reaches beyond this"
           + " host, so it needs a bearer token: pass --token-file FILE or set TALLY_TOKEN (or bind"
           + " to 127.0.0.1)");
     }

@@ -1,0 +1,220 @@
+package dev.tally.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The real {@code ./tally} launcher: output and exit codes. Each run is a fresh process, so on
+ * {@code mem:} nothing carries over from one command to the next.
+ */
+class CliIT {
+  static final Path LAUNCHER = Path.of(System.getProperty("tally.launcher", "../tally")).toAbsolutePath().normalize();
+
+  record Run(int exit, String out, String err) {
+    JsonNode json() {
+      try {
+        return new ObjectMapper().readTree(out);
+      } catch (IOException e) {
+        throw new AssertionError("not JSON: " + out, e);
+      }
+    }
+  }
+
+  static Run tally(Map<String, String> env, String... args) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(LAUNCHER.toString()));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd);
+    pb.environment().remove("TALLY_STORE");
+    pb.environment().remove("TALLY_TOKEN");
+    pb.environment().putAll(env);
+    // Files, not pipes: a pipe being read while the process exits can lose its last bytes.
+    Path out = Files.createTempFile("tally-cli", ".out");
+    Path err = Files.createTempFile("tally-cli", ".err");
+    try {
+      Process p = pb.redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+      assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
+    } finally {
+      Files.deleteIfExists(out);
+      Files.deleteIfExists(err);
+    }
+  }
+
+  static Run tally(String... args) throws Exception {
+    return tally(Map.of("TALLY_STORE", "mem:"), args);
+  }
+
+  private static String read(java.io.InputStream in) {
+    try {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @Test
+  void incrPrintsTheNewValue() throws Exception {
+    Run r = tally("incr", "views");
+    assertThat(r).isEqualTo(new Run(0, "1\n", ""));
+    assertThat(tally("incr", "k", "10", "--default", "5").out()).isEqualTo("15\n");
+    assertThat(tally("decr", "k", "--default", "10").out()).isEqualTo("9\n");
+    assertThat(tally("incr", "k", "-3").out()).isEqualTo("-3\n");
+    assertThat(tally("incr", "k", "0.5").out()).isEqualTo("0.5\n");
+  }
+
+  @Test
+  void jsonOutputIsTheHttpApiBody() throws Exception {
+    Run r = tally("--json", "incr", "views", "2");
+    assertThat(r.exit()).isZero();
+    assertThat(r.out()).isEqualTo("{\"key\":\"views\",\"value\":2}\n");
+    Run missing = tally("get", "nope", "--json");
+    assertThat(missing.exit()).isEqualTo(3);
+    assertThat(missing.json().get("error").asText()).isEqualTo("not_found");
+  }
+
+  @Test
+  void theStoreComesFromTheOptionOrTheEnvironment() throws Exception {
+    // null: keeps nothing, so incr answers default + delta every time
+    assertThat(tally(Map.of("TALLY_STORE", "null:"), "incr", "k", "1", "--default", "10").out()).isEqualTo("11\n");
+    assertThat(tally(Map.of(), "--store", "null:", "incr", "k", "--default", "41").out()).isEqualTo("42\n");
+    assertThat(tally(Map.of(), "incr", "k", "--store", "null:").out()).isEqualTo("1\n");
+    Run bad = tally(Map.of(), "--store", "nosuch:", "incr", "k");
+    assertThat(bad.exit()).isEqualTo(2);
+    assertThat(bad.err()).contains("unknown store scheme 'nosuch:'");
+  }
+
+  @Test
+  void missingCountersExit3WithAMessage() throws Exception {
+    for (String cmd : new String[] {"get", "pop", "del", "ttl"}) {
+      Run r = tally(cmd, "absent");
+      assertThat(r.exit()).as(cmd).isEqualTo(3);
+      assertThat(r.out()).as(cmd).isEmpty();
+      assertThat(r.err()).as(cmd).isEqualTo("tally: counter 'absent' does not exist (or has expired)\n");
+    }
+    Run mustExist = tally("incr", "absent", "--must-exist");
+    assertThat(mustExist.exit()).isEqualTo(3);
+  }
+
+  @Test
+  void putAddAndTouchAreQuietOrSayWhatHappened() throws Exception {
+    assertThat(tally("put", "k", "5", "--ttl", "40d")).isEqualTo(new Run(0, "", ""));
+    assertThat(tally("add", "quota:42", "1000", "--ttl", "40d")).isEqualTo(new Run(0, "added\n", ""));
+    assertThat(tally("touch", "absent", "--ttl", "1h").exit()).isEqualTo(3);
+    Run both = tally("touch", "k");
+    assertThat(both.exit()).isEqualTo(2);
+    assertThat(both.err()).contains("--ttl DURATION").contains("--never");
+  }
+
+  @Test
+  void badInputGetsOneLineSayingWhatToTypeInstead() throws Exception {
+    Run ttl = tally("put", "k", "5", "--ttl", "40days");
+    assertThat(ttl.exit()).isEqualTo(2);
+    assertThat(ttl.err()).isEqualTo("tally put: invalid value for option '--ttl': '40days' is not a duration:"
+        + " expected a duration like 500ms, 30s, 5m, 40d (see 'tally put --help')\n");
+    Run noUnit = tally("put", "k", "5", "--ttl", "40");
+    assertThat(noUnit.err()).contains("'40' has no unit: expected a duration like 500ms, 30s, 5m, 40d");
+    Run delta = tally("incr", "k", "ten");
+    assertThat(delta.exit()).isEqualTo(2);
+    assertThat(delta.err()).contains("expected an integer like 5 or -3, or a decimal like 0.5");
+    Run typo = tally("icnr", "k");
+    assertThat(typo.exit()).isEqualTo(2);
+    assertThat(typo.err()).startsWith("tally: unknown command 'icnr'; did you mean 'incr'?");
+    assertThat(typo.err().lines()).hasSize(1);
+    Run limit = tally("limit", "try", "api", "--token-bucket", "100 per minute");
+    assertThat(limit.exit()).isEqualTo(2);
+    assertThat(limit.err()).contains("expected a token bucket like 100/1m");
+  }
+
+  @Test
+  void limitTryExits0WhenAllowedAnd1WhenDenied() throws Exception {
+    Run allowed = tally("limit", "try", "api:user:42", "--token-bucket", "100/1m");
+    assertThat(allowed).isEqualTo(new Run(0, "allowed remaining=99 limit=100 reset-after=600ms\n", ""));
+    Run denied = tally("limit", "try", "api:user:42", "--token-bucket", "100/1m", "--permits", "101");
+    assertThat(denied.exit()).isEqualTo(1);
+    assertThat(denied.out()).isEqualTo("denied remaining=100 limit=100 retry-after=never reset-after=0s\n");
+    Run json = tally("limit", "acquire", "q", "--quota", "10/month@Europe/Paris", "--permits", "3",
+        "--max-wait", "1s", "--json");
+    assertThat(json.exit()).isZero();
+    assertThat(json.json().get("remaining").asLong()).isEqualTo(7);
+    for (String[] spec : new String[][] {{"--leaky-bucket", "100/1m"}, {"--gcra", "15:30/60s"},
+        {"--fixed-window", "100/1h"}, {"--sliding-window", "100/1h"}}) {
+      assertThat(tally("limit", "try", "l", spec[0], spec[1]).exit()).as(spec[0]).isZero();
+    }
+    Run peek = tally("limit", "peek", "l", "--token-bucket", "5/1s", "--token-bucket", "2/1s");
+    assertThat(peek.out()).isEqualTo("allowed remaining=2 limit=2 reset-after=0s\n");
+  }
+
+  @Test
+  void keysListsOnePerLine() throws Exception {
+    Run r = tally("keys", "nothing:");
+    assertThat(r).isEqualTo(new Run(0, "", ""));
+  }
+
+  @Test
+  void helpIsEverywhere() throws Exception {
+    Run root = tally("--help");
+    assertThat(root.exit()).isZero();
+    assertThat(root.out()).contains("Usage: tally").contains("Exit codes:").contains("incr").contains("serve");
+    for (String[] cmd : new String[][] {{"incr", "--help"}, {"limit", "try", "--help"}, {"serve", "--help"},
+        {"bench", "--help"}, {"completion", "--help"}, {"keys", "-h"}}) {
+      Run r = tally(cmd);
+      assertThat(r.exit()).as(String.join(" ", cmd)).isZero();
+      assertThat(r.out()).as(String.join(" ", cmd)).contains("Usage: tally");
+    }
+    assertThat(tally("--version").out()).startsWith("tally ");
+  }
+
+  @Test
+  void completionWritesABashScript(@TempDir Path dir) throws Exception {
+    Run r = tally("completion");
+    assertThat(r.exit()).isZero();
+    Path script = dir.resolve("tally_completion");
+    Files.writeString(script, r.out());
+    Process bash = new ProcessBuilder("bash", "-c",
+        "source \"$1\" && complete -p tally && COMP_WORDS=(tally inc) COMP_CWORD=1 && _picocli_tally"
+            + " && echo \"${COMPREPLY[@]}\"", "bash", script.toString())
+        .redirectErrorStream(true).start();
+    String out = read(bash.getInputStream());
+    assertThat(bash.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(bash.exitValue()).as(out).isZero();
+    assertThat(out).contains("complete").contains("incr");
+  }
+
+  @Test
+  void benchPrintsRateAndPercentiles() throws Exception {
+    Run table = tally("bench", "--workload", "incr-many", "--threads", "2", "--duration", "1s", "--warmup", "0s");
+    assertThat(table.exit()).as(table.err()).isZero();
+    assertThat(table.out().lines().findFirst().orElseThrow())
+        .contains("workload").contains("ops/s").contains("p50").contains("p99").contains("p99.9");
+    assertThat(table.out()).contains("incr-many").contains("mem");
+    assertThat(table.err()).contains("\r");
+    Run json = tally("bench", "--workload", "limiter", "--duration", "1s", "--warmup", "0s", "--json");
+    assertThat(json.exit()).isZero();
+    JsonNode j = json.json();
+    assertThat(j.get("ops").asLong()).isPositive();
+    assertThat(j.get("allowed").asLong() + j.get("denied").asLong()).isEqualTo(j.get("ops").asLong());
+    assertThat(j.get("latencyNanos").get("p999").asLong()).isPositive();
+  }
+
+  @Test
+  void serveRefusesAnExposedAddressWithoutAToken() throws Exception {
+    Map<String, String> env = new HashMap<>();
+    env.put("TALLY_STORE", "mem:");
+    Run r = tally(env, "serve", "--bind", "0.0.0.0", "--port", "0");
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err()).contains("needs a bearer token");
+  }
+}

@@ -1,0 +1,357 @@
+package dev.tally.server.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.URLEncoder;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Every endpoint of the HTTP API, against one real server process on the memory store. */
+class HttpApiIT {
+  static final ObjectMapper JSON = new ObjectMapper();
+  static ServerProcess server;
+
+  @BeforeAll
+  static void start() throws Exception {
+    server = ServerProcess.start("--store", "mem:");
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    server.close();
+  }
+
+  static JsonNode json(HttpResponse<String> r) {
+    try {
+      return JSON.readTree(r.body());
+    } catch (Exception e) {
+      throw new AssertionError("not JSON: " + r.body(), e);
+    }
+  }
+
+  static JsonNode ok(HttpResponse<String> r) {
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+    assertThat(r.headers().firstValue("Content-Type")).hasValue("application/json");
+    return json(r);
+  }
+
+  static JsonNode status(int status, HttpResponse<String> r) {
+    assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
+    return json(r);
+  }
+
+  static String path(String key) {
+    return URLEncoder.encode(key, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+
+  // ------------------------------------------------------------------ counters
+
+  @Test
+  void incrStartsAtDefaultPlusDeltaAndReturnsTheNewValue() {
+    assertThat(ok(server.post("/v1/counters/views/incr", null)).toString())
+        .isEqualTo("{\"key\":\"views\",\"value\":1}");
+    assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":10}")).get("value").asLong()).isEqualTo(11);
+    assertThat(ok(server.post("/v1/counters/other/incr", "{\"delta\":1,\"default\":10}")).get("value").asLong())
+        .isEqualTo(11);
+    assertThat(ok(server.post("/v1/counters/zero/incr", "{\"delta\":0,\"default\":0}")).get("value").asLong())
+        .isZero();
+  }
+
+  @Test
+  void decrSubtractsAndDoesNotNegateTheDefault() {
+    assertThat(ok(server.post("/v1/counters/d/decr", "{\"delta\":1,\"default\":10}")).get("value").asLong())
+        .isEqualTo(9);
+    assertThat(ok(server.post("/v1/counters/d/decr", null)).get("value").asLong()).isEqualTo(8);
+  }
+
+  @Test
+  void mustExistNeverCreates() {
+    JsonNode e = status(404, server.post("/v1/counters/absent/incr", "{\"delta\":1,\"mustExist\":true}"));
+    assertThat(e.get("error").asText()).isEqualTo("not_found");
+    status(404, server.get("/v1/counters/absent"));
+    ok(server.post("/v1/counters/present/incr", null));
+    assertThat(ok(server.post("/v1/counters/present/decr", "{\"mustExist\":true}")).get("value").asLong())
+        .isZero();
+  }
+
+  @Test
+  void aDecimalDeltaMakesAFloatingCounter() {
+    assertThat(ok(server.post("/v1/counters/f/incr", "{\"delta\":1.5}")).get("value").asDouble()).isEqualTo(1.5);
+    assertThat(ok(server.get("/v1/counters/f")).get("value").isFloatingPointNumber()).isTrue();
+    JsonNode e = status(409, server.post("/v1/counters/f/incr", "{\"delta\":1}"));
+    assertThat(e.get("message").asText()).contains("floating");
+    assertThat(ok(server.post("/v1/counters/f/pop", null)).get("value").asDouble()).isEqualTo(1.5);
+  }
+
+  @Test
+  void overflowIsAConflictAndChangesNothing() {
+    ok(server.send("PUT", "/v1/counters/big", "{\"value\":9223372036854775807}"));
+    JsonNode e = status(409, server.post("/v1/counters/big/incr", null));
+    assertThat(e.get("error").asText()).isEqualTo("conflict");
+    assertThat(ok(server.get("/v1/counters/big")).get("value").asLong()).isEqualTo(Long.MAX_VALUE);
+  }
+
+  @Test
+  void getReturnsTheValueOr404() {
+    JsonNode e = status(404, server.get("/v1/counters/never-set"));
+    assertThat(e.toString()).isEqualTo("{\"error\":\"not_found\",\"message\":\"counter 'never-set'"
+        + " does not exist (or has expired)\"}");
+    ok(server.post("/v1/counters/g/incr", "{\"delta\":7}"));
+    assertThat(ok(server.get("/v1/counters/g")).toString()).isEqualTo("{\"key\":\"g\",\"value\":7}");
+  }
+
+  @Test
+  void putSetsAValueWithAnOptionalTtl() {
+    assertThat(ok(server.send("PUT", "/v1/counters/p", "{\"value\":5,\"ttl\":\"40d\"}")).toString())
+        .isEqualTo("{\"key\":\"p\",\"value\":5}");
+    JsonNode ttl = ok(server.get("/v1/counters/p/ttl"));
+    assertThat(ttl.get("ttl").asText()).isEqualTo("40d");
+    assertThat(ttl.get("ttlMillis").asLong()).isBetween(40L * 86_400_000 - 60_000, 40L * 86_400_000);
+    ok(server.send("PUT", "/v1/counters/p", "{\"value\":6}"));
+    assertThat(ok(server.get("/v1/counters/p/ttl")).get("ttl").isNull()).isTrue();
+  }
+
+  @Test
+  void addSetsOnlyAMissingCounter() {
+    assertThat(ok(server.post("/v1/counters/quota:42/add", "{\"value\":1000,\"ttl\":\"40d\"}")).get("added")
+        .asBoolean()).isTrue();
+    assertThat(ok(server.post("/v1/counters/quota:42/add", "{\"value\":5}")).toString())
+        .isEqualTo("{\"key\":\"quota:42\",\"added\":false}");
+    assertThat(ok(server.get("/v1/counters/quota:42")).get("value").asLong()).isEqualTo(1000);
+  }
+
+  @Test
+  void popReadsAndDeletesInOneStep() {
+    ok(server.post("/v1/counters/pending/incr", "{\"delta\":3}"));
+    assertThat(ok(server.post("/v1/counters/pending/pop", null)).get("value").asLong()).isEqualTo(3);
+    status(404, server.get("/v1/counters/pending"));
+    status(404, server.post("/v1/counters/pending/pop", null));
+  }
+
+  @Test
+  void deleteRemovesOr404() {
+    ok(server.post("/v1/counters/gone/incr", null));
+    assertThat(ok(server.send("DELETE", "/v1/counters/gone", null)).toString())
+        .isEqualTo("{\"key\":\"gone\",\"deleted\":true}");
+    status(404, server.send("DELETE", "/v1/counters/gone", null));
+  }
+
+  @Test
+  void touchSetsOrRemovesTheExpiry() {
+    ok(server.post("/v1/counters/t/incr", null));
+    assertThat(ok(server.post("/v1/counters/t/touch", "{\"ttl\":\"1h\"}")).get("ttl").asText()).isEqualTo("1h");
+    assertThat(ok(server.get("/v1/counters/t/ttl")).get("ttl").asText()).isEqualTo("1h");
+    assertThat(ok(server.post("/v1/counters/t/touch", "{\"ttl\":null}")).get("ttl").isNull()).isTrue();
+    status(400, server.post("/v1/counters/t/touch", "{}"));
+    status(404, server.post("/v1/counters/no-such/touch", "{\"ttl\":\"1h\"}"));
+    status(404, server.get("/v1/counters/no-such/ttl"));
+  }
+
+  @Test
+  void keysAreListedByPrefixSortedAndBounded() {
+    for (String k : new String[] {"list:b", "list:a", "list:c", "other:x"}) {
+      ok(server.post("/v1/counters/" + k + "/incr", null));
+    }
+    assertThat(ok(server.get("/v1/counters?prefix=list:")).toString())
+        .isEqualTo("{\"prefix\":\"list:\",\"keys\":[\"list:a\",\"list:b\",\"list:c\"],\"truncated\":false}");
+    JsonNode two = ok(server.get("/v1/counters?prefix=list:&limit=2"));
+    assertThat(two.get("keys")).hasSize(2);
+    assertThat(two.get("truncated").asBoolean()).isTrue();
+    status(400, server.get("/v1/counters?prefix=list:&limit=0"));
+    status(400, server.get("/v1/counters?prefx=list:"));
+  }
+
+  @Test
+  void keysWithSlashesSpacesAndUnicodeRoundTrip() {
+    String key = "req:path:/a b/é😀";
+    ok(server.post("/v1/counters/" + path(key) + "/incr", null));
+    assertThat(ok(server.get("/v1/counters/" + path(key))).get("key").asText()).isEqualTo(key);
+    assertThat(ok(server.get("/v1/counters?prefix=" + path("req:path:/"))).get("keys").get(0).asText())
+        .isEqualTo(key);
+  }
+
+  @Test
+  void aTransactionAppliesEveryOperationInOrder() {
+    ok(server.send("PUT", "/v1/counters/tx:del", "{\"value\":1}"));
+    JsonNode r = ok(server.post("/v1/transactions", "{\"ops\":["
+        + "{\"op\":\"incr\",\"key\":\"tx:a\"},"
+        + "{\"op\":\"incr\",\"key\":\"tx:a\",\"delta\":5},"
+        + "{\"op\":\"decr\",\"key\":\"tx:b\",\"delta\":2,\"default\":10},"
+        + "{\"op\":\"put\",\"key\":\"tx:c\",\"value\":7,\"ttl\":\"1h\"},"
+        + "{\"op\":\"get\",\"key\":\"tx:missing\"},"
+        + "{\"op\":\"delete\",\"key\":\"tx:del\"}]}"));
+    assertThat(r.toString()).isEqualTo("{\"results\":[{\"key\":\"tx:a\",\"value\":1},"
+        + "{\"key\":\"tx:a\",\"value\":6},{\"key\":\"tx:b\",\"value\":8},{\"key\":\"tx:c\",\"value\":7},"
+        + "{\"key\":\"tx:missing\",\"value\":null},{\"key\":\"tx:del\",\"deleted\":true}]}");
+  }
+
+  @Test
+  void aTransactionThatFailsAppliesNothing() {
+    JsonNode e = status(404, server.post("/v1/transactions", "{\"ops\":["
+        + "{\"op\":\"incr\",\"key\":\"txf:a\"},"
+        + "{\"op\":\"incr\",\"key\":\"txf:absent\",\"mustExist\":true}]}"));
+    assertThat(e.get("error").asText()).isEqualTo("not_found");
+    status(404, server.get("/v1/counters/txf:a"));
+    status(400, server.post("/v1/transactions", "{\"ops\":[{\"op\":\"frob\",\"key\":\"a\"}]}"));
+    status(400, server.post("/v1/transactions", "{\"ops\":[]}"));
+  }
+
+  // ------------------------------------------------------------------ limiters
+
+  @Test
+  void aDeniedRequestGets429WithTheRateLimitFieldsAndRetryAfter() {
+    String body = "{\"limit\":{\"tokenBucket\":\"1/1h\"}}";
+    HttpResponse<String> first = server.post("/v1/limiters/api:user:42/try", body);
+    JsonNode d = ok(first);
+    assertThat(d.get("allowed").asBoolean()).isTrue();
+    assertThat(d.get("remaining").asLong()).isZero();
+    assertThat(first.headers().firstValue("RateLimit-Policy")).hasValue("\"default\";q=1;w=3600");
+    assertThat(first.headers().firstValue("RateLimit")).hasValue("\"default\";r=0;t=3600");
+    assertThat(first.headers().firstValue("Retry-After")).isEmpty();
+
+    HttpResponse<String> second = server.post("/v1/limiters/api:user:42/try", body);
+    JsonNode denied = status(429, second);
+    assertThat(denied.get("allowed").asBoolean()).isFalse();
+    assertThat(denied.get("retryAfterMillis").asLong()).isBetween(3_590_000L, 3_600_000L);
+    assertThat(second.headers().firstValue("RateLimit-Policy")).hasValue("\"default\";q=1;w=3600");
+    assertThat(second.headers().firstValue("RateLimit")).hasValue("\"default\";r=0;t=3600");
+    assertThat(second.headers().firstValue("Retry-After")).hasValue("3600");
+  }
+
+  @Test
+  void severalLimitsAreNamedPoliciesAndTheDecidingOneIsReported() {
+    String body = "{\"limits\":[{\"tokenBucket\":\"100/1m\"},{\"fixedWindow\":\"2/1h\",\"policy\":\"hourly\"}]}";
+    ok(server.post("/v1/limiters/multi/try", body));
+    HttpResponse<String> second = server.post("/v1/limiters/multi/try", body);
+    ok(second);
+    assertThat(second.headers().firstValue("RateLimit-Policy"))
+        .hasValue("\"default\";q=100;w=60, \"hourly\";q=2;w=3600");
+    assertThat(second.headers().firstValue("RateLimit").orElseThrow()).startsWith("\"hourly\";r=0;t=");
+    HttpResponse<String> third = server.post("/v1/limiters/multi/try", body);
+    status(429, third);
+    assertThat(third.headers().firstValue("Retry-After")).isPresent();
+  }
+
+  @Test
+  void everyAlgorithmIsAcceptedAndDescribedInThePolicyField() {
+    String[][] cases = {
+        {"tokenBucket", "10:1/1s", "\"default\";q=10;w=10"},
+        {"leakyBucket", "100/1m", "\"default\";q=100;w=60"},
+        {"gcra", "15:30/60s", "\"default\";q=16;w=32"},
+        {"fixedWindow", "100/1h", "\"default\";q=100;w=3600"},
+        {"slidingWindow", "100/1h", "\"default\";q=100;w=3600"},
+        {"quota", "1000/day@UTC", "\"default\";q=1000;w=86400"},
+    };
+    for (String[] c : cases) {
+      HttpResponse<String> r = server.post("/v1/limiters/algo:" + c[0] + "/try",
+          "{\"permits\":1,\"limit\":{\"" + c[0] + "\":\"" + c[1] + "\"}}");
+      assertThat(ok(r).get("allowed").asBoolean()).as(c[0]).isTrue();
+      assertThat(r.headers().firstValue("RateLimit-Policy")).as(c[0]).hasValue(c[2]);
+    }
+  }
+
+  @Test
+  void aRequestLargerThanTheLimitIsDeniedWithoutRetryAfter() {
+    HttpResponse<String> r = server.post("/v1/limiters/huge/try",
+        "{\"permits\":11,\"limit\":{\"tokenBucket\":\"10/1s\"}}");
+    JsonNode d = status(429, r);
+    assertThat(d.get("retryAfterMillis").isNull()).isTrue();
+    assertThat(d.get("message").asText()).contains("can never be granted");
+    assertThat(r.headers().firstValue("Retry-After")).isEmpty();
+  }
+
+  @Test
+  void acquireWaitsUpToMaxWaitWithoutFailingEarly() {
+    String limit = "\"limit\":{\"tokenBucket\":\"1/1s\"}";
+    ok(server.post("/v1/limiters/wait/acquire", "{" + limit + "}"));
+    long t0 = System.nanoTime();
+    HttpResponse<String> quick = server.post("/v1/limiters/wait/acquire", "{\"maxWait\":\"100ms\"," + limit + "}");
+    status(429, quick);
+    assertThat((System.nanoTime() - t0) / 1_000_000).as("gives up at once: it cannot fit in 100ms")
+        .isLessThan(900);
+    JsonNode waited = ok(server.post("/v1/limiters/wait/acquire", "{\"maxWait\":\"3s\"," + limit + "}"));
+    assertThat(waited.get("allowed").asBoolean()).isTrue();
+    assertThat((System.nanoTime() - t0) / 1_000_000).as("waited for the refill").isGreaterThan(500);
+    status(400, server.post("/v1/limiters/wait/acquire", "{\"maxWait\":\"1h\"," + limit + "}"));
+  }
+
+  @Test
+  void peekRefundResetAndReconfigure() {
+    String limit = "\"limit\":{\"tokenBucket\":\"10/1h\"}";
+    ok(server.post("/v1/limiters/ops/try", "{\"permits\":4," + limit + "}"));
+    JsonNode peek = ok(server.post("/v1/limiters/ops/peek", "{" + limit + "}"));
+    assertThat(peek.get("remaining").asLong()).isEqualTo(6);
+    assertThat(peek.get("permits").asLong()).isZero();
+    assertThat(ok(server.post("/v1/limiters/ops/refund", "{\"permits\":3," + limit + "}")).get("remaining").asLong())
+        .isEqualTo(9);
+    assertThat(ok(server.post("/v1/limiters/ops/reset", "{" + limit + "}")).get("remaining").asLong())
+        .isEqualTo(10);
+    ok(server.post("/v1/limiters/ops/try", "{\"permits\":1," + limit + "}"));
+    JsonNode re = ok(server.post("/v1/limiters/ops/reconfigure", "{\"limit\":{\"tokenBucket\":\"20/1h\"}}"));
+    assertThat(re.get("limit").asLong()).isEqualTo(20);
+    assertThat(re.get("remaining").asLong()).as("keeps what was consumed").isEqualTo(19);
+    assertThat(ok(server.post("/v1/limiters/ops/peek", "{" + limit + "}")).get("limit").asLong())
+        .as("handles adopt the stored limits").isEqualTo(20);
+  }
+
+  @Test
+  void aQuotaCanBeToppedUp() {
+    String limit = "\"limit\":{\"quota\":\"2/month@Europe/Paris\"}";
+    ok(server.post("/v1/limiters/q:7/try", "{\"permits\":2," + limit + "}"));
+    status(429, server.post("/v1/limiters/q:7/try", "{" + limit + "}"));
+    assertThat(ok(server.post("/v1/limiters/q:7/top-up", "{\"units\":5," + limit + "}")).get("toppedUp").asLong())
+        .isEqualTo(5);
+    assertThat(ok(server.post("/v1/limiters/q:7/try", "{" + limit + "}")).get("allowed").asBoolean()).isTrue();
+    status(400, server.post("/v1/limiters/q:7/top-up", "{\"units\":5,\"limit\":{\"tokenBucket\":\"1/1s\"}}"));
+  }
+
+  @Test
+  void limitErrorsSayWhatToWrite() {
+    assertThat(status(400, server.post("/v1/limiters/x/try", "{}")).get("message").asText())
+        .contains("missing 'limit'");
+    assertThat(status(400, server.post("/v1/limiters/x/try", "{\"limit\":{\"tokenBucket\":\"100/1x\"}}"))
+        .get("message").asText()).contains("like 100/1m");
+    assertThat(status(400, server.post("/v1/limiters/x/try", "{\"limit\":{\"tokenBuckt\":\"100/1m\"}}"))
+        .get("message").asText()).contains("tokenBucket");
+    assertThat(status(400, server.post("/v1/limiters/x/try", "{\"limit\":{\"gcra\":\"30/60s\"}}"))
+        .get("message").asText()).contains("BURST:COUNT/PERIOD");
+    status(404, server.post("/v1/limiters/x/frob", "{}"));
+  }
+
+  // ------------------------------------------------------------------ operations
+
+  @Test
+  void pingHealthzAndMetrics() {
+    assertThat(ok(server.get("/ping")).toString()).isEqualTo("{\"pong\":true}");
+    JsonNode health = ok(server.get("/healthz"));
+    assertThat(health.get("status").asText()).isEqualTo("ok");
+    assertThat(health.get("store").asText()).isEqualTo("mem");
+
+    ok(server.post("/v1/counters/metered/incr", null));
+    status(400, server.post("/v1/counters/metered/incr", "{\"delta\":\"x\"}"));
+    HttpResponse<String> m = server.get("/metrics");
+    assertThat(m.statusCode()).isEqualTo(200);
+    assertThat(m.headers().firstValue("Content-Type").orElseThrow()).startsWith("text/plain");
+    assertThat(m.body())
+        .containsPattern("tally_operations_seconds_count\\{operation=\"incr\",outcome=\"ok\",store=\"mem\"\\} \\d+")
+        .containsPattern("tally_operations_seconds_count\\{operation=\"limiter.try\",outcome=\"denied\",store=\"mem\"\\}")
+        .containsPattern("http_server_requests_seconds_count\\{method=\"POST\",status=\"400\",uri=\"/v1/counters/\\{key\\}/incr\"\\}")
+        .contains("tally_http_inflight")
+        .contains("jvm_memory_used_bytes");
+  }
+
+  @Test
+  void wrongMethodsAndUnknownRoutesAreJsonErrors() {
+    HttpResponse<String> r = server.send("DELETE", "/v1/counters/x/incr", null);
+    assertThat(status(405, r).get("error").asText()).isEqualTo("method_not_allowed");
+    assertThat(r.headers().firstValue("Allow")).hasValue("POST");
+    assertThat(status(404, server.get("/v2/nothing")).get("error").asText()).isEqualTo("not_found");
+    status(404, server.post("/v1/counters/x/frobnicate", null));
+    status(405, server.post("/ping", null));
+  }
+}

@@ -1,0 +1,42 @@
+package dev.tally.server.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** SIGTERM lets the requests in flight finish before the process exits. */
+class ShutdownIT {
+  @Test
+  void sigtermCompletesARequestInFlight() throws Exception {
+    ServerProcess server = ServerProcess.start("--store", "mem:", "--shutdown-grace", "10s");
+    try {
+      String limit = "\"limit\":{\"tokenBucket\":\"1/2s\"}";
+      assertThat(server.post("/v1/limiters/drain/try", "{" + limit + "}").statusCode()).isEqualTo(200);
+      // this acquire waits about two seconds for the bucket to refill
+      CompletableFuture<HttpResponse<String>> waiting = ServerProcess.HTTP.sendAsync(
+          HttpRequest.newBuilder(server.loopback("/v1/limiters/drain/acquire"))
+              .timeout(Duration.ofSeconds(20))
+              .POST(HttpRequest.BodyPublishers.ofString("{\"maxWait\":\"5s\"," + limit + "}"))
+              .build(),
+          HttpResponse.BodyHandlers.ofString());
+      Thread.sleep(500);
+      long t0 = System.nanoTime();
+      server.process.destroy(); // SIGTERM
+      HttpResponse<String> r = waiting.get(20, TimeUnit.SECONDS);
+      assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+      assertThat(new ObjectMapper().readTree(r.body()).get("allowed").asBoolean()).isTrue();
+      assertThat(server.process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+      assertThat((System.nanoTime() - t0) / 1_000_000).as("waited for the acquire, not the whole grace")
+          .isBetween(500L, 8_000L);
+      assertThat(server.stderr()).as("exit " + server.process.exitValue()).contains("tally serve: stopped");
+    } finally {
+      server.close();
+    }
+  }
+}
