@@ -12,9 +12,11 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.protocol.ConnectionIntent;
 import io.lettuce.core.protocol.ProtocolVersion;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
@@ -90,6 +92,7 @@ final class RedisConnection implements AutoCloseable {
                 .build())
             .build());
         StatefulRedisClusterConnection<String, String> conn = c.connect(StringCodec.UTF8);
+        connectToEveryPrimary(conn);
         return new RedisConnection(resources, c, conn, conn.async(), true, settings.timeout);
       }
       RedisClient c = RedisClient.create(resources);
@@ -109,6 +112,20 @@ final class RedisConnection implements AutoCloseable {
       }
       resources.shutdown(0, settings.timeout.toMillis(), TimeUnit.MILLISECONDS);
       throw new StoreUnavailableException("cannot connect to Redis (" + settings + "): " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Opens the socket to each primary now. Lettuce opens them on first use, and a command that
+   * meets a socket still opening is refused under {@code REJECT_COMMANDS}: without this the
+   * first command to each node would fail. (A primary that appears later, after a failover or
+   * a resharding, costs its first command the same.)
+   */
+  private static void connectToEveryPrimary(StatefulRedisClusterConnection<String, String> conn) {
+    for (RedisClusterNode node : conn.getPartitions()) {
+      if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)) {
+        conn.getConnection(node.getUri().getHost(), node.getUri().getPort(), ConnectionIntent.WRITE);
+      }
     }
   }
 
