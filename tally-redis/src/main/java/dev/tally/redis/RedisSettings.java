@@ -179,8 +179,10 @@ final class RedisSettings {
     if (tls) {
       b.withVerifyPeer(verify);
     }
-    if (password != null) {
+    if (password != null && user != null) {
       b.withAuthentication(user, password);
+    } else if (password != null) {
+      b.withPassword(password);
     }
     if (clientName != null) {
       b.withClientName(clientName);
