@@ -24,9 +24,9 @@ import java.util.concurrent.ExecutionException;
  *   <caption>What a caller sees</caption>
  *   <tr><th>Redis / Lettuce</th><th>Tally</th></tr>
  *   <tr><td>no reply within the timeout</td><td>{@link StoreTimeoutException} (may have applied)</td></tr>
- *   <tr><td>not connected, connection lost or refused, server loading, read-only replica,
- *       cluster down, busy script</td><td>{@link StoreUnavailableException} (if the command was
- *       in flight when the connection broke, it may have applied)</td></tr>
+ *   <tr><td>not connected (nothing sent), connection lost with the command in flight (may have
+ *       applied), server loading, read-only replica, cluster down, busy script</td>
+ *       <td>{@link StoreUnavailableException}</td></tr>
  *   <tr><td>{@code TALLY_OVERFLOW}, {@code TALLY_NOT_FINITE}, INCRBY's "would overflow"</td>
  *       <td>{@link CounterOverflowException}</td></tr>
  *   <tr><td>{@code TALLY_NOT_FOUND}</td><td>{@link KeyNotFoundException}</td></tr>
@@ -59,8 +59,11 @@ final class RedisFailures {
       return new StoreException("interrupted while waiting for Redis (" + describe(keys) + ")", t);
     }
     if (t instanceof RedisException || t instanceof IOException || t instanceof CancellationException) {
-      return new StoreUnavailableException("Redis is unreachable (" + describe(keys) + "): " + t.getMessage()
-          + "; an operation in flight when the connection broke may have been applied", t);
+      String message = String.valueOf(t.getMessage());
+      String applied = message.startsWith("Currently not connected")
+          ? "not connected, so nothing was sent"
+          : message + "; the operation was in flight and may or may not have been applied";
+      return new StoreUnavailableException("Redis is unreachable (" + describe(keys) + "): " + applied, t);
     }
     return new StoreException("Redis call failed (" + describe(keys) + "): " + t, t);
   }

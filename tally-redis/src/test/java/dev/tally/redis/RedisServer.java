@@ -257,7 +257,7 @@ final class RedisServer implements AutoCloseable {
 
   private static boolean bindable(int port) {
     try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
-      return true;
+      return s.isBound();
     } catch (IOException e) {
       return false;
     }
