@@ -2,7 +2,10 @@ package dev.tally.redis;
 
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
+import dev.tally.Decision;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
 import java.time.Duration;
@@ -112,6 +115,11 @@ final class RedisStore implements Store {
   @Override
   public Number[] transact(List<TxOp> ops) {
     return await(async.transact(ops));
+  }
+
+  @Override
+  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    return await(async.limit(call, operation, permits));
   }
 
   @Override

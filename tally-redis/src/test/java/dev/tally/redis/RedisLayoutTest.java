@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.CounterOverflowException;
+import dev.tally.Limit;
 import dev.tally.Counters;
 import dev.tally.NotAnIntegerException;
 import dev.tally.StoreException;
@@ -194,6 +195,13 @@ class RedisLayoutTest {
       clock.advance(Duration.ofDays(1));
       assertThat(c.get("k")).hasValue(1);
     }
+  }
+
+  @Test
+  void rateLimitersSayTheyAreNotAvailableYet() {
+    var limiter = tally.limiter(prefix + "api", Limit.tokenBucket(10, Duration.ofMinutes(1)));
+    assertThatThrownBy(limiter::tryAcquire).isInstanceOf(UnsupportedOperationException.class)
+        .hasMessageContaining("counters only");
   }
 
   @Test
