@@ -69,7 +69,8 @@ public final class Tally implements AutoCloseable {
     this.uri = b.uri;
     this.store = store;
     this.executor = executor;
-    this.asyncStore = store instanceof AsyncStore a ? a : new SyncStoreAdapter(store, executor);
+    AsyncStore nativeAsync = store.async();
+    this.asyncStore = nativeAsync != null ? nativeAsync : new SyncStoreAdapter(store, executor);
     this.failures = new Failures(b.listener);
     this.defaultPolicy = b.failurePolicy;
     this.timeSource = b.timeSource;

@@ -6,8 +6,9 @@ import java.util.concurrent.CompletionStage;
 
 /**
  * The asynchronous form of {@link Store}, for stores with a non-blocking client (Lettuce, the
- * AWS SDK's async client). A store that implements only {@link Store} is adapted by Tally: its
- * calls run inline when it is not {@link Store#blocking() blocking}, on an executor otherwise.
+ * AWS SDK's async client), handed to Tally by {@link Store#async()}. A store that has none is
+ * adapted by Tally: its calls run inline when it is not {@link Store#blocking() blocking}, on an
+ * executor otherwise.
  * Each method has the semantics of its {@link Store} namesake; failures complete the stage
  * exceptionally with the same exceptions.
  */

@@ -98,6 +98,15 @@ public interface Store extends AutoCloseable {
     return true;
   }
 
+  /**
+   * This store's native asynchronous form, for stores built on a non-blocking client, or
+   * {@code null} (the default) to let Tally adapt the methods above. It is a separate object
+   * because one class cannot implement both interfaces: their methods differ only in return type.
+   */
+  default AsyncStore async() {
+    return null;
+  }
+
   /** Releases connections, files and threads. Idempotent. */
   @Override
   void close();

@@ -1,0 +1,56 @@
+package dev.tally.redis;
+
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Runs {@link Script}s in one round trip: {@code EVALSHA}, and only if the server answers
+ * {@code NOSCRIPT} (first use, a restart, {@code SCRIPT FLUSH}, a failover, a Cluster node that
+ * never saw it) {@code EVAL} with the body, which also caches it there for the next call.
+ *
+ * <p>A script receives every key it touches in {@code KEYS}, so a Cluster routes it to the node
+ * owning their slot. Anything atomic that Redis has no single command for is one script and one
+ * call here. A rate limiter, for instance, is a {@code .lua} resource that reads the server
+ * clock with {@code redis.call('TIME')} (or the time passed in {@code ARGV} when the user
+ * supplied a clock) and decides and writes in the same step:
+ *
+ * <pre>{@code
+ * static final Script TOKEN_BUCKET = Script.load("token-bucket.lua");
+ * scripts.run(TOKEN_BUCKET, ScriptOutputType.MULTI, new String[] {key}, capacity, refill, now);
+ * }</pre>
+ */
+final class ScriptRunner {
+  private final RedisClusterAsyncCommands<String, String> commands;
+
+  ScriptRunner(RedisClusterAsyncCommands<String, String> commands) {
+    this.commands = commands;
+  }
+
+  /** Runs {@code script}; the stage fails with Lettuce's exception, untranslated. */
+  <T> CompletableFuture<T> run(Script script, ScriptOutputType type, String[] keys, String... args) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    commands.<T>evalsha(script.sha(), type, keys, args).whenComplete((value, failure) -> {
+      if (failure == null) {
+        result.complete(value);
+      } else if (unwrap(failure) instanceof RedisNoScriptException) {
+        commands.<T>eval(script.body(), type, keys, args).whenComplete((v, f) -> {
+          if (f == null) {
+            result.complete(v);
+          } else {
+            result.completeExceptionally(f);
+          }
+        });
+      } else {
+        result.completeExceptionally(failure);
+      }
+    });
+    return result;
+  }
+
+  private static Throwable unwrap(Throwable t) {
+    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+  }
+}
