@@ -201,7 +201,8 @@ public final class Specs {
         return Long.parseLong(s);
       } catch (NumberFormatException notLong) {
         try {
-          if (!s.isEmpty() && (Character.isDigit(s.charAt(s.length() - 1)) || s.endsWith("."))) {
+          boolean integer = s.matches("[-+]?\\d+");
+          if (!integer && !s.isEmpty() && Character.isDigit(s.charAt(s.length() - 1))) {
             double d = Double.parseDouble(s);
             if (Double.isFinite(d)) {
               return d;

@@ -1,0 +1,30 @@
+package dev.tally.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class MainTest {
+  @Test
+  void typosFindTheCommandMeant() {
+    List<String> commands = List.of("incr", "decr", "get", "put", "pop", "keys", "limit", "serve", "bench");
+    assertThat(Main.closest("icnr", commands)).isEqualTo("incr");
+    assertThat(Main.closest("sevre", commands)).isEqualTo("serve");
+    assertThat(Main.closest("frobnicate", commands)).isNull();
+  }
+
+  @Test
+  void inProcessRunsReturnTheExitCode() {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = Main.run(new String[] {"--store", "mem:", "incr", "k", "41", "--default", "1"},
+        new PrintWriter(out, true), new PrintWriter(err, true));
+    assertThat(code).isZero();
+    assertThat(out.toString()).isEqualTo("42\n");
+    assertThat(Main.run(new String[] {"--store", "mem:", "get", "k"}, new PrintWriter(out, true),
+        new PrintWriter(err, true))).isEqualTo(3);
+  }
+}
