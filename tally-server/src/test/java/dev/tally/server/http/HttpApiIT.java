@@ -346,6 +346,28 @@ class HttpApiIT {
   }
 
   @Test
+  void everyRouteInTheOpenApiFileIsServed() throws Exception {
+    java.nio.file.Path spec = java.nio.file.Path.of(System.getProperty("tally.launcher", "../tally"))
+        .resolveSibling("docs").resolve("openapi.yaml");
+    String path = null;
+    int checked = 0;
+    for (String line : java.nio.file.Files.readAllLines(spec)) {
+      var p = java.util.regex.Pattern.compile("^  (/\\S*):$").matcher(line);
+      var m = java.util.regex.Pattern.compile("^    (get|put|post|delete):$").matcher(line);
+      if (p.matches()) {
+        path = p.group(1).replace("{key}", "doc:check").replace("{name}", "doc:check");
+      } else if (m.matches() && path != null) {
+        HttpResponse<String> r = server.send(m.group(1).toUpperCase(java.util.Locale.ROOT), path,
+            m.group(1).equals("get") || m.group(1).equals("delete") ? null : "{}");
+        assertThat(r.statusCode()).as(m.group(1) + " " + path).isNotIn(405, 500);
+        assertThat(r.body()).as(m.group(1) + " " + path).doesNotContain("no route");
+        checked++;
+      }
+    }
+    assertThat(checked).isEqualTo(21);
+  }
+
+  @Test
   void wrongMethodsAndUnknownRoutesAreJsonErrors() {
     HttpResponse<String> r = server.send("DELETE", "/v1/counters/x/incr", null);
     assertThat(status(405, r).get("error").asText()).isEqualTo("method_not_allowed");
