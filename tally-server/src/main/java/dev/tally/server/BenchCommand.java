@@ -31,9 +31,9 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
-        "Measure the store: operations per second and latency percentiles.",
-        "Workloads: incr-one (every thread increments one key), incr-many (random keys out of",
-        "--keys), limiter (tryAcquire on one shared token bucket, --limit)."})
+        "Measure the store through the library: operations per second and latency percentiles.",
+        "Workloads: incr-one (every thread increments one key), incr-many (random keys out",
+        "of --keys), limiter (tryAcquire on one shared token bucket, --limit)."})
 final class BenchCommand implements Callable<Integer> {
   private static final int SLOT = 16; // longs per thread in the progress array: no false sharing
 
@@ -207,19 +207,22 @@ final class BenchCommand implements Callable<Integer> {
     }
     long lastOps = 0;
     long lastAt = measureFrom;
-    while (workers.stream().anyMatch(Thread::isAlive)) {
-      workers.get(0).join(1000);
+    for (;;) {
+      Thread alive = workers.stream().filter(Thread::isAlive).findFirst().orElse(null);
+      if (alive == null) {
+        break;
+      }
+      alive.join(1000);
       long now = System.nanoTime();
       if (now < measureFrom) {
         err.printf(Locale.ROOT, "\r  warming up %s   ", Specs.format(Duration.ofNanos(measureFrom - now)));
-      } else {
+      } else if (now < end) {
         long ops = 0;
         for (int t = 0; t < threads; t++) {
           ops += progress.get(t * SLOT);
         }
         double rate = (ops - lastOps) / Math.max(1e-9, (now - lastAt) / 1e9);
-        err.printf(Locale.ROOT, "\r  %s / %s   %,d ops   %,.0f ops/s   ",
-            Specs.format(Duration.ofMillis(Math.min(measureNanos, now - measureFrom) / 1_000_000)),
+        err.printf(Locale.ROOT, "\r  %5.1fs / %s   %,d ops   %,.0f ops/s   ", (now - measureFrom) / 1e9,
             Specs.format(duration), ops, rate);
         lastOps = ops;
         lastAt = now;

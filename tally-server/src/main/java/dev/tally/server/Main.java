@@ -32,6 +32,11 @@ public final class Main {
 
   static CommandLine commandLine() {
     CommandLine cli = new CommandLine(new TallyCommand());
+    // After the counter commands (the @Command methods), so --help lists those first.
+    cli.addSubcommand(new LimitCommand());
+    cli.addSubcommand(new ServeCommand());
+    cli.addSubcommand(new BenchCommand());
+    cli.addSubcommand(new CompletionCommand());
     cli.setParameterExceptionHandler(Main::badUsage);
     cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
       Problem problem = Problem.of(e);

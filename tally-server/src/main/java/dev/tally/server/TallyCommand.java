@@ -29,8 +29,6 @@ import picocli.CommandLine.Spec;
         "Exact counters and rate limits shared by every thread, process and host.",
         "",
         "Store: --store URI, else $TALLY_STORE, else file:./tally-data."},
-    subcommands = {
-        LimitCommand.class, ServeCommand.class, BenchCommand.class, CompletionCommand.class},
     footerHeading = "%nExit codes:%n",
     footer = {
         "  0  ok",
@@ -57,7 +55,7 @@ final class TallyCommand {
   String store;
 
   @Option(names = "--json", scope = ScopeType.INHERIT,
-      description = "Print the HTTP API's JSON body instead of plain text.")
+      description = "Print JSON: for counter and limiter commands, the body the HTTP API answers.")
   boolean json;
 
   // ------------------------------------------------------------------ plumbing

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tally.Counters;
 import dev.tally.Decision;
+import dev.tally.KeyNotFoundException;
 import dev.tally.Limit;
 import dev.tally.NotAnIntegerException;
 import dev.tally.Quota;
@@ -92,9 +93,16 @@ public final class Api implements AutoCloseable {
             : (negate ? counters.decr(key, d, df) : counters.incr(key, d, df)));
       }
       return Reply.ok(counter(key, value));
+    } catch (KeyNotFoundException e) {
+      return mustExist(e);
     } catch (RuntimeException e) {
       return Reply.error(e);
     }
+  }
+
+  private static Reply mustExist(KeyNotFoundException e) {
+    return Reply.error(Problem.NOT_FOUND, "counter '" + e.key() + "' does not exist (or has"
+        + " expired), and mustExist forbids creating it");
   }
 
   /** The value of a counter, integer or floating; 404 if it is missing or expired. */
@@ -291,6 +299,8 @@ public final class Api implements AutoCloseable {
         }
       }
       return Reply.ok(body);
+    } catch (KeyNotFoundException e) {
+      return mustExist(e);
     } catch (ArithmeticException e) {
       return Reply.error(Problem.BAD_REQUEST, "a decr delta of Long.MIN_VALUE cannot be negated");
     } catch (RuntimeException e) {

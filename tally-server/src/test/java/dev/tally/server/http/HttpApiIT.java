@@ -73,6 +73,8 @@ class HttpApiIT {
   void mustExistNeverCreates() {
     JsonNode e = status(404, server.post("/v1/counters/absent/incr", "{\"delta\":1,\"mustExist\":true}"));
     assertThat(e.get("error").asText()).isEqualTo("not_found");
+    assertThat(e.get("message").asText())
+        .isEqualTo("counter 'absent' does not exist (or has expired), and mustExist forbids creating it");
     status(404, server.get("/v1/counters/absent"));
     ok(server.post("/v1/counters/present/incr", null));
     assertThat(ok(server.post("/v1/counters/present/decr", "{\"mustExist\":true}")).get("value").asLong())
