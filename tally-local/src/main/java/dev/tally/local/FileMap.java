@@ -117,6 +117,11 @@ final class FileMap {
     return INT.compareAndSet(w(at), i(at), expect, update);
   }
 
+  void setByteVolatile(long at, byte v) {
+    w(at).put(i(at), v);
+    VarHandle.fullFence();
+  }
+
   byte getByte(long at) {
     return w(at).get(i(at));
   }

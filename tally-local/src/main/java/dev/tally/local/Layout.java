@@ -28,11 +28,15 @@ package dev.tally.local;
  *            |   64.. 255 slot images of 64 bytes (word 0: slot offset)   |
  * 4231168    +------------------------------------------------------------+
  *            | regions, appended as the store grows, each page-aligned:   |
- *            |   segment n: (slots in segment 0 &lt;&lt; n) slots of 64 bytes   |
+ *            |   segment n: (slots in segment 0 &lt;&lt; n) cells of 64 bytes:   |
+ *            |     pages of 64 cells; cell 0 = 64 fingerprint bytes, one  |
+ *            |     per cell (byte 0 unused), cells 1..63 = slots          |
  *            |   heap chunk n: (bytes in heap chunk 0 &lt;&lt; n) bytes          |
  *            +------------------------------------------------------------+
  *
- * slot (64 bytes, one cache line, 64 to a page, never across a page)
+ * fingerprint byte of slot i: 0 if free, else 0x80 | (key hash &gt;&gt;&gt; 57)
+ *
+ * slot (64 bytes, one cache line, 63 to a page, never across a page)
  *  0 lock     owner word: pid | start token &lt;&lt; 32; 0 when free
  *  8 raw      value XOR mask while live and unlocked; SEALED while locked or dead
  * 16 held     the plain value, written by whoever seals the slot
@@ -54,6 +58,7 @@ final class Layout {
   static final int VERSION = 1;
   static final int PAGE = 4096;
   static final int SLOT = 64;
+  /** Cells per page: cell 0 holds the page's fingerprints, cells 1..63 are slots. */
   static final int SLOTS_PER_PAGE = PAGE / SLOT;
 
   // ---------------------------------------------------------------- header

@@ -37,7 +37,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * locks the key's slot through an {@link Op}.
  */
 final class LocalStore implements Store {
-  private static final int CACHE_LIMIT = 1 << 16;
+  private static final int CACHE_LIMIT = 1 << 17;
   private static final int MAX_READ_ROUNDS = 4;
 
   private final LocalOptions options;
@@ -293,6 +293,9 @@ final class LocalStore implements Store {
       long base = file.segmentOffset(s);
       long slots = file.segmentSlots(s);
       for (long i = 0; i < slots; i++) {
+        if (!Table.isSlot(i)) {
+          continue;
+        }
         long slot = base + i * SLOT;
         for (int round = 0; round < MAX_READ_ROUNDS; round++) {
           long meta = map.getLongVolatile(slot + S_META);
@@ -530,6 +533,9 @@ final class LocalStore implements Store {
         continue;
       }
       cursor[0]++;
+      if (!Table.isSlot(i)) {
+        continue;
+      }
       long slot = file.segmentOffset(s) + i * SLOT;
       long meta = map.getLongVolatile(slot + S_META);
       if (Table.state(meta) != LIVE || !Table.expired(map.getLongVolatile(slot + S_EXPIRY), now)

@@ -412,6 +412,14 @@ final class StoreFile {
       long slots = segmentSlots(s);
       for (long i = 0; i < slots; i++) {
         long slot = base + i * SLOT;
+        if (!Table.isSlot(i)) {
+          if (verify) {
+            for (int b = 0; b < SLOT; b += 8) {
+              map.setLong(slot + b, 0); // fingerprints: rebuilt below from the verified slots
+            }
+          }
+          continue;
+        }
         if (map.getLongVolatile(slot + S_LOCK) != 0) {
           locks.repairUnjournaled(slot);
           map.setLongVolatile(slot + S_LOCK, 0);
@@ -434,7 +442,7 @@ final class StoreFile {
       }
     }
     if (verify) {
-      dropUnreachableAndDuplicates();
+      rebuildFingerprintsAndDropDuplicates();
       heap.dropFreeLists();
     }
     map.forceAll();
@@ -455,35 +463,33 @@ final class StoreFile {
     return true;
   }
 
-  private void dropUnreachableAndDuplicates() {
+  /**
+   * Rebuilds the fingerprints of every live slot, then drops every slot whose key is also in
+   * an earlier slot (a delete and a re-insert of the same key whose pages reached the disk in
+   * different orders): either copy was the key's value within the unsynced interval.
+   */
+  private void rebuildFingerprintsAndDropDuplicates() {
     int segs = segmentCount();
-    for (int s = 0; s < segs; s++) {
-      long base = segmentOffset(s);
-      long pages = segmentSlots(s) / SLOTS_PER_PAGE;
-      for (long p = 0; p < pages; p++) {
-        long page = base + p * PAGE;
-        for (int i = 0; i < SLOTS_PER_PAGE; i++) {
-          long slot = page + ((long) i << 6);
+    for (int pass = 0; pass < 2; pass++) {
+      for (int s = 0; s < segs; s++) {
+        long base = segmentOffset(s);
+        long slots = segmentSlots(s);
+        for (long i = 0; i < slots; i++) {
+          long slot = base + i * SLOT;
           long meta = map.getLongVolatile(slot + S_META);
-          if (Table.state(meta) != LIVE) {
+          if (!Table.isSlot(i) || Table.state(meta) != LIVE) {
+            continue;
+          }
+          if (pass == 0) {
+            map.setByteVolatile(Table.fingerprintAt(slot), Table.fingerprint(map.getLong(slot + S_KEY_HASH)));
             continue;
           }
           byte[] bytes = heap.read(map.getInt(slot + S_KEY_REF));
-          Key key = new Key(new String(bytes, java.nio.charset.StandardCharsets.UTF_8));
-          boolean reachable = true;
-          for (int k = 0; ; k++) {
-            long probe = Table.probe(page, key, k);
-            if (probe == slot) {
-              break;
-            }
-            if (Table.state(map.getLongVolatile(probe + S_META)) == EMPTY) {
-              reachable = false;
-              break;
-            }
-          }
-          Table.Ref found = reachable ? table.find(key) : null;
+          Table.Ref found = bytes == null ? null
+              : table.find(new Key(new String(bytes, java.nio.charset.StandardCharsets.UTF_8)));
           if (found == null || found.slot() != slot) {
             Table.writeMeta(map, slot, TOMBSTONE | ((int) meta & ~Layout.STATE_BITS));
+            map.setByteVolatile(Table.fingerprintAt(slot), (byte) 0);
           }
         }
       }

@@ -29,15 +29,21 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <h2>Shape</h2>
  *
- * Slots live in segments of doubling size ({@link StoreFile}). A key hashes to one page (64
- * slots) in each segment and to a start slot in that page; it is looked for by linear probing
- * inside the page, segment after segment, stopping in each at the first {@code EMPTY} slot. A
- * slot is {@code EMPTY} (never used), {@code LIVE}, {@code TOMBSTONE} (deleted; reusable) or
- * {@code RESERVED} (claimed by an insert that has not finished). Slots never go back to
- * {@code EMPTY}, so a probe chain that once led past a slot always will: a key is found wherever
- * it was put. A new key takes the first free slot of its chain in the oldest segment with
- * room; when its page is full in every segment, the table grows by a segment twice the size of
- * the last, and nothing moves.
+ * Slots live in segments of doubling size ({@link StoreFile}). A segment is made of 4 KiB pages
+ * of 64 cells: cell 0 holds one fingerprint byte per slot (a set high bit and 7 bits of the key's
+ * hash; 0 for a free slot), cells 1 to 63 are slots. A key hashes to one page in each segment,
+ * and is looked for segment after segment: one read of the page's fingerprint line, compared
+ * eight bytes at a time, names the few slots worth a look (as in Abseil's Swiss tables), so a
+ * miss costs one cache line per segment however full the page is. A slot is {@code EMPTY}
+ * (never used), {@code LIVE}, {@code TOMBSTONE} (deleted; reusable) or {@code RESERVED}
+ * (claimed by an insert that has not finished). A new key takes a free slot of its page in the
+ * oldest segment with room; when its page is full in every segment, the table grows by a
+ * segment twice the size of the last, and nothing moves.
+ *
+ * <p>Fingerprints are hints that never hide a key: a claimer writes the fingerprint before the
+ * slot becomes {@code RESERVED}, and a remover clears it only after its removal is committed
+ * (never to be rolled back), both under the slot's lock. A stale fingerprint on a free slot
+ * costs a wasted look, nothing more; the first open after a crash of the machine rebuilds them.
  *
  * <p>A key is put in a slot only by a thread holding the key's insert stripe (one of 4096 locks
  * chosen by hash) that has just searched every segment and not found it, so a key is in at most
@@ -128,6 +134,11 @@ final class Table {
     return (meta & FLOATING) != 0;
   }
 
+  /** Where the fingerprint of {@code slot} is kept: byte {@code cell} of its page. */
+  static long fingerprintAt(long slot) {
+    return (slot & -PAGE) + ((slot & (PAGE - 1)) >>> 6);
+  }
+
   /** Writes a slot's flags and the checksum of its locked fields, as one atomic word. */
   static void writeMeta(FileMap map, long slot, int flags) {
     int check = Hashing.slot(map.getLong(slot + S_MASK), map.getLong(slot + S_EXPIRY),
@@ -155,14 +166,33 @@ final class Table {
     }
   }
 
-  /** The first slot of {@code key}'s page in segment {@code s}. */
+  /** The page of {@code key} in segment {@code s}. */
   long page(Key key, int s) {
     long pages = file.segmentSlots(s) / SLOTS_PER_PAGE;
     return file.segmentOffset(s) + ((key.hash >>> 6) & (pages - 1)) * PAGE;
   }
 
-  static long probe(long page, Key key, int i) {
-    return page + ((((int) key.hash + i) & (SLOTS_PER_PAGE - 1)) << 6);
+  /** A key's fingerprint byte: a set high bit (so never 0, "free") and 7 bits of its hash. */
+  static byte fingerprint(long hash) {
+    return (byte) (0x80 | (hash >>> 57));
+  }
+
+  /** Whether cell {@code i} of a page is a slot (cell 0 holds the page's fingerprints). */
+  static boolean isSlot(long i) {
+    return (i & (SLOTS_PER_PAGE - 1)) != 0;
+  }
+
+  private static final long ONES = 0x0101010101010101L;
+  private static final long HIGHS = 0x8080808080808080L;
+
+  /**
+   * The slots of {@code page} whose fingerprint is {@code fp}, as a bit set of byte positions
+   * within the 8-byte word {@code w} (a SWAR byte compare; it may report a few extra bytes,
+   * never miss one).
+   */
+  static long matches(long w, byte fp) {
+    long x = w ^ (ONES * (fp & 0xFF));
+    return (x - ONES) & ~x & HIGHS;
   }
 
   // ---------------------------------------------------------------- lookup
@@ -180,31 +210,36 @@ final class Table {
    * the slot held this key at that moment.
    */
   Ref find(Key key) {
+    byte fp = fingerprint(key.hash);
     retry:
     for (;;) {
       int segments = file.segmentCount();
       for (int s = 0; s < segments; s++) {
         long page = page(key, s);
-        for (int i = 0; i < SLOTS_PER_PAGE; i++) {
-          long slot = probe(page, key, i);
-          long meta = map.getLongVolatile(slot + S_META);
-          int state = state(meta);
-          if (state == EMPTY) {
-            break;
-          }
-          if (state == TOMBSTONE || map.getLong(slot + S_KEY_HASH) != key.hash) {
-            continue;
-          }
-          long mask = map.getLongVolatile(slot + S_MASK);
-          boolean same = heap.matches(map.getIntVolatile(slot + S_KEY_REF), key.bytes);
-          if (map.getLongVolatile(slot + S_META) != meta || map.getLongVolatile(slot + S_MASK) != mask) {
-            if (same) {
-              continue retry; // it changed under us: look again
+        for (int w = 0; w < SLOTS_PER_PAGE / 8; w++) {
+          long m = matches(map.getLongVolatile(page + w * 8L), fp);
+          for (; m != 0; m &= m - 1) {
+            int cell = w * 8 + (Long.numberOfTrailingZeros(m) >>> 3);
+            if (cell == 0) {
+              continue;
             }
-            continue;
-          }
-          if (same) {
-            return new Ref(slot, mask, meta);
+            long slot = page + ((long) cell << 6);
+            long meta = map.getLongVolatile(slot + S_META);
+            int state = state(meta);
+            if ((state != LIVE && state != RESERVED) || map.getLong(slot + S_KEY_HASH) != key.hash) {
+              continue;
+            }
+            long mask = map.getLongVolatile(slot + S_MASK);
+            boolean same = heap.matches(map.getIntVolatile(slot + S_KEY_REF), key.bytes);
+            if (map.getLongVolatile(slot + S_META) != meta || map.getLongVolatile(slot + S_MASK) != mask) {
+              if (same) {
+                continue retry; // it changed under us: look again
+              }
+              continue;
+            }
+            if (same) {
+              return new Ref(slot, mask, meta);
+            }
           }
         }
       }
@@ -371,8 +406,9 @@ final class Table {
       for (int s = 0; ; s++) {
         file.ensureSegment(s);
         long page = page(key, s);
-        for (int i = 0; i < SLOTS_PER_PAGE; i++) {
-          long slot = probe(page, key, i);
+        int first = (int) Long.remainderUnsigned(key.hash, SLOTS_PER_PAGE - 1);
+        for (int i = 0; i < SLOTS_PER_PAGE - 1; i++) {
+          long slot = page + ((long) (1 + (first + i) % (SLOTS_PER_PAGE - 1)) << 6);
           int state = state(map.getLongVolatile(slot + S_META));
           if (state == LIVE || state == RESERVED || !locks.tryLockSlot(slot, op.entry)) {
             continue; // a locked free slot is being claimed by someone else: skip it
@@ -390,6 +426,7 @@ final class Table {
           map.setLong(slot + S_KEY_HASH, key.hash);
           map.setIntVolatile(slot + S_KEY_REF, keyRef);
           map.setLongVolatile(slot + S_MASK, mask);
+          map.setByteVolatile(fingerprintAt(slot), fingerprint(key.hash));
           writeMeta(map, slot, RESERVED);
           h.state = RESERVED;
           h.keyRef = keyRef;
@@ -426,6 +463,11 @@ final class Table {
       }
     }
     op.entry.committed();
+    for (Held h : op.held) {
+      if (!h.finalLive) {
+        map.setByteVolatile(fingerprintAt(h.slot), (byte) 0); // only now: no rollback can revive it
+      }
+    }
     if (sync) {
       for (Held h : op.held) {
         map.force(h.slot, Layout.SLOT);
