@@ -203,10 +203,33 @@ final class Journal {
       map.casLong(slot + S_LOCK, holder, 0);
     }
     long pending = map.getLongVolatile(at + E_PENDING);
-    if (validSlot(pending) && map.getLongVolatile(pending + S_LOCK) == holder) {
+    if (validSlot(pending) && map.getLongVolatile(pending + S_LOCK) == holder
+        && !imagedElsewhere(pending, holder, at)) {
       locks.repairUnjournaled(pending);
       map.casLong(pending + S_LOCK, holder, 0);
     }
+  }
+
+  /**
+   * Whether another entry of {@code holder} has an image of {@code slot}. A lock word names a
+   * process, not a thread: the slot one dead thread was waiting for (its pending slot) may be
+   * held, mid-transaction, by another thread of the same process. That thread's entry alone may
+   * undo it; "repairing" it as an unjournaled lock would unseal a half-written value.
+   */
+  private boolean imagedElsewhere(long slot, long holder, long except) {
+    for (int i = 0; i < ENTRIES; i++) {
+      long at = base + (long) i * ENTRY_SIZE;
+      if (at == except || map.getLongVolatile(at + E_OWNER) != holder) {
+        continue;
+      }
+      int count = Math.min(map.getIntVolatile(at + E_COUNT), ENTRY_IMAGES);
+      for (int j = 0; j < count; j++) {
+        if (map.getLong(at + E_IMAGES + (long) j * SLOT) == slot) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private boolean validSlot(long slot) {

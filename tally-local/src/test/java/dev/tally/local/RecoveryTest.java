@@ -175,6 +175,38 @@ class RecoveryTest {
   }
 
   @Test
+  void aSlotAnotherDeadThreadWaitedForIsUndoneByItsHoldersJournalOnly() {
+    store = open();
+    store.put("from", 100L, Store.NO_TTL);
+    store.put("to", 0L, Store.NO_TTL);
+    FileMap m = store.file().map;
+    long dead = deadOwner();
+    long from = slotOf("from");
+    long to = slotOf("to");
+    long holder = dieHolding(dead, from, 5); // one thread, mid-transaction...
+    long img = holder + E_IMAGES + SLOT;
+    m.setLongVolatile(to + S_LOCK, dead);
+    for (int off = 8; off < SLOT; off += 8) {
+      m.setLong(img + off, m.getLong(to + off));
+    }
+    m.setLong(img, to);
+    long v = m.getLong(to + S_RAW) ^ m.getLong(to + S_MASK);
+    m.setLong(img + S_HELD, v);
+    m.setLong(to + S_HELD, v);
+    m.setIntVolatile(holder + E_COUNT, 2);
+    m.setLongVolatile(to + S_RAW, SEALED);
+    m.setLong(from + S_HELD, 99);
+    long waiter = ENTRIES_AT + 2L * ENTRY_SIZE; // ...another, of the same process, waiting for "from"
+    m.setLongVolatile(waiter + E_OWNER, dead);
+    m.setLongVolatile(waiter + E_PENDING, from);
+
+    assertThat(store.transact(java.util.List.of(new dev.tally.spi.TxOp.Get("from"),
+        new dev.tally.spi.TxOp.Get("to")))).containsExactly(100L, 0L);
+    assertThat(m.getLongVolatile(waiter + E_OWNER)).isZero();
+    assertThat(m.getLongVolatile(holder + E_OWNER)).isZero();
+  }
+
+  @Test
   void aLiveHolderIsWaitedForAndRecoveredWithinMillisecondsOfItsDeath() throws Exception {
     store = open();
     store.put("k", 5L, Store.NO_TTL);
