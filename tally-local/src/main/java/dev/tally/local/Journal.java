@@ -233,7 +233,13 @@ final class Journal {
   }
 
   private boolean validSlot(long slot) {
-    return slot >= Layout.REGIONS_AT && (slot & (SLOT - 1)) == 0 && slot + SLOT <= map.mapped();
+    if (slot < Layout.REGIONS_AT || (slot & (SLOT - 1)) != 0) {
+      return false;
+    }
+    if (slot + SLOT > map.mapped()) { // in a segment another process added: map it
+      map.mapTo(map.getLongVolatile(Layout.H_FILE_LENGTH));
+    }
+    return slot + SLOT <= map.mapped();
   }
 
   /** Roll forward: every field was written before COMMITTED, so only the seal remains. */

@@ -551,11 +551,9 @@ final class StoreFile {
 
   /** Forces the page(s) of a key record; for sync=always. */
   void forceKey(int ref) {
-    long v = (ref & 0xFFFF_FFFFL) << 3;
-    map.force(heapAddress(v), 8L + Counters_MAX);
+    long at = heapAddress((ref & 0xFFFF_FFFFL) << 3);
+    map.force(at, 8L + Math.max(0, map.getIntVolatile(at)));
   }
-
-  private static final int Counters_MAX = dev.tally.Counters.MAX_KEY_BYTES;
 
   private synchronized long[] refreshSegments() {
     int n = map.getIntVolatile(H_SEGMENTS);
