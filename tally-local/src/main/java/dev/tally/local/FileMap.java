@@ -8,6 +8,7 @@ import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The store file mapped into memory, addressed by file offset. A mapping holds at most 2 GiB,
@@ -32,6 +33,8 @@ final class FileMap {
   private final long windowSize;
   private volatile MappedByteBuffer[] windows = new MappedByteBuffer[0];
   private volatile long mapped;
+  /** How many times pages were forced to the device; for tests of the sync modes. */
+  final AtomicLong forces = new AtomicLong();
 
   FileMap(FileChannel channel, int windowShift) {
     this.channel = channel;
@@ -141,6 +144,7 @@ final class FileMap {
 
   /** Writes the pages of {@code [at, at + len)} to the device (msync). */
   void force(long at, long len) {
+    forces.incrementAndGet();
     long end = at + len;
     while (at < end) {
       MappedByteBuffer b = w(at);
@@ -153,6 +157,7 @@ final class FileMap {
 
   /** Writes every dirty page of the mapped file to the device. */
   void forceAll() {
+    forces.incrementAndGet();
     for (MappedByteBuffer b : windows) {
       b.force();
     }

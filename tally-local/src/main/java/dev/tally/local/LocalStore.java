@@ -48,8 +48,6 @@ final class LocalStore implements Store {
   private final ConcurrentHashMap<String, Table.Ref> refs = new ConcurrentHashMap<>();
   private final Maintenance maintenance;
   private volatile boolean closed;
-  /** Set by every write and cleared by the flusher; a plain field is enough for a hint. */
-  boolean dirty;
 
   LocalStore(LocalOptions options, TimeSource time) {
     this.options = options;
@@ -83,7 +81,7 @@ final class LocalStore implements Store {
     if (options.sync() == LocalOptions.Sync.ALWAYS) {
       map.force(slot, SLOT);
     } else {
-      dirty = true;
+      file.dirty = true;
     }
   }
 

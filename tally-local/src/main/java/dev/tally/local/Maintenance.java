@@ -52,8 +52,8 @@ final class Maintenance implements Runnable {
         return;
       }
       try {
-        if (sync == LocalOptions.Sync.PERIODIC && store.dirty) {
-          store.dirty = false;
+        if (sync == LocalOptions.Sync.PERIODIC && file.dirty) {
+          file.dirty = false;
           file.map.forceAll();
         }
         if (tick % TICKS_PER_SWEEP == 0) {

@@ -109,6 +109,9 @@ final class StoreFile {
   final long segment0Slots;
   final long heap0Bytes;
 
+  /** Set by every write, cleared by the periodic flusher: a hint, so a plain field will do. */
+  boolean dirty;
+
   private final Path path;
   private final FileChannel channel;
   private final FileLock openers;

@@ -486,6 +486,7 @@ final class Table {
     for (Held h : op.held) {
       locks.unlockSlot(h.slot);
     }
+    file.dirty = true;
   }
 
   private void writeFields(Held h) {
