@@ -127,7 +127,9 @@ class GrowthTest {
     }
     long length = fileLength();
     clock.advance(Duration.ofDays(2));
-    assertThat(store.sweepAll()).isEqualTo(n);
+    store.sweepAll(); // (the store's own sweeper may have taken some already)
+    assertThat(store.keys("")).isEmpty();
+    assertThat(store.sweepAll()).isZero();
     for (int i = 0; i < n; i++) {
       store.put("day3:" + i, 1L, Duration.ofDays(1).toNanos());
     }

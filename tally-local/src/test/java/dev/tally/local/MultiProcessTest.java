@@ -107,7 +107,7 @@ class MultiProcessTest {
 
   @Test
   void popRacingWithIncrementsFromOtherProcessesLosesNothing() throws Exception {
-    int n = 20_000;
+    int n = 50_000;
     int writers = CHILDREN - 1;
     Path go = dir.resolve("go");
     Path stop = dir.resolve("stop");
