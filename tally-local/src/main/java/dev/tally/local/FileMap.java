@@ -1,0 +1,165 @@
+package dev.tally.local;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The store file mapped into memory, addressed by file offset. A mapping holds at most 2 GiB,
+ * so the file is mapped as windows of {@code 1 << windowShift} bytes (1 GiB by default); a table
+ * of any size is then a few mappings, and nothing the store accesses atomically (8-byte words,
+ * 64-byte slots, key records) crosses a window. Windows are remapped larger as the file grows;
+ * old mappings stay valid for threads still using them, since every mapping shares the same
+ * page cache pages.
+ *
+ * <p>Atomic accesses go through {@link VarHandle} views of the buffers: on a direct buffer and
+ * an aligned index they are the processor's atomic loads, stores and compare-and-swap, which are
+ * atomic across processes because they act on shared physical memory.
+ */
+final class FileMap {
+  private static final VarHandle LONG =
+      MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle INT =
+      MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+
+  private final FileChannel channel;
+  private final int shift;
+  private final long windowSize;
+  private volatile MappedByteBuffer[] windows = new MappedByteBuffer[0];
+  private volatile long mapped;
+  /** How many times pages were forced to the device; for tests of the sync modes. */
+  final AtomicLong forces = new AtomicLong();
+
+  FileMap(FileChannel channel, int windowShift) {
+    this.channel = channel;
+    this.shift = windowShift;
+    this.windowSize = 1L << windowShift;
+  }
+
+  int windowShift() {
+    return shift;
+  }
+
+  long mapped() {
+    return mapped;
+  }
+
+  /** Maps the file up to {@code length}, which must not exceed its size. */
+  synchronized void mapTo(long length) {
+    if (length <= mapped) {
+      return;
+    }
+    int count = (int) ((length + windowSize - 1) >>> shift);
+    MappedByteBuffer[] w = Arrays.copyOf(windows, count);
+    try {
+      for (int i = 0; i < count; i++) {
+        long start = (long) i << shift;
+        long size = Math.min(windowSize, length - start);
+        if (w[i] == null || w[i].capacity() < size) {
+          w[i] = channel.map(FileChannel.MapMode.READ_WRITE, start, size);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    windows = w;
+    mapped = length;
+  }
+
+  private MappedByteBuffer w(long at) {
+    return windows[(int) (at >>> shift)];
+  }
+
+  private int i(long at) {
+    return (int) (at & (windowSize - 1));
+  }
+
+  long getLong(long at) {
+    return (long) LONG.get(w(at), i(at));
+  }
+
+  long getLongVolatile(long at) {
+    return (long) LONG.getVolatile(w(at), i(at));
+  }
+
+  void setLong(long at, long v) {
+    LONG.set(w(at), i(at), v);
+  }
+
+  void setLongVolatile(long at, long v) {
+    LONG.setVolatile(w(at), i(at), v);
+  }
+
+  boolean casLong(long at, long expect, long update) {
+    return LONG.compareAndSet(w(at), i(at), expect, update);
+  }
+
+  int getInt(long at) {
+    return (int) INT.get(w(at), i(at));
+  }
+
+  int getIntVolatile(long at) {
+    return (int) INT.getVolatile(w(at), i(at));
+  }
+
+  void setInt(long at, int v) {
+    INT.set(w(at), i(at), v);
+  }
+
+  void setIntVolatile(long at, int v) {
+    INT.setVolatile(w(at), i(at), v);
+  }
+
+  boolean casInt(long at, int expect, int update) {
+    return INT.compareAndSet(w(at), i(at), expect, update);
+  }
+
+  void setByteVolatile(long at, byte v) {
+    w(at).put(i(at), v);
+    VarHandle.fullFence();
+  }
+
+  byte getByte(long at) {
+    return w(at).get(i(at));
+  }
+
+  void getBytes(long at, byte[] dst, int off, int len) {
+    w(at).get(i(at), dst, off, len);
+  }
+
+  void putBytes(long at, byte[] src, int off, int len) {
+    w(at).put(i(at), src, off, len);
+  }
+
+  /** Whether {@code [at, at + len)} lies inside one window. */
+  boolean oneWindow(long at, long len) {
+    return (at >>> shift) == ((at + len - 1) >>> shift);
+  }
+
+  /** Writes the pages of {@code [at, at + len)} to the device (msync). */
+  void force(long at, long len) {
+    forces.incrementAndGet();
+    long end = at + len;
+    while (at < end) {
+      MappedByteBuffer b = w(at);
+      int from = i(at) & -Layout.PAGE;
+      int to = (int) Math.min(b.capacity(), i(at) + (end - at));
+      b.force(from, to - from);
+      at = ((at >>> shift) + 1) << shift;
+    }
+  }
+
+  /** Writes every dirty page of the mapped file to the device. */
+  void forceAll() {
+    forces.incrementAndGet();
+    for (MappedByteBuffer b : windows) {
+      b.force();
+    }
+  }
+}

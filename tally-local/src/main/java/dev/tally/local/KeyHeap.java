@@ -1,0 +1,187 @@
+package dev.tally.local;
+
+import static dev.tally.local.Layout.HEAP_LIMIT;
+import static dev.tally.local.Layout.H_FREE_LISTS;
+import static dev.tally.local.Layout.H_HEAP_TOP;
+import static dev.tally.local.Layout.SIZE_CLASSES;
+
+import dev.tally.StoreException;
+
+/**
+ * Where keys live: records of {@code u32 length, u32 size class, bytes}, 8-aligned, in a heap
+ * that grows by chunks of doubling size (chunk {@code n} holds {@code heap0 << n} bytes and
+ * starts at virtual offset {@code heap0 * (2^n - 1)}). A slot names its key by a u32 reference,
+ * the record's virtual offset divided by 8.
+ *
+ * <p>Space is reused by size class: a deleted key's record goes onto its class's free list, a
+ * Treiber stack whose head carries a 32-bit tag that changes on every push and pop, so a
+ * compare-and-swap against a head that was popped and pushed back in between fails. New space
+ * comes from a bump pointer. A process that dies between taking a record and publishing it
+ * leaks that one record; nothing else is lost.
+ *
+ * <p>Readers that compare keys without a lock may read a record that is being freed and
+ * reused; they re-check the slot afterwards (see {@link Table#find}), so a torn comparison is
+ * never trusted. Reads are bounds-checked against the heap top, so a reference torn by a crash
+ * cannot point outside the mapped file.
+ */
+final class KeyHeap {
+  private final StoreFile file;
+  private final FileMap map;
+
+  KeyHeap(StoreFile file) {
+    this.file = file;
+    this.map = file.map;
+  }
+
+  /** Stores {@code key} and returns its reference. */
+  int allocate(byte[] key) {
+    int cls = Layout.sizeClass(key.length);
+    long v = pop(cls);
+    if (v == 0) {
+      v = bump(SIZE_CLASSES[cls]);
+    }
+    long at = file.heapAddress(v);
+    map.putBytes(at + 8, key, 0, key.length);
+    map.setInt(at + 4, cls);
+    map.setIntVolatile(at, key.length);
+    return (int) (v >>> 3);
+  }
+
+  /** Gives a record back; its slot has been made a tombstone. */
+  void free(int ref) {
+    long v = (ref & 0xFFFF_FFFFL) << 3;
+    if (!inHeap(v, 8)) {
+      return;
+    }
+    long at = file.heapAddress(v);
+    int cls = map.getInt(at + 4);
+    if (cls < 0 || cls >= SIZE_CLASSES.length) {
+      return; // not a record we wrote: leak rather than corrupt a free list
+    }
+    long head = H_FREE_LISTS + cls * 8L;
+    for (;;) {
+      long h = map.getLongVolatile(head);
+      map.setIntVolatile(at, (int) h);
+      long next = (v >>> 3) | (((h >>> 32) + 1) << 32);
+      if (map.casLong(head, h, next)) {
+        return;
+      }
+    }
+  }
+
+  private long pop(int cls) {
+    long head = H_FREE_LISTS + cls * 8L;
+    for (;;) {
+      long h = map.getLongVolatile(head);
+      long v = (h & 0xFFFF_FFFFL) << 3;
+      if (v == 0) {
+        return 0;
+      }
+      if (!inHeap(v, 8)) {
+        map.casLong(head, h, ((h >>> 32) + 1) << 32); // a torn list: drop it
+        continue;
+      }
+      int next = map.getIntVolatile(file.heapAddress(v));
+      if (map.casLong(head, h, (next & 0xFFFF_FFFFL) | (((h >>> 32) + 1) << 32))) {
+        return v;
+      }
+    }
+  }
+
+  private long bump(int size) {
+    for (;;) {
+      long top = map.getLongVolatile(H_HEAP_TOP);
+      long start = top;
+      int chunk = file.heapChunkOf(start);
+      long end = file.heapChunkBase(chunk + 1);
+      if (start + size > end) {
+        start = end; // the tail of a chunk too short for this record stays unused
+        chunk++;
+      }
+      if (start + size > HEAP_LIMIT) {
+        throw new StoreException("the key heap of " + file.path() + " is full (32 GiB of keys)");
+      }
+      file.ensureHeapChunk(chunk);
+      long at = file.heapAddress(start);
+      if (!map.oneWindow(at, size)) {
+        long windowEnd = ((at >>> map.windowShift()) + 1) << map.windowShift();
+        map.casLong(H_HEAP_TOP, top, start + (windowEnd - at)); // skip to the next mapping
+        continue;
+      }
+      if (map.casLong(H_HEAP_TOP, top, start + size)) {
+        return start;
+      }
+    }
+  }
+
+  private boolean inHeap(long v, long len) {
+    return v >= Layout.HEAP_START && v + len <= map.getLongVolatile(H_HEAP_TOP);
+  }
+
+  /** Whether record {@code ref} holds exactly {@code key}; false for any bad reference. */
+  boolean matches(int ref, byte[] key) {
+    long v = (ref & 0xFFFF_FFFFL) << 3;
+    if (!inHeap(v, 8L + key.length)) {
+      return false;
+    }
+    long at = file.heapAddress(v);
+    if (map.getIntVolatile(at) != key.length) {
+      return false;
+    }
+    long p = at + 8;
+    int i = 0;
+    for (; i + 8 <= key.length; i += 8) {
+      if (map.getLong(p + i) != Table.longAt(key, i)) {
+        return false;
+      }
+    }
+    for (; i < key.length; i++) {
+      if (map.getByte(p + i) != key[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Whether record {@code ref} starts with {@code prefix}. */
+  boolean startsWith(int ref, byte[] prefix) {
+    long v = (ref & 0xFFFF_FFFFL) << 3;
+    if (!inHeap(v, 8)) {
+      return false;
+    }
+    long at = file.heapAddress(v);
+    int len = map.getIntVolatile(at);
+    if (len < prefix.length || len > dev.tally.Counters.MAX_KEY_BYTES || !inHeap(v, 8L + len)) {
+      return false;
+    }
+    for (int i = 0; i < prefix.length; i++) {
+      if (map.getByte(at + 8 + i) != prefix[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The bytes of record {@code ref}, or null if it is not a plausible record. */
+  byte[] read(int ref) {
+    long v = (ref & 0xFFFF_FFFFL) << 3;
+    if (!inHeap(v, 8)) {
+      return null;
+    }
+    long at = file.heapAddress(v);
+    int len = map.getIntVolatile(at);
+    if (len <= 0 || len > dev.tally.Counters.MAX_KEY_BYTES || !inHeap(v, 8L + len)) {
+      return null;
+    }
+    byte[] b = new byte[len];
+    map.getBytes(at + 8, b, 0, len);
+    return b;
+  }
+
+  /** Empties every free list: after a crash of the machine their links cannot be trusted. */
+  void dropFreeLists() {
+    for (int c = 0; c < 16; c++) {
+      map.setLongVolatile(H_FREE_LISTS + c * 8L, 0);
+    }
+  }
+}

@@ -1,0 +1,135 @@
+package dev.tally.local;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * What a {@code file:} URI says: where the store is and how it flushes.
+ *
+ * <pre>
+ * file:./tally-data                 a directory (created if missing) holding store.tally
+ * file:/var/lib/app/counters.tally  the store file itself (a path ending in .tally, or an
+ *                                   existing file)
+ * file:./tally-data?sync=always     options: sync=periodic (default) | always | none
+ *                                            slots=16384 (slots in the first segment)
+ * </pre>
+ *
+ * @param file the store file
+ * @param sync when writes are forced to the device
+ * @param segment0Slots slots in the first segment of a new file: a power of two, at least 64
+ * @param windowShift log2 of the largest single mapping (tests lower it to exercise windows)
+ */
+record LocalOptions(Path file, Sync sync, long segment0Slots, int windowShift) {
+
+  /** The file name used when the URI names a directory. */
+  static final String FILE_NAME = "store.tally";
+  static final int DEFAULT_WINDOW_SHIFT = 30;
+
+  /** When changes are forced from the page cache to the device. */
+  enum Sync {
+    /** Every 100 ms by a daemon thread, like Redis' {@code appendfsync everysec}. */
+    PERIODIC,
+    /** Before every write returns. */
+    ALWAYS,
+    /** Never by Tally: the kernel writes back when it likes (and at the last close). */
+    NONE
+  }
+
+  LocalOptions withWindowShift(int shift) {
+    return new LocalOptions(file, sync, segment0Slots, shift);
+  }
+
+  LocalOptions withSegment0Slots(long slots) {
+    return new LocalOptions(file, sync, slots, windowShift);
+  }
+
+  static LocalOptions parse(String uri) {
+    String example = " (e.g. file:./tally-data or file:/var/lib/app/tally-data?sync=always)";
+    if (uri == null || !uri.startsWith("file:")) {
+      throw new IllegalArgumentException("not a file: URI: " + uri + example);
+    }
+    String rest = uri.substring("file:".length());
+    String query = null;
+    int q = rest.indexOf('?');
+    if (q >= 0) {
+      query = rest.substring(q + 1);
+      rest = rest.substring(0, q);
+    }
+    if (rest.startsWith("//")) { // file:///abs/path or file://localhost/abs/path
+      int slash = rest.indexOf('/', 2);
+      String authority = slash < 0 ? rest.substring(2) : rest.substring(2, slash);
+      if (!authority.isEmpty() && !authority.equals("localhost")) {
+        throw new IllegalArgumentException("file: URI '" + uri + "' names host '" + authority
+            + "'; the file store is local to this host" + example);
+      }
+      rest = slash < 0 ? "" : rest.substring(slash);
+    }
+    String pathText = decode(rest, uri);
+    if (pathText.isEmpty()) {
+      throw new IllegalArgumentException("file: URI '" + uri + "' names no path" + example);
+    }
+    Sync sync = Sync.PERIODIC;
+    long slots = Layout.DEFAULT_SEGMENT0_SLOTS;
+    if (query != null && !query.isEmpty()) {
+      for (String pair : query.split("&")) {
+        int eq = pair.indexOf('=');
+        String name = eq < 0 ? pair : pair.substring(0, eq);
+        String value = eq < 0 ? "" : decode(pair.substring(eq + 1), uri);
+        switch (name) {
+          case "sync" -> {
+            try {
+              sync = Sync.valueOf(value.toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+              throw new IllegalArgumentException("file: URI '" + uri + "': sync must be periodic,"
+                  + " always or none, not '" + value + "'");
+            }
+          }
+          case "slots" -> {
+            try {
+              slots = Long.parseLong(value);
+            } catch (NumberFormatException e) {
+              slots = -1;
+            }
+            if (slots < Layout.SLOTS_PER_PAGE || Long.bitCount(slots) != 1 || slots > (1L << 32)) {
+              throw new IllegalArgumentException("file: URI '" + uri + "': slots must be a power"
+                  + " of two from 64 to 2^32, not '" + value + "'");
+            }
+          }
+          default -> throw new IllegalArgumentException("file: URI '" + uri + "': unknown option '"
+              + name + "'; the options are sync=periodic|always|none and slots=<power of two>");
+        }
+      }
+    }
+    Path path;
+    try {
+      path = Path.of(pathText);
+    } catch (InvalidPathException e) {
+      throw new IllegalArgumentException("file: URI '" + uri + "' has an invalid path: " + e.getMessage());
+    }
+    boolean isFile = Files.isRegularFile(path) || (!Files.isDirectory(path) && pathText.endsWith(".tally"));
+    return new LocalOptions(isFile ? path : path.resolve(FILE_NAME), sync, slots, DEFAULT_WINDOW_SHIFT);
+  }
+
+  /** Percent-decoding (%20 and the like); a lone % stays as it is. */
+  private static String decode(String s, String uri) {
+    if (s.indexOf('%') < 0) {
+      return s;
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i < b.length; i++) {
+      if (b[i] == '%' && i + 2 < b.length
+          && Character.digit(b[i + 1], 16) >= 0 && Character.digit(b[i + 2], 16) >= 0) {
+        out.write(Character.digit(b[i + 1], 16) * 16 + Character.digit(b[i + 2], 16));
+        i += 2;
+      } else {
+        out.write(b[i]);
+      }
+    }
+    return out.toString(StandardCharsets.UTF_8);
+  }
+}

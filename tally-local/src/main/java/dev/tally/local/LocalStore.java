@@ -1,0 +1,580 @@
+package dev.tally.local;
+
+import static dev.tally.local.Layout.FLOATING;
+import static dev.tally.local.Layout.LIVE;
+import static dev.tally.local.Layout.SEALED;
+import static dev.tally.local.Layout.SLOT;
+import static dev.tally.local.Layout.S_EXPIRY;
+import static dev.tally.local.Layout.S_KEY_REF;
+import static dev.tally.local.Layout.S_LOCK;
+import static dev.tally.local.Layout.S_MASK;
+import static dev.tally.local.Layout.S_META;
+import static dev.tally.local.Layout.S_RAW;
+
+import dev.tally.CounterOverflowException;
+import dev.tally.KeyNotFoundException;
+import dev.tally.NotAnIntegerException;
+import dev.tally.TimeSource;
+import dev.tally.spi.Store;
+import dev.tally.spi.TxOp;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The {@code file:} store: counters in a memory-mapped table shared by every process on the
+ * host that opens the same file. See {@link Table} for the table and why its lock-free
+ * increment is exact, {@link Locks} and {@link Journal} for what happens when a process dies,
+ * {@link StoreFile} for the file as a whole, and {@code docs/local-store.md} for the format.
+ *
+ * <p>Hot paths ({@code incr} of a live counter, {@code get}, {@code ttl}) take no lock: a
+ * per-instance cache maps key strings to the slot and mask they were last validated with, so a
+ * cached increment is three loads and a compare-and-swap on the mapped file. Everything else
+ * locks the key's slot through an {@link Op}.
+ */
+final class LocalStore implements Store {
+  private static final int CACHE_LIMIT = 1 << 17;
+  private static final int MAX_READ_ROUNDS = 4;
+
+  private final LocalOptions options;
+  private final TimeSource time;
+  private final StoreFile file;
+  private final FileMap map;
+  private final Table table;
+  private final ConcurrentHashMap<String, Table.Ref> refs = new ConcurrentHashMap<>();
+  private final Maintenance maintenance;
+  private volatile boolean closed;
+
+  LocalStore(LocalOptions options, TimeSource time) {
+    this.options = options;
+    this.time = time;
+    this.file = StoreFile.acquire(options);
+    this.map = file.map;
+    this.table = file.table;
+    this.maintenance = new Maintenance(this, file, time, options.sync());
+    maintenance.start();
+  }
+
+  StoreFile file() {
+    return file;
+  }
+
+  LocalOptions options() {
+    return options;
+  }
+
+  private void checkOpen() {
+    if (closed) {
+      throw new IllegalStateException("this Tally file store (" + file.path() + ") is closed");
+    }
+  }
+
+  private Op begin() {
+    return new Op(table, file.journal.borrow(), time, options.sync());
+  }
+
+  private void wrote(long slot) {
+    if (options.sync() == LocalOptions.Sync.ALWAYS) {
+      map.force(slot, SLOT);
+    } else {
+      file.dirty = true;
+    }
+  }
+
+  private void remember(String key, Table.Held h) {
+    if (h.finalLive) {
+      if (refs.size() >= CACHE_LIMIT) {
+        refs.clear();
+      }
+      refs.put(key, new Table.Ref(h.slot, h.finalMask, LIVE | (h.liveFloating() ? FLOATING : 0)));
+    } else {
+      refs.remove(key);
+    }
+  }
+
+  /** The validated slot of a live key, from the cache or a lookup; null if missing. */
+  private Table.Ref ref(String key, Key[] k) {
+    Table.Ref ref = refs.get(key);
+    if (ref != null) {
+      return ref;
+    }
+    if (k[0] == null) {
+      k[0] = new Key(key);
+    }
+    ref = table.find(k[0]);
+    if (ref != null && Table.state(ref.meta()) == LIVE) {
+      if (refs.size() >= CACHE_LIMIT) {
+        refs.clear();
+      }
+      refs.put(key, ref);
+    }
+    return ref;
+  }
+
+  // ---------------------------------------------------------------- increments
+
+  @Override
+  public long incr(String key, long delta, long dflt, boolean create) {
+    checkOpen();
+    Key[] k = new Key[1];
+    for (Table.Ref ref; (ref = ref(key, k)) != null && !ref.floating(); ) {
+      long slot = ref.slot();
+      long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
+      long r = map.getLongVolatile(slot + S_RAW);
+      long mask = map.getLongVolatile(slot + S_MASK);
+      if (mask != ref.mask()) {
+        refs.remove(key, ref);
+        continue; // another incarnation: look again
+      }
+      if (r == SEALED || (expiresAt != 0 && Table.expired(expiresAt, time.nanos()))) {
+        break; // locked, gone or expired: the locked way
+      }
+      long v = r ^ mask;
+      long n = addExact(key, v, delta);
+      long nr = n ^ mask;
+      if (nr == SEALED) {
+        break;
+      }
+      if (map.casLong(slot + S_RAW, r, nr)) {
+        wrote(slot);
+        return n;
+      }
+    }
+    Key kk = k[0] != null ? k[0] : new Key(key);
+    try (Op op = begin()) {
+      Table.Held h = op.lock(kk, create);
+      if (h == null || (!h.present && !create)) {
+        throw new KeyNotFoundException(key);
+      }
+      long next;
+      if (!h.present) {
+        next = addExact(key, dflt, delta);
+        h.set(false, next, 0);
+      } else {
+        if (h.floating) {
+          throw new NotAnIntegerException(key);
+        }
+        next = addExact(key, h.bits, delta);
+        h.set(false, next, h.expiresAt);
+      }
+      op.commit();
+      remember(key, h);
+      return next;
+    }
+  }
+
+  @Override
+  public double incrDouble(String key, double delta, double dflt) {
+    checkOpen();
+    Key[] k = new Key[1];
+    for (Table.Ref ref; (ref = ref(key, k)) != null && ref.floating(); ) {
+      long slot = ref.slot();
+      long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
+      long r = map.getLongVolatile(slot + S_RAW);
+      long mask = map.getLongVolatile(slot + S_MASK);
+      if (mask != ref.mask()) {
+        refs.remove(key, ref);
+        continue;
+      }
+      if (r == SEALED || (expiresAt != 0 && Table.expired(expiresAt, time.nanos()))) {
+        break;
+      }
+      double n = addFinite(key, Double.longBitsToDouble(r ^ mask), delta);
+      long nr = Double.doubleToRawLongBits(n) ^ mask;
+      if (nr == SEALED) {
+        break;
+      }
+      if (map.casLong(slot + S_RAW, r, nr)) {
+        wrote(slot);
+        return n;
+      }
+    }
+    Key kk = k[0] != null ? k[0] : new Key(key);
+    try (Op op = begin()) {
+      Table.Held h = op.lock(kk, true);
+      double next;
+      if (!h.present) {
+        next = addFinite(key, dflt, delta);
+        h.set(true, Double.doubleToRawLongBits(next), 0);
+      } else {
+        double base = h.floating ? Double.longBitsToDouble(h.bits) : (double) h.bits;
+        next = addFinite(key, base, delta);
+        h.set(true, Double.doubleToRawLongBits(next), h.expiresAt);
+      }
+      op.commit();
+      remember(key, h);
+      return next;
+    }
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  @Override
+  public Number get(String key) {
+    checkOpen();
+    Key[] k = new Key[1];
+    for (int round = 0; round < MAX_READ_ROUNDS; round++) {
+      Table.Ref ref = ref(key, k);
+      if (ref == null) {
+        return null;
+      }
+      long slot = ref.slot();
+      long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
+      long r = map.getLongVolatile(slot + S_RAW);
+      long mask = map.getLongVolatile(slot + S_MASK);
+      if (mask != ref.mask() || r == SEALED) {
+        refs.remove(key, ref);
+        if (r == SEALED) {
+          table.locks.awaitUnlocked(slot);
+        }
+        continue;
+      }
+      if (Table.expired(expiresAt, time.nanos())) {
+        return null;
+      }
+      long bits = r ^ mask;
+      return ref.floating() ? (Number) Double.longBitsToDouble(bits) : (Number) bits;
+    }
+    try (Op op = begin()) { // kept meeting locked slots: read under the lock
+      Table.Held h = op.lock(k[0] != null ? k[0] : new Key(key), false);
+      return h == null || !h.present ? null : h.value();
+    }
+  }
+
+  @Override
+  public long ttl(String key) {
+    checkOpen();
+    Key[] k = new Key[1];
+    for (int round = 0; round < MAX_READ_ROUNDS; round++) {
+      Table.Ref ref = ref(key, k);
+      if (ref == null) {
+        return TTL_MISSING;
+      }
+      long slot = ref.slot();
+      long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
+      long r = map.getLongVolatile(slot + S_RAW);
+      long mask = map.getLongVolatile(slot + S_MASK);
+      if (mask != ref.mask() || r == SEALED) {
+        refs.remove(key, ref);
+        if (r == SEALED) {
+          table.locks.awaitUnlocked(slot);
+        }
+        continue;
+      }
+      return ttlOf(expiresAt, time.nanos());
+    }
+    try (Op op = begin()) {
+      Table.Held h = op.lock(k[0] != null ? k[0] : new Key(key), false);
+      return h == null || !h.present ? TTL_MISSING : ttlOf(h.expiresAt, time.nanos());
+    }
+  }
+
+  private static long ttlOf(long expiresAt, long now) {
+    if (expiresAt == 0) {
+      return TTL_PERMANENT;
+    }
+    return Table.expired(expiresAt, now) ? TTL_MISSING : expiresAt - now;
+  }
+
+  @Override
+  public List<String> keys(String prefix) {
+    checkOpen();
+    byte[] p = prefix.getBytes(StandardCharsets.UTF_8);
+    long now = time.nanos();
+    List<String> keys = new ArrayList<>();
+    int segments = file.segmentCount();
+    for (int s = 0; s < segments; s++) {
+      long base = file.segmentOffset(s);
+      long slots = file.segmentSlots(s);
+      for (long i = 0; i < slots; i++) {
+        if (!Table.isSlot(i)) {
+          continue;
+        }
+        long slot = base + i * SLOT;
+        for (int round = 0; round < MAX_READ_ROUNDS; round++) {
+          long meta = map.getLongVolatile(slot + S_META);
+          if (Table.state(meta) != LIVE) {
+            break;
+          }
+          long mask = map.getLongVolatile(slot + S_MASK);
+          long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
+          int keyRef = map.getIntVolatile(slot + S_KEY_REF);
+          boolean match = !Table.expired(expiresAt, now) && table.heap.startsWith(keyRef, p);
+          byte[] bytes = match ? table.heap.read(keyRef) : null;
+          if (map.getLongVolatile(slot + S_META) != meta || map.getLongVolatile(slot + S_MASK) != mask) {
+            continue; // changed while we read it
+          }
+          if (bytes != null) {
+            keys.add(new String(bytes, StandardCharsets.UTF_8));
+          }
+          break;
+        }
+      }
+    }
+    return keys;
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  @Override
+  public void put(String key, Number value, long ttlNanos) {
+    checkOpen();
+    try (Op op = begin()) {
+      Table.Held h = op.lock(new Key(key), true);
+      h.set(value instanceof Double, bits(value), expiry(ttlNanos, time.nanos()));
+      op.commit();
+      remember(key, h);
+    }
+  }
+
+  @Override
+  public boolean add(String key, Number value, long ttlNanos) {
+    checkOpen();
+    Key[] k = new Key[1];
+    Table.Ref ref = ref(key, k);
+    if (ref != null) {
+      long slot = ref.slot();
+      long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
+      long r = map.getLongVolatile(slot + S_RAW);
+      if (r != SEALED && map.getLongVolatile(slot + S_MASK) == ref.mask()
+          && !Table.expired(expiresAt, time.nanos())) {
+        return false; // linearizes here: the key was live
+      }
+    }
+    try (Op op = begin()) {
+      Table.Held h = op.lock(k[0] != null ? k[0] : new Key(key), true);
+      if (h.present) {
+        return false;
+      }
+      h.set(value instanceof Double, bits(value), expiry(ttlNanos, time.nanos()));
+      op.commit();
+      remember(key, h);
+      return true;
+    }
+  }
+
+  @Override
+  public Number pop(String key, boolean integerOnly) {
+    checkOpen();
+    try (Op op = begin()) {
+      Table.Held h = op.lock(new Key(key), false);
+      if (h == null || !h.present) {
+        return null;
+      }
+      if (integerOnly && h.floating) {
+        throw new NotAnIntegerException(key);
+      }
+      Number value = h.value();
+      h.remove();
+      op.commit();
+      refs.remove(key);
+      return value;
+    }
+  }
+
+  @Override
+  public boolean delete(String key) {
+    checkOpen();
+    try (Op op = begin()) {
+      Table.Held h = op.lock(new Key(key), false);
+      if (h == null) {
+        return false;
+      }
+      boolean was = h.present;
+      h.remove();
+      op.commit();
+      refs.remove(key);
+      return was;
+    }
+  }
+
+  @Override
+  public boolean touch(String key, long ttlNanos) {
+    checkOpen();
+    try (Op op = begin()) {
+      Table.Held h = op.lock(new Key(key), false);
+      if (h == null || !h.present) {
+        return false;
+      }
+      h.set(h.floating, h.bits, expiry(ttlNanos, time.nanos()));
+      op.commit();
+      remember(key, h);
+      return true;
+    }
+  }
+
+  // ---------------------------------------------------------------- transactions
+
+  @Override
+  public Number[] transact(List<TxOp> ops) {
+    checkOpen();
+    TreeMap<String, Key> keys = new TreeMap<>();
+    for (TxOp op : ops) {
+      keys.computeIfAbsent(op.key(), Key::new);
+    }
+    if (keys.size() > Layout.ENTRY_IMAGES) {
+      throw new IllegalArgumentException("a transaction on the file store may touch at most "
+          + Layout.ENTRY_IMAGES + " distinct keys; this one touches " + keys.size());
+    }
+    try (Op op = begin()) {
+      Map<String, Table.Held> held = new HashMap<>();
+      for (Key k : keys.values()) { // in key order, the same in every process: no deadlock
+        held.put(k.string, op.lock(k, true));
+      }
+      long now = time.nanos();
+      Number[] results = new Number[ops.size()];
+      for (int i = 0; i < results.length; i++) {
+        TxOp o = ops.get(i);
+        results[i] = apply(held.get(o.key()), o, now);
+      }
+      op.commit();
+      for (Table.Held h : held.values()) {
+        remember(h.key.string, h);
+      }
+      return results;
+    }
+  }
+
+  private static Number apply(Table.Held h, TxOp op, long now) {
+    String key = op.key();
+    if (op instanceof TxOp.Incr incr) {
+      long next;
+      if (!h.livePresent()) {
+        if (!incr.create()) {
+          throw new KeyNotFoundException(key);
+        }
+        next = addExact(key, incr.dflt(), incr.delta());
+        h.set(false, next, 0);
+      } else {
+        if (h.liveFloating()) {
+          throw new NotAnIntegerException(key);
+        }
+        next = addExact(key, h.liveBits(), incr.delta());
+        h.set(false, next, h.liveExpiresAt());
+      }
+      return next;
+    } else if (op instanceof TxOp.IncrDouble incr) {
+      double next;
+      if (!h.livePresent()) {
+        next = addFinite(key, incr.dflt(), incr.delta());
+        h.set(true, Double.doubleToRawLongBits(next), 0);
+      } else {
+        long b = h.liveBits();
+        double base = h.liveFloating() ? Double.longBitsToDouble(b) : (double) b;
+        next = addFinite(key, base, incr.delta());
+        h.set(true, Double.doubleToRawLongBits(next), h.liveExpiresAt());
+      }
+      return next;
+    } else if (op instanceof TxOp.Put put) {
+      h.set(put.value() instanceof Double, bits(put.value()), expiry(put.ttlNanos(), now));
+      return put.value();
+    } else if (op instanceof TxOp.Delete) {
+      boolean was = h.livePresent();
+      h.remove();
+      return was ? 1L : 0L;
+    } else if (op instanceof TxOp.Get) {
+      return h.livePresent() ? h.value() : null;
+    }
+    throw new IllegalArgumentException("unknown transaction operation " + op);
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private static long bits(Number value) {
+    return value instanceof Double d ? Double.doubleToRawLongBits(d) : value.longValue();
+  }
+
+  private static long expiry(long ttlNanos, long now) {
+    if (ttlNanos == NO_TTL) {
+      return 0;
+    }
+    long at = now + ttlNanos;
+    return at == 0 ? 1 : at; // 0 means "never"
+  }
+
+  static long addExact(String key, long value, long delta) {
+    long r = value + delta;
+    if (((value ^ r) & (delta ^ r)) < 0) {
+      throw new CounterOverflowException("counter '" + key + "': " + value + " + (" + delta
+          + ") leaves the signed 64-bit range; the value is unchanged");
+    }
+    return r;
+  }
+
+  static double addFinite(String key, double value, double delta) {
+    double r = value + delta;
+    if (!Double.isFinite(r)) {
+      throw new CounterOverflowException("counter '" + key + "': " + value + " + " + delta
+          + " is not finite; the value is unchanged");
+    }
+    return r;
+  }
+
+  /** Turns expired counters into tombstones, scanning at most {@code budget} slots. */
+  int sweep(long[] cursor, long budget) {
+    int removed = 0;
+    long now = time.nanos();
+    int segments = file.segmentCount();
+    for (long n = 0; n < budget; n++) {
+      int s = (int) (cursor[0] >>> 40);
+      long i = cursor[0] & ((1L << 40) - 1);
+      if (s >= segments) {
+        cursor[0] = 0;
+        break;
+      }
+      if (i >= file.segmentSlots(s)) {
+        cursor[0] = (long) (s + 1) << 40;
+        continue;
+      }
+      cursor[0]++;
+      if (!Table.isSlot(i)) {
+        continue;
+      }
+      long slot = file.segmentOffset(s) + i * SLOT;
+      long meta = map.getLongVolatile(slot + S_META);
+      if (Table.state(meta) != LIVE || !Table.expired(map.getLongVolatile(slot + S_EXPIRY), now)
+          || map.getLongVolatile(slot + S_LOCK) != 0) {
+        continue;
+      }
+      try (Op op = begin()) {
+        if (table.tryLockExpired(op, slot, now) != null) {
+          op.commit();
+          removed++;
+        }
+      }
+    }
+    return removed;
+  }
+
+  /** Sweeps the whole table now; for tests. */
+  int sweepAll() {
+    long[] cursor = {0};
+    long total = 0;
+    for (int s = 0; s < file.segmentCount(); s++) {
+      total += file.segmentSlots(s) + 1;
+    }
+    return sweep(cursor, total);
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    maintenance.stop();
+    if (options.sync() != LocalOptions.Sync.NONE) {
+      map.forceAll();
+    }
+    file.release();
+  }
+
+  @Override
+  public String toString() {
+    return "LocalStore[" + file.path() + ", sync=" + options.sync().name().toLowerCase() + "]";
+  }
+}

@@ -1,0 +1,70 @@
+package dev.tally.local;
+
+import dev.tally.TimeSource;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One locked operation: a journal entry and the slots it has locked, sealed and imaged. Ends
+ * with {@link #commit} or, if it is closed without one, with an abort that changes nothing.
+ *
+ * <pre>{@code
+ * try (Op op = store.begin()) {
+ *   Table.Held h = op.lock(key, true);
+ *   h.set(false, 42, 0);
+ *   op.commit();
+ * }
+ * }</pre>
+ */
+final class Op implements AutoCloseable {
+  final Table table;
+  final Journal.Entry entry;
+  final List<Table.Held> held = new ArrayList<>(2);
+  final LocalOptions.Sync sync;
+  private final TimeSource time;
+  private boolean done;
+
+  Op(Table table, Journal.Entry entry, TimeSource time, LocalOptions.Sync sync) {
+    this.table = table;
+    this.entry = entry;
+    this.time = time;
+    this.sync = sync;
+  }
+
+  /** The time, read when a slot is locked, to decide whether its key has expired. */
+  long now() {
+    return time.nanos();
+  }
+
+  /** Locks {@code key}; see {@link Table#lock}. */
+  Table.Held lock(Key key, boolean create) {
+    return table.lock(this, key, create);
+  }
+
+  void commit() {
+    done = true;
+    table.commit(this, true);
+    finish();
+  }
+
+  @Override
+  public void close() {
+    if (!done) {
+      done = true;
+      for (Table.Held h : held) {
+        h.changed = false;
+      }
+      table.commit(this, false);
+      finish();
+    }
+  }
+
+  private void finish() {
+    entry.release();
+    for (Table.Held h : held) {
+      if (h.freeKey) {
+        table.heap.free(h.keyRef);
+      }
+    }
+  }
+}

@@ -1,0 +1,188 @@
+package dev.tally.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.tally.StoreException;
+import dev.tally.Tally;
+import dev.tally.tck.ManualTimeSource;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The file is ours or it is refused: never reinterpreted, never written to. */
+class FileFormatTest {
+  @TempDir
+  Path dir;
+
+  private Path createStore() {
+    Path file = dir.resolve("counters.tally");
+    try (Tally t = Tally.open("file:" + file)) {
+      t.counters().incr("k", 41);
+    }
+    return file;
+  }
+
+  private static void writeAt(Path file, long at, ByteBuffer b) throws IOException {
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+      ch.write(b, at);
+    }
+  }
+
+  @Test
+  void aDirectoryUriGetsAStoreFileInside() {
+    Path data = dir.resolve("tally-data");
+    try (Tally t = Tally.open("file:" + data)) {
+      t.counters().incr("k");
+    }
+    assertThat(data.resolve(LocalOptions.FILE_NAME)).isRegularFile();
+  }
+
+  @Test
+  void valuesAndExpirySurviveReopening() {
+    ManualTimeSource clock = new ManualTimeSource();
+    Path data = dir.resolve("tally-data");
+    try (Tally t = Tally.builder("file:" + data).timeSource(clock).build()) {
+      t.counters().incr("views", 7);
+      t.counters().put("ratio", 0.25, null);
+      t.counters().put("session", 3, Duration.ofMinutes(5));
+      t.counters().put("gone", 1, Duration.ofSeconds(1));
+      t.counters().delete("views");
+      t.counters().incr("views", 8);
+    }
+    clock.advance(Duration.ofSeconds(2));
+    try (Tally t = Tally.builder("file:" + data).timeSource(clock).build()) {
+      assertThat(t.counters().get("views")).hasValue(8);
+      assertThat(t.counters().getDouble("ratio")).hasValue(0.25);
+      assertThat(t.counters().ttl("session")).hasValueSatisfying(d ->
+          assertThat(d).isLessThanOrEqualTo(Duration.ofMinutes(5)).isGreaterThan(Duration.ofMinutes(4)));
+      assertThat(t.counters().get("gone")).isEmpty();
+      assertThat(t.counters().keys("")).containsExactlyInAnyOrder("views", "ratio", "session");
+    }
+  }
+
+  @Test
+  void aForeignFileIsRefusedAndLeftUntouched() throws IOException {
+    Path file = dir.resolve("notes.tally");
+    Files.writeString(file, "these are my notes, not a counter store\n".repeat(200));
+    byte[] before = Files.readAllBytes(file);
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("not a Tally store file")
+        .hasMessageContaining(file.getFileName().toString());
+    assertThat(Files.readAllBytes(file)).isEqualTo(before);
+  }
+
+  @Test
+  void aTinyForeignFileIsRefused() throws IOException {
+    Path file = dir.resolve("tiny.tally");
+    Files.writeString(file, "hi");
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("not a Tally store file");
+  }
+
+  @Test
+  void aTruncatedFileIsRefused() throws IOException {
+    Path file = createStore();
+    long size = Files.size(file);
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+      ch.truncate(size - Layout.PAGE);
+    }
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("truncated");
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+      ch.truncate(1000);
+    }
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("truncated");
+  }
+
+  @Test
+  void aNewerFormatIsRefused() throws IOException {
+    Path file = createStore();
+    writeAt(file, Layout.H_VERSION, ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(0, 2));
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("newer version of Tally")
+        .hasMessageContaining("format 2");
+  }
+
+  @Test
+  void aCorruptHeaderIsRefused() throws IOException {
+    Path file = createStore();
+    writeAt(file, Layout.H_HEAP0_BYTES, ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, 1 << 20));
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("corrupt");
+  }
+
+  @Test
+  void aCreationCutShortBeforeTheMagicNumberStartsOver() throws IOException {
+    Path file = createStore();
+    writeAt(file, Layout.H_MAGIC, ByteBuffer.allocate(8));
+    try (Tally t = Tally.open("file:" + file)) {
+      assertThat(t.counters().keys("")).isEmpty();
+      assertThat(t.counters().incr("k")).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void twoInstancesInOneProcessShareTheFile() {
+    Path data = dir.resolve("tally-data");
+    Tally a = Tally.open("file:" + data);
+    try (Tally b = Tally.open("file:" + dir + "/./tally-data")) {
+      a.counters().incr("k", 2);
+      assertThat(b.counters().incr("k", 3)).isEqualTo(5);
+      a.close(); // the file stays open for b
+      assertThat(b.counters().get("k")).hasValue(5);
+    } finally {
+      a.close();
+    }
+  }
+
+  // ---------------------------------------------------------------- URIs
+
+  @Test
+  void uriOptionsAreParsed() {
+    LocalOptions o = LocalOptions.parse("file:" + dir + "/x?sync=always&slots=1024");
+    assertThat(o.sync()).isEqualTo(LocalOptions.Sync.ALWAYS);
+    assertThat(o.segment0Slots()).isEqualTo(1024);
+    assertThat(o.file()).isEqualTo(dir.resolve("x").resolve(LocalOptions.FILE_NAME));
+    assertThat(LocalOptions.parse("file:./tally-data").sync()).isEqualTo(LocalOptions.Sync.PERIODIC);
+    assertThat(LocalOptions.parse("file:///tmp/a%20b/c.tally").file()).isEqualTo(Path.of("/tmp/a b/c.tally"));
+    assertThat(LocalOptions.parse("file:" + dir + "/c.tally?sync=none").file()).isEqualTo(dir.resolve("c.tally"));
+  }
+
+  @Test
+  void badUrisAreRefusedWithAnExample() {
+    assertThatThrownBy(() -> LocalOptions.parse("file:")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("file:./tally-data");
+    assertThatThrownBy(() -> LocalOptions.parse("file:x?sync=sometimes"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("periodic, always or none");
+    assertThatThrownBy(() -> LocalOptions.parse("file:x?slots=100"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("power of two");
+    assertThatThrownBy(() -> LocalOptions.parse("file:x?color=red"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown option 'color'");
+    assertThatThrownBy(() -> LocalOptions.parse("file://otherhost/x"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("local to this host");
+  }
+
+  @Test
+  void operationsAfterCloseFail() {
+    Tally t = Tally.open("file:" + dir);
+    t.close();
+    t.close(); // idempotent
+    assertThatThrownBy(() -> t.counters().incr("k")).isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("closed");
+  }
+}

@@ -1,0 +1,136 @@
+package dev.tally.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tally.Counters;
+import dev.tally.Tally;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Several JVMs on one store file: the races of the concurrency suite, between processes. Each
+ * child runs two threads, starts when the "go" file appears, and reports on stdout.
+ */
+class MultiProcessTest {
+  private static final int CHILDREN = 4;
+  private static final int THREADS = 2;
+  private static final long START_MILLIS = 60_000;
+
+  @TempDir
+  Path dir;
+
+  private Path data() {
+    return dir.resolve("tally-data");
+  }
+
+  private List<Child> start(int n, String... args) throws InterruptedException {
+    List<Child> children = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      String[] a = args.clone();
+      for (int j = 0; j < a.length; j++) {
+        a[j] = a[j].replace("{i}", Integer.toString(i));
+      }
+      children.add(Child.start(a));
+    }
+    return children;
+  }
+
+  private static void awaitAll(List<Child> children, String prefix) throws InterruptedException {
+    for (Child c : children) {
+      c.await(prefix, START_MILLIS);
+    }
+  }
+
+  private static void closeAll(List<Child> children) {
+    for (Child c : children) {
+      c.close();
+    }
+  }
+
+  @Test
+  void incrementsFromEveryProcessAndThreadAddUpExactly() throws Exception {
+    int n = 20_000;
+    int keys = 10;
+    Path go = dir.resolve("go");
+    List<Child> children = start(CHILDREN, "incr", data().toString(), go.toString(),
+        Integer.toString(THREADS), Integer.toString(n), Integer.toString(keys));
+    try {
+      awaitAll(children, "READY");
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+    } finally {
+      closeAll(children);
+    }
+    long total = (long) CHILDREN * THREADS * n;
+    try (Tally t = Tally.open("file:" + data())) {
+      Counters c = t.counters();
+      assertThat(c.get("hot")).hasValue(total);
+      for (int k = 0; k < keys; k++) {
+        assertThat(c.get("k:" + k)).hasValue(2 * total / keys);
+      }
+    }
+  }
+
+  @Test
+  void exactlyOneAddWinsAcrossProcesses() throws Exception {
+    int rounds = 300;
+    Path go = dir.resolve("go");
+    List<Child> children = start(CHILDREN, "add", data().toString(), go.toString(),
+        Integer.toString(THREADS), Integer.toString(rounds), "{i}");
+    Map<Integer, List<Long>> winners = new HashMap<>();
+    try {
+      awaitAll(children, "READY");
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+      for (Child c : children) {
+        for (String line : c.linesStartingWith("WIN ")) {
+          String[] f = line.split(" ");
+          winners.computeIfAbsent(Integer.parseInt(f[1]), r -> new ArrayList<>()).add(Long.parseLong(f[2]));
+        }
+      }
+    } finally {
+      closeAll(children);
+    }
+    try (Tally t = Tally.open("file:" + data())) {
+      for (int r = 0; r < rounds; r++) {
+        assertThat(winners.get(r)).as("winners of round %d", r).hasSize(1);
+        assertThat(t.counters().get("add:" + r)).hasValue(winners.get(r).get(0));
+      }
+    }
+  }
+
+  @Test
+  void popRacingWithIncrementsFromOtherProcessesLosesNothing() throws Exception {
+    int n = 50_000;
+    int writers = CHILDREN - 1;
+    Path go = dir.resolve("go");
+    Path stop = dir.resolve("stop");
+    List<Child> children = start(writers, "views", data().toString(), go.toString(),
+        Integer.toString(THREADS), Integer.toString(n));
+    Child popper = Child.start("pop", data().toString(), go.toString(), stop.toString());
+    long popped;
+    try {
+      awaitAll(children, "READY");
+      popper.await("READY", START_MILLIS);
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+      Files.createFile(stop);
+      popped = Long.parseLong(popper.await("POPPED ", START_MILLIS).substring(7));
+      popper.await("DONE", START_MILLIS);
+    } finally {
+      closeAll(children);
+      popper.close();
+    }
+    assertThat(popped).as("what the popper moved while the others counted").isPositive();
+    try (Tally t = Tally.open("file:" + data())) {
+      long remaining = t.counters().pop("views").orElse(0);
+      assertThat(popped + remaining).isEqualTo((long) writers * THREADS * n);
+    }
+  }
+}

@@ -1,0 +1,225 @@
+package dev.tally.local;
+
+import dev.tally.Counters;
+import dev.tally.Tally;
+import dev.tally.TransactionResult;
+import java.io.IOException;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A child process for the multi-process and crash tests: opens the store named on its command
+ * line, waits for a "go" file so that all children start together, runs one workload on a few
+ * threads, and reports on stdout (or, for work that may be killed, in a memory-mapped report
+ * file that outlives the process).
+ *
+ * <pre>
+ * incr     DIR GO THREADS N KEYS      incr "hot" and "k:(i % KEYS)" N times per thread
+ * add      DIR GO THREADS ROUNDS ID   add("add:r", ID*10 + thread) for each round; prints WIN r v
+ * views    DIR GO THREADS N           incr "views" N times per thread
+ * pop      DIR GO STOP                pop "views" until STOP exists; prints POPPED total
+ * campaign DIR GO THREADS REPORT HOOK a random mix until killed (see CrashTest)
+ * </pre>
+ */
+public final class Worker {
+  private Worker() {}
+
+  public static void main(String[] args) throws Exception {
+    String mode = args[0];
+    Path dir = Path.of(args[1]);
+    Path go = Path.of(args[2]);
+    try (Tally tally = Tally.open("file:" + dir)) {
+      Counters c = tally.counters();
+      System.out.println("READY");
+      System.out.flush();
+      while (!Files.exists(go)) {
+        Thread.sleep(1);
+      }
+      switch (mode) {
+        case "incr" -> incr(c, Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+        case "add" -> add(c, Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+        case "views" -> onThreads(Integer.parseInt(args[3]), t -> {
+          for (int i = 0, n = Integer.parseInt(args[4]); i < n; i++) {
+            c.incr("views");
+          }
+        });
+        case "pop" -> pop(c, Path.of(args[3]));
+        case "campaign" -> campaign(c, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
+        default -> throw new IllegalArgumentException(mode);
+      }
+    }
+    System.out.println("DONE");
+    System.out.flush();
+  }
+
+  interface Body {
+    void run(int thread) throws Exception;
+  }
+
+  private static void onThreads(int threads, Body body) throws InterruptedException {
+    List<Thread> all = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      int thread = t;
+      Thread th = new Thread(() -> {
+        try {
+          body.run(thread);
+        } catch (Exception e) {
+          e.printStackTrace();
+          System.out.println("FAILED " + e);
+          System.out.flush();
+        }
+      });
+      th.start();
+      all.add(th);
+    }
+    for (Thread th : all) {
+      th.join();
+    }
+  }
+
+  private static void incr(Counters c, int threads, int n, int keys) throws InterruptedException {
+    onThreads(threads, t -> {
+      for (int i = 0; i < n; i++) {
+        c.incr("hot");
+        c.incr("k:" + (i % keys), 2);
+      }
+    });
+  }
+
+  private static void add(Counters c, int threads, int rounds, int id) throws InterruptedException {
+    onThreads(threads, t -> {
+      for (int r = 0; r < rounds; r++) {
+        long value = id * 10L + t;
+        if (c.add("add:" + r, value, Duration.ofMinutes(5))) {
+          synchronized (System.out) {
+            System.out.println("WIN " + r + " " + value);
+            System.out.flush();
+          }
+        }
+      }
+    });
+  }
+
+  private static void pop(Counters c, Path stop) {
+    long total = 0;
+    while (!Files.exists(stop)) {
+      total += c.pop("views").orElse(0);
+    }
+    total += c.pop("views").orElse(0);
+    System.out.println("POPPED " + total);
+  }
+
+  // ---------------------------------------------------------------- the crash campaign
+
+  /** Per-thread report: longs at thread * 32 + field. */
+  static final int KEYS = 8;
+  static final int F_INFLIGHT = 0; // key index + 1 of the increment in flight, or 0
+  static final int F_HOLDING = 1; // 1: sleeping in the lock hook, 2: in the transaction hook
+  static final int F_MAX_LATENCY = 2; // nanos, of ops that did not sleep in a hook themselves
+  static final int F_VIOLATIONS = 3; // transfer invariant seen broken
+  static final int F_DEAD_OWNER_WAIT = 4; // the process's longest wait on a dead lock holder
+  static final int F_OPS = 5;
+  static final int F_ACKS = 8; // KEYS longs: acknowledged increments per key
+  static final int THREAD_LONGS = 32;
+
+  static MappedByteBuffer mapReport(Path file, int threads) throws IOException {
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      MappedByteBuffer b = ch.map(FileChannel.MapMode.READ_WRITE, 0, threads * THREAD_LONGS * 8L);
+      b.order(ByteOrder.LITTLE_ENDIAN);
+      return b;
+    }
+  }
+
+  static int at(int thread, int field) {
+    return (thread * THREAD_LONGS + field) * 8;
+  }
+
+  /**
+   * Increments of "c:0".."c:7", each acknowledged in the report only after it returned; transfers
+   * between "from" and "to" in transactions (their sum is always 0) and transactional reads that
+   * check it; locked operations (touch, put, delete, add) on shared and private keys. With HOOK
+   * "lock" or "tx", now and then a thread sleeps while holding its slot locks, or in the middle
+   * of a transaction, flagging it in the report so the parent can kill it right there.
+   */
+  private static void campaign(Counters c, int threads, Path reportFile, String hook) throws Exception {
+    MappedByteBuffer report = mapReport(reportFile, threads);
+    ThreadLocal<Integer> me = new ThreadLocal<>();
+    ThreadLocal<boolean[]> slept = ThreadLocal.withInitial(() -> new boolean[1]);
+    AtomicLong nextHook = new AtomicLong(System.nanoTime() + 50_000_000L);
+    Runnable sleepHolding = () -> {
+      long now = System.nanoTime();
+      long next = nextHook.get();
+      Integer t = me.get();
+      if (t == null || now < next || !nextHook.compareAndSet(next, now + 250_000_000L)) {
+        return;
+      }
+      report.putLong(at(t, F_HOLDING), hook.equals("tx") ? 2 : 1);
+      slept.get()[0] = true;
+      try {
+        Thread.sleep(ThreadLocalRandom.current().nextInt(80, 200));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      report.putLong(at(t, F_HOLDING), 0);
+    };
+    if (hook.equals("lock")) {
+      Table.whileLockedHook = sleepHolding;
+    } else if (hook.equals("tx")) {
+      Table.midTransactionHook = sleepHolding;
+    }
+    String scratch = "s:" + ProcessHandle.current().pid() + ":";
+    onThreads(threads, t -> {
+      me.set(t);
+      ThreadLocalRandom rnd = ThreadLocalRandom.current();
+      for (long op = 0; ; op++) {
+        slept.get()[0] = false;
+        long started = System.nanoTime();
+        int dice = rnd.nextInt(100);
+        int k = rnd.nextInt(KEYS);
+        if (dice < 60) {
+          report.putLong(at(t, F_INFLIGHT), k + 1);
+          c.incr("c:" + k);
+          report.putLong(at(t, F_ACKS + k), report.getLong(at(t, F_ACKS + k)) + 1);
+          report.putLong(at(t, F_INFLIGHT), 0);
+        } else if (dice < 75) {
+          c.transaction(tx -> tx.decr("from", 1).incr("to"));
+        } else if (dice < 85) {
+          TransactionResult r = c.transaction(tx -> tx.get("from").get("to"));
+          if (r.isPresent(0) && r.isPresent(1) && r.getLong(0) + r.getLong(1) != 0) {
+            report.putLong(at(t, F_VIOLATIONS), report.getLong(at(t, F_VIOLATIONS)) + 1);
+          }
+        } else if (dice < 90) {
+          c.touch("c:" + k, null);
+        } else if (dice < 95) {
+          String s = scratch + (op % 64);
+          c.put(s, op, null);
+          c.delete(s);
+        } else {
+          c.add("a:" + (op % 16), op, Duration.ofMillis(20));
+        }
+        long took = System.nanoTime() - started;
+        if (!slept.get()[0] && took > report.getLong(at(t, F_MAX_LATENCY))) {
+          report.putLong(at(t, F_MAX_LATENCY), took);
+        }
+        report.putLong(at(t, F_OPS), op + 1);
+        if ((op & 63) == 0) {
+          report.putLong(at(t, F_DEAD_OWNER_WAIT), Locks.LONGEST_DEAD_OWNER_WAIT.get());
+        }
+        if ((op & 15) == 15) {
+          LockSupport.parkNanos(20_000); // leave the machine's two cores some room
+        }
+      }
+    });
+  }
+}
