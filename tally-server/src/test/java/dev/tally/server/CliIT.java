@@ -34,9 +34,17 @@ class CliIT {
   }
 
   static Run tally(Map<String, String> env, String... args) throws Exception {
+    return tallyIn(null, env, args);
+  }
+
+  /** Runs ./tally with {@code dir} as the working directory (where file:./tally-data lives). */
+  static Run tallyIn(Path dir, Map<String, String> env, String... args) throws Exception {
     List<String> cmd = new ArrayList<>(List.of(LAUNCHER.toString()));
     cmd.addAll(List.of(args));
     ProcessBuilder pb = new ProcessBuilder(cmd);
+    if (dir != null) {
+      pb.directory(dir.toFile());
+    }
     pb.environment().remove("TALLY_STORE");
     pb.environment().remove("TALLY_TOKEN");
     pb.environment().putAll(env);
@@ -207,6 +215,48 @@ class CliIT {
     assertThat(j.get("ops").asLong()).isPositive();
     assertThat(j.get("allowed").asLong() + j.get("denied").asLong()).isEqualTo(j.get("ops").asLong());
     assertThat(j.get("latencyNanos").get("p999").asLong()).isPositive();
+  }
+
+  @Test
+  void theDefaultStoreIsTheFileStoreSharedByEveryCommand(@TempDir Path dir) throws Exception {
+    assertThat(tallyIn(dir, Map.of(), "incr", "views").out()).isEqualTo("1\n");
+    assertThat(tallyIn(dir, Map.of(), "incr", "views", "10").out()).isEqualTo("11\n");
+    assertThat(tallyIn(dir, Map.of(), "put", "other", "5", "--ttl", "1h").exit()).isZero();
+    assertThat(tallyIn(dir, Map.of(), "keys").out()).isEqualTo("other\nviews\n");
+    assertThat(tallyIn(dir, Map.of(), "ttl", "other").out()).matches("(1h|59m\\d{1,2}s)\n");
+    assertThat(tallyIn(dir, Map.of(), "pop", "views").out()).isEqualTo("11\n");
+    assertThat(tallyIn(dir, Map.of(), "get", "views").exit()).isEqualTo(3);
+    assertThat(Files.exists(dir.resolve("tally-data").resolve("store.tally"))).isTrue();
+  }
+
+  @Test
+  void aServerAndTheCommandLineShareTheFileStore(@TempDir Path dir) throws Exception {
+    Path out = dir.resolve("serve.out");
+    Process serve = new ProcessBuilder(LAUNCHER.toString(), "serve", "--port", "0")
+        .directory(dir.toFile()).redirectOutput(out.toFile()).redirectError(dir.resolve("serve.err").toFile())
+        .start();
+    try {
+      String url = null;
+      for (int i = 0; i < 300 && url == null; i++) {
+        url = Files.readAllLines(out).stream().filter(l -> l.startsWith("listening on "))
+            .map(l -> l.substring("listening on ".length())).findFirst().orElse(null);
+        if (url == null) {
+          assertThat(serve.isAlive()).as(Files.readString(dir.resolve("serve.err"))).isTrue();
+          Thread.sleep(100);
+        }
+      }
+      assertThat(url).as("the server printed its address").isNotNull();
+      assertThat(tallyIn(dir, Map.of(), "incr", "views", "41").out()).isEqualTo("41\n");
+      java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+          java.net.http.HttpRequest.newBuilder(java.net.URI.create(url + "/v1/counters/views/incr"))
+              .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build(),
+          java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(r.body()).isEqualTo("{\"key\":\"views\",\"value\":42}");
+      assertThat(tallyIn(dir, Map.of(), "get", "views").out()).isEqualTo("42\n");
+    } finally {
+      serve.destroy();
+      assertThat(serve.waitFor(20, TimeUnit.SECONDS)).isTrue();
+    }
   }
 
   @Test
