@@ -4,10 +4,10 @@
 # keep-alive, on loopback. Needs wrk (Debian: apt-get install wrk).
 #
 #   tally-server/bench/http-bench.sh [STORE_URI] [CONNECTIONS] [SECONDS] [ROUNDS]
-#   tally-server/bench/http-bench.sh mem: 16 10 3
+#   tally-server/bench/http-bench.sh mem: 16 5 10
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-store="${1:-mem:}"; conns="${2:-16}"; secs="${3:-10}"; rounds="${4:-3}"
+store="${1:-mem:}"; conns="${2:-16}"; secs="${3:-5}"; rounds="${4:-10}"
 jar="$root/tally-server/target/tally.jar"
 [ -f "$jar" ] || (cd "$root" && mvn -B -q -pl tally-server -am package -DskipTests)
 command -v wrk >/dev/null || { echo "needs wrk: apt-get install wrk" >&2; exit 2; }
@@ -27,19 +27,28 @@ url="$(sed -n 's/^listening on //p' "$work/out")"
 [ -n "$url" ] || { cat "$work/err" >&2; exit 1; }
 
 rate() { sed -n 's/^Requests\/sec: *//p'; }
-run() { wrk -t1 -c"$conns" -d"$1"s --latency "$@" ; }
 echo "server: $url  store: $store  wrk: 1 thread, $conns connections, ${secs}s x $rounds rounds each" >&2
 wrk -t1 -c"$conns" -d5s "$url/ping" > /dev/null                       # warm-up
 wrk -t1 -c"$conns" -d5s -s "$work/incr.lua" "$url/v1/counters/x/incr" > /dev/null
-ping_total=0; incr_total=0
+ping_total=0; incr_total=0; ratios=()
 for r in $(seq "$rounds"); do
-  p=$(wrk -t1 -c"$conns" -d"$secs"s "$url/ping" | rate)
-  i=$(wrk -t1 -c"$conns" -d"$secs"s -s "$work/incr.lua" "$url/v1/counters/x/incr" | rate)
-  echo "round $r: GET /ping $p req/s, POST /v1/counters/x/incr $i req/s" >&2
+  # adjacent pairs, alternating which goes first, so drifting machine load hits both alike
+  if (( r % 2 )); then
+    p=$(wrk -t1 -c"$conns" -d"$secs"s "$url/ping" | rate)
+    i=$(wrk -t1 -c"$conns" -d"$secs"s -s "$work/incr.lua" "$url/v1/counters/x/incr" | rate)
+  else
+    i=$(wrk -t1 -c"$conns" -d"$secs"s -s "$work/incr.lua" "$url/v1/counters/x/incr" | rate)
+    p=$(wrk -t1 -c"$conns" -d"$secs"s "$url/ping" | rate)
+  fi
+  ratio=$(echo "100 * $i / $p" | bc -l)
+  ratios+=("$ratio")
+  printf 'round %2d: GET /ping %8.0f req/s   POST incr %8.0f req/s   incr/ping %5.1f %%\n' "$r" "$p" "$i" "$ratio" >&2
   ping_total=$(echo "$ping_total + $p" | bc -l); incr_total=$(echo "$incr_total + $i" | bc -l)
 done
 ping=$(echo "$ping_total / $rounds" | bc -l); incr=$(echo "$incr_total / $rounds" | bc -l)
-printf 'GET /ping                    %8.0f req/s\n' "$ping"
-printf 'POST /v1/counters/x/incr     %8.0f req/s\n' "$incr"
-printf 'incr / ping                  %8.1f %%\n' "$(echo "100 * $incr / $ping" | bc -l)"
+median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
+printf 'GET /ping                    %8.0f req/s (mean of %d rounds)\n' "$ping" "$rounds"
+printf 'POST /v1/counters/x/incr     %8.0f req/s (mean of %d rounds)\n' "$incr" "$rounds"
+printf 'incr / ping, ratio of means  %8.1f %%\n' "$(echo "100 * $incr / $ping" | bc -l)"
+printf 'incr / ping, median of pairs %8.1f %%\n' "$median"
 printf 'counter x after the run: %s\n' "$(curl -s "$url/v1/counters/x")"
