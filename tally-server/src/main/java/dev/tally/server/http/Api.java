@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tally.Counters;
 import dev.tally.Decision;
+import dev.tally.FailurePolicy;
 import dev.tally.KeyNotFoundException;
 import dev.tally.Limit;
 import dev.tally.NotAnIntegerException;
@@ -43,6 +44,8 @@ public final class Api implements AutoCloseable {
 
   private final Tally tally;
   private final Counters counters;
+  /** For /healthz: never answered by a fail-open policy, or an outage would look healthy. */
+  private final Counters probe;
   private final TallyMetrics metrics;
   private volatile ScheduledExecutorService waits;
 
@@ -53,6 +56,7 @@ public final class Api implements AutoCloseable {
   public Api(Tally tally, TallyMetrics metrics) {
     this.tally = Objects.requireNonNull(tally, "tally");
     this.counters = tally.counters();
+    this.probe = counters.withFailurePolicy(FailurePolicy.THROW);
     this.metrics = metrics;
   }
 
@@ -509,7 +513,7 @@ public final class Api implements AutoCloseable {
     ObjectNode body = Json.object();
     Problem problem = null;
     try {
-      call("healthz", () -> counters.getDouble(HEALTH_KEY));
+      call("healthz", () -> probe.getDouble(HEALTH_KEY));
       body.put("status", "ok");
     } catch (StoreException e) {
       problem = Problem.of(e);

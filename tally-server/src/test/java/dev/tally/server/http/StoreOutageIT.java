@@ -1,0 +1,81 @@
+package dev.tally.server.http;
+
+import static dev.tally.server.http.HttpApiIT.ok;
+import static dev.tally.server.http.HttpApiIT.status;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.File;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A network store that goes away: /healthz says so, operations answer 503, or with
+ * {@code --failure-policy fail-open} answer as the policy says, and /metrics counts every such
+ * answer for the store. Runs against a real redis-server on a loopback port.
+ */
+class StoreOutageIT {
+  private static String redisBinary() {
+    for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+      File f = new File(dir, "redis-server");
+      if (f.canExecute()) {
+        return f.getPath();
+      }
+    }
+    return null;
+  }
+
+  private static Process startRedis(Path dir, int port) throws Exception {
+    Process redis = new ProcessBuilder(redisBinary(), "--port", Integer.toString(port), "--bind", "127.0.0.1",
+        "--save", "", "--appendonly", "no", "--dir", dir.toString())
+        .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
+    for (int i = 0; i < 300; i++) {
+      try (Socket s = new Socket("127.0.0.1", port)) {
+        return redis;
+      } catch (java.io.IOException notYet) {
+        Thread.sleep(20);
+      }
+    }
+    redis.destroyForcibly();
+    throw new IllegalStateException("redis-server did not listen on " + port);
+  }
+
+  @Test
+  void anOutageIsReportedAndFailOpenAnswersAreCounted(@TempDir Path dir) throws Exception {
+    assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
+    int port;
+    try (ServerSocket free = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = free.getLocalPort();
+    }
+    Process redis = startRedis(dir, port);
+    try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
+        "--failure-policy", "fail-open")) {
+      assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
+      assertThat(ok(server.post("/v1/counters/views/incr", null)).get("value").asLong()).isEqualTo(6);
+      JsonNode health = ok(server.get("/healthz"));
+      assertThat(health.get("store").asText()).isEqualTo("redis");
+
+      redis.destroyForcibly();
+      assertThat(redis.waitFor(10, TimeUnit.SECONDS)).isTrue();
+
+      JsonNode down = status(503, server.get("/healthz"));
+      assertThat(down.get("status").asText()).isEqualTo("unavailable");
+      assertThat(down.get("error").asText()).isIn("store_unavailable", "store_timeout");
+      // fail-open: the counter answers default + delta, as the null: store would
+      assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}")).get("value").asLong())
+          .isEqualTo(101);
+      String metrics = server.get("/metrics").body();
+      assertThat(metrics).containsPattern(
+          "tally_failure_policy_total\\{operation=\"incr\",policy=\"fail_open\",store=\"redis\"\\} 1\\.0");
+      assertThat(metrics).containsPattern(
+          "tally_operations_seconds_count\\{operation=\"healthz\",outcome=\"error\",store=\"redis\"\\} 1");
+    } finally {
+      redis.destroyForcibly();
+    }
+  }
+}
