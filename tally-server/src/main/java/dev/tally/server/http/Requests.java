@@ -120,8 +120,7 @@ final class Requests {
     String policy = index == 0 ? "default" : "limit-" + (index + 1);
     LimitSpec.Kind kind = null;
     String text = null;
-    for (var it = o.fields(); it.hasNext(); ) {
-      var f = it.next();
+    for (var f : o.properties()) {
       if (f.getKey().equals("policy")) {
         if (!f.getValue().isTextual()) {
           throw new BadRequestException("'" + where + ".policy' must be a string");

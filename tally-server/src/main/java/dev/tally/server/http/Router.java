@@ -35,7 +35,6 @@ final class Router implements HttpHandler {
   private static final Set<String> INCR_FIELDS = Set.of("delta", "default", "mustExist");
   private static final Set<String> VALUE_FIELDS = Set.of("value", "ttl");
   private static final Set<String> TTL_FIELDS = Set.of("ttl");
-  private static final Set<String> LIMIT_FIELDS = Requests.LIMIT_FIELDS;
   private static final Set<String> TRY_FIELDS = Set.of("permits", "limit", "limits");
   private static final Set<String> ACQUIRE_FIELDS = Set.of("permits", "limit", "limits", "maxWait");
   private static final Set<String> TOP_UP_FIELDS = Set.of("units", "limit", "limits");
@@ -298,7 +297,7 @@ final class Router implements HttpHandler {
     Set<String> fields = switch (simple) {
       case TRY, REFUND -> TRY_FIELDS;
       case TOP_UP -> TOP_UP_FIELDS;
-      default -> LIMIT_FIELDS;
+      default -> Requests.LIMIT_FIELDS;
     };
     Body b = body(ex, example, fields);
     long permits = simple == LimiterAction.TOP_UP ? b.integer("units", 0) : b.integer("permits", 1);
