@@ -30,8 +30,12 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
 final class Clients implements AutoCloseable {
   final DynamoDbClient counters;
   final DynamoDbClient limiters;
-  final DynamoDbAsyncClient async; // null when there is no async HTTP client
   private final SdkHttpClient http;
+  private final Options options;
+  private final List<ExecutionInterceptor> interceptors;
+  private final boolean asyncAvailable;
+  private DynamoDbAsyncClient async; // guarded by this; built on first use
+  private boolean closed; // guarded by this
 
   Clients(Options o, List<ExecutionInterceptor> interceptors) {
     this.http = ApacheHttpClient.builder()
@@ -39,15 +43,14 @@ final class Clients implements AutoCloseable {
         .connectionTimeout(o.timeout().compareTo(Duration.ofSeconds(2)) < 0 ? o.timeout() : Duration.ofSeconds(2))
         .socketTimeout(o.timeout())
         .build();
+    this.options = o;
+    this.interceptors = List.copyOf(interceptors);
+    this.asyncAvailable = o.async() == Options.Async.AUTO && asyncHttpAvailable();
     DynamoDbClient c = null;
     DynamoDbClient l = null;
-    DynamoDbAsyncClient a = null;
     try {
       c = configure(DynamoDbClient.builder(), o, o.retries(), interceptors).httpClient(http).build();
       l = configure(DynamoDbClient.builder(), o, o.limiterRetries(), interceptors).httpClient(http).build();
-      if (o.async() == Options.Async.AUTO && asyncHttpAvailable()) {
-        a = configure(DynamoDbAsyncClient.builder(), o, o.retries(), interceptors).build();
-      }
     } catch (RuntimeException e) {
       closeQuietly(c);
       closeQuietly(l);
@@ -56,7 +59,25 @@ final class Clients implements AutoCloseable {
     }
     this.counters = c;
     this.limiters = l;
-    this.async = a;
+  }
+
+  /** Whether an asynchronous client can be had. */
+  boolean asyncAvailable() {
+    return asyncAvailable;
+  }
+
+  /**
+   * The asynchronous client, built on first use: its event loop costs threads, and seconds to
+   * shut down, that a process using only the blocking API should not pay.
+   */
+  synchronized DynamoDbAsyncClient async() {
+    if (closed) {
+      throw new IllegalStateException("the clients are closed");
+    }
+    if (async == null) {
+      async = configure(DynamoDbAsyncClient.builder(), options, options.retries(), interceptors).build();
+    }
+    return async;
   }
 
   private static boolean asyncHttpAvailable() {
@@ -131,9 +152,14 @@ final class Clients implements AutoCloseable {
 
   @Override
   public void close() {
+    DynamoDbAsyncClient a;
+    synchronized (this) {
+      closed = true;
+      a = async;
+    }
     closeQuietly(counters);
     closeQuietly(limiters);
-    closeQuietly(async);
+    closeQuietly(a);
     http.close();
   }
 }

@@ -39,9 +39,10 @@ final class DynamoDbStore implements Store {
     Items items = new Items(options.keyAttribute());
     this.table = new Table(options.table(), items, context.timeSource(), options.conflictTries());
     AtomicBoolean returnsFailedItems = new AtomicBoolean();
-    this.counters = new Runner(clients.counters, clients.async, options, returnsFailedItems);
+    this.counters = new Runner(clients.counters, clients.asyncAvailable() ? clients::async : null, options,
+        returnsFailedItems);
     this.limiters = new Runner(clients.limiters, null, options, returnsFailedItems);
-    this.async = clients.async == null ? null : new AsyncDynamoDbStore(this, context);
+    this.async = clients.asyncAvailable() ? new AsyncDynamoDbStore(this, context) : null;
   }
 
   /** Opens a store on an existing table. */

@@ -29,7 +29,7 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
  */
 final class Runner {
   private final DynamoDbClient client;
-  private final DynamoDbAsyncClient asyncClient; // null: no asynchronous form
+  private final java.util.function.Supplier<DynamoDbAsyncClient> asyncClient; // null: no asynchronous form
   private final Options options;
   private final String table;
   /**
@@ -39,7 +39,8 @@ final class Runner {
    */
   private final AtomicBoolean returnsFailedItems;
 
-  Runner(DynamoDbClient client, DynamoDbAsyncClient asyncClient, Options options, AtomicBoolean returnsFailedItems) {
+  Runner(DynamoDbClient client, java.util.function.Supplier<DynamoDbAsyncClient> asyncClient, Options options,
+      AtomicBoolean returnsFailedItems) {
     this.client = client;
     this.asyncClient = asyncClient;
     this.options = options;
@@ -171,7 +172,7 @@ final class Runner {
         } else if (returnsFailedItems.get() || !x.needsItemOnConditionFailure()) {
           x.conditionFailed(null);
         } else {
-          asyncClient.getItem(read(x.itemKey)).whenComplete((r, f) -> {
+          asyncClient.get().getItem(read(x.itemKey)).whenComplete((r, f) -> {
             if (f != null) {
               result.completeExceptionally(Errors.translate(f, x.key, options));
               return;
@@ -201,6 +202,7 @@ final class Runner {
 
   @SuppressWarnings("unchecked")
   private CompletableFuture<DynamoDbResponse> sendAsync(DynamoDbRequest r) {
+    DynamoDbAsyncClient asyncClient = this.asyncClient.get();
     CompletableFuture<? extends DynamoDbResponse> f;
     if (r instanceof UpdateItemRequest u) {
       f = asyncClient.updateItem(u);
