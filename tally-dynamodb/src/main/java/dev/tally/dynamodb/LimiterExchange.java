@@ -200,11 +200,12 @@ final class LimiterExchange extends Exchange<Decision> {
   @Override
   long pauseNanos() {
     int c = conflicts();
-    if (c < 2) {
+    if (c == 0) {
       return 0;
     }
-    // Several conflicts in a row: other clients are writing this key; spread the retries out.
-    long ceiling = Math.min(20_000_000L, 250_000L << Math.min(c, 10));
+    // Other clients are writing this key: spread the retries out (full jitter, 0.5 ms doubling
+    // up to 25 ms), so that the client that just won does not keep winning.
+    long ceiling = Math.min(25_000_000L, 500_000L << Math.min(c - 1, 10));
     return ThreadLocalRandom.current().nextLong(ceiling);
   }
 }

@@ -104,7 +104,7 @@ record Options(
     Items.checkKeyAttribute(key);
     int retries = integer(params, "retries", 3, 0, 20);
     int limiterRetries = integer(params, "limiterRetries", Math.min(1, retries), 0, 20);
-    int conflictTries = integer(params, "conflictTries", 8, 1, 100);
+    int conflictTries = integer(params, "conflictTries", 16, 1, 100);
     Duration timeout = Duration.ofMillis(integer(params, "timeout", 5_000, 1, 600_000));
     String accessKey = one(params, "accessKey", null);
     String secretKey = one(params, "secretKey", null);
