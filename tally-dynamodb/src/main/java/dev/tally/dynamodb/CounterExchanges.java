@@ -568,7 +568,7 @@ final class CounterExchanges {
     int size = Items.sizeBound(item);
     if (size > Items.MAX_ITEM_BYTES) {
       throw new IllegalArgumentException("the item for '" + key + "' would take up to " + size
-          + " bytes; DynamoDB items hold at most " + Items.MAX_ITEM_BYTES + " bytes");
+          + " bytes; a DynamoDB item holds at most 400 KB");
     }
     return item;
   }

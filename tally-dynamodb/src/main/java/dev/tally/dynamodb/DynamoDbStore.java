@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.UnaryOperator;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 
 /**
  * The {@code dynamodb:} store: counters and rate limiters as items of one table. See
@@ -33,24 +34,30 @@ final class DynamoDbStore implements Store {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final AsyncDynamoDbStore async; // null without an async HTTP client
 
-  DynamoDbStore(Options options, StoreContext context, Clients clients) {
+  DynamoDbStore(Options options, StoreContext context, Clients clients, UnaryOperator<DynamoDbClient> wrap) {
     this.options = options;
     this.clients = clients;
     Items items = new Items(options.keyAttribute());
     this.table = new Table(options.table(), items, context.timeSource(), options.conflictTries());
     AtomicBoolean returnsFailedItems = new AtomicBoolean();
-    this.counters = new Runner(clients.counters, clients.asyncAvailable() ? clients::async : null, options,
-        returnsFailedItems);
+    this.counters = new Runner(wrap.apply(clients.counters), clients.asyncAvailable() ? clients::async : null,
+        options, returnsFailedItems);
     this.limiters = new Runner(clients.limiters, null, options, returnsFailedItems);
     this.async = clients.asyncAvailable() ? new AsyncDynamoDbStore(this, context) : null;
   }
 
   /** Opens a store on an existing table. */
   static DynamoDbStore open(Options options, StoreContext context, List<ExecutionInterceptor> interceptors) {
+    return open(options, context, interceptors, UnaryOperator.identity());
+  }
+
+  /** Opens a store whose blocking counter requests go through {@code wrap} (for tests). */
+  static DynamoDbStore open(Options options, StoreContext context, List<ExecutionInterceptor> interceptors,
+      UnaryOperator<DynamoDbClient> wrap) {
     Clients clients = new Clients(options, interceptors);
     try {
       Tables.awaitUsable(clients.counters, options);
-      return new DynamoDbStore(options, context, clients);
+      return new DynamoDbStore(options, context, clients, wrap);
     } catch (RuntimeException e) {
       clients.close();
       throw e;

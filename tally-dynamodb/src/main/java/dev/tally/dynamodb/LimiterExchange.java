@@ -144,8 +144,8 @@ final class LimiterExchange extends Exchange<Decision> {
     int size = Items.sizeBound(item);
     if (size > Items.MAX_ITEM_BYTES) {
       throw new IllegalArgumentException("limiter '" + key + "' has " + call.limits().size()
-          + " limits, whose state would take up to " + size + " bytes; a DynamoDB item holds at most "
-          + Items.MAX_ITEM_BYTES + ". Split it into several limiters");
+          + " limits, whose state would take up to " + size + " bytes; a DynamoDB item holds at most"
+          + " 400 KB. Split it into several limiters");
     }
   }
 

@@ -110,7 +110,8 @@ final class ShardedExchanges {
         conflict(); // throttled: bounded like any retry
         next = BatchGetItemRequest.builder().requestItems(Map.of(t.name, rest)).build();
       } else {
-        finish(found == 0 ? null : sum);
+        // A read right after an increment can find nothing if a pop took every shard meanwhile.
+        finish(found == 0 && !(this instanceof Incr) ? null : sum);
       }
     }
 

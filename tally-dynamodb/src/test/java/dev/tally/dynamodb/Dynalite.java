@@ -40,7 +40,7 @@ final class Dynalite {
   }
 
   /** A store URI on table {@code table} (created if needed) keyed by {@code key}, plus options. */
-  static String uri(String table, String key, String... options) {
+  static String tableUri(String table, String key, String... options) {
     String base = "dynamodb://" + table + "?endpoint=" + endpoint() + "&key=" + key
         + "&accessKey=test&secretKey=test%2Bsecret&region=us-east-1";
     tables.computeIfAbsent(table + "/" + key, k -> {
@@ -56,7 +56,7 @@ final class Dynalite {
 
   /** The shared test table, keyed by {@code key}. */
   static String uri(String... options) {
-    return uri(TABLE, "key", options);
+    return tableUri(TABLE, "key", options);
   }
 
   /** Whether the server implements TransactGetItems and TransactWriteItems. */
