@@ -111,7 +111,8 @@ final class AsyncDynamoDbStore implements AsyncStore {
 
   @Override
   public CompletionStage<Number[]> transact(List<TxOp> ops) {
-    return async(() -> store.transactExchange(ops));
+    // Transactions take this process's per-key turns, which a non-blocking chain cannot hold.
+    return CompletableFuture.supplyAsync(() -> store.transact(ops), blocking);
   }
 
   @Override

@@ -33,6 +33,7 @@ final class DynamoDbStore implements Store {
   private final LimiterCache cache = new LimiterCache();
   private final AtomicBoolean closed = new AtomicBoolean();
   private final AsyncDynamoDbStore async; // null without an async HTTP client
+  private final java.util.concurrent.locks.ReentrantLock[] txStripes = newStripes(64);
 
   DynamoDbStore(Options options, StoreContext context, Clients clients, UnaryOperator<DynamoDbClient> wrap) {
     this.options = options;
@@ -44,6 +45,14 @@ final class DynamoDbStore implements Store {
         options, returnsFailedItems);
     this.limiters = new Runner(clients.limiters, null, options, returnsFailedItems);
     this.async = clients.asyncAvailable() ? new AsyncDynamoDbStore(this, context) : null;
+  }
+
+  private static java.util.concurrent.locks.ReentrantLock[] newStripes(int n) {
+    java.util.concurrent.locks.ReentrantLock[] locks = new java.util.concurrent.locks.ReentrantLock[n];
+    for (int i = 0; i < n; i++) {
+      locks[i] = new java.util.concurrent.locks.ReentrantLock();
+    }
+    return locks;
   }
 
   /** Opens a store on an existing table. */
@@ -209,9 +218,32 @@ final class DynamoDbStore implements Store {
     return run(keysExchange(prefix));
   }
 
+  /**
+   * Transactions of this process on overlapping keys take turns (striped locks, taken in
+   * order), so they do not cancel each other; across processes DynamoDB's conditions decide.
+   */
   @Override
   public Number[] transact(List<TxOp> ops) {
-    return run(transactExchange(ops));
+    Exchange<Number[]> x = transactExchange(ops);
+    java.util.TreeSet<Integer> stripes = new java.util.TreeSet<>();
+    for (TxOp op : ops) {
+      stripes.add(Math.floorMod(op.key().hashCode(), txStripes.length));
+    }
+    int locked = 0;
+    try {
+      for (int s : stripes) {
+        txStripes[s].lock();
+        locked++;
+      }
+      return run(x);
+    } finally {
+      for (int s : stripes) {
+        if (locked-- == 0) {
+          break;
+        }
+        txStripes[s].unlock();
+      }
+    }
   }
 
   @Override
