@@ -10,7 +10,7 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.http.SdkHttpClient;
-import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.http.async.SdkAsyncHttpService;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.retries.StandardRetryStrategy;
@@ -38,7 +38,7 @@ final class Clients implements AutoCloseable {
   private boolean closed; // guarded by this
 
   Clients(Options o, List<ExecutionInterceptor> interceptors) {
-    this.http = ApacheHttpClient.builder()
+    this.http = Apache5HttpClient.builder()
         .maxConnections(64)
         .connectionTimeout(o.timeout().compareTo(Duration.ofSeconds(2)) < 0 ? o.timeout() : Duration.ofSeconds(2))
         .socketTimeout(o.timeout())

@@ -9,8 +9,10 @@ import dev.tally.NotAnIntegerException;
 import dev.tally.spi.Store;
 import java.math.BigDecimal;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.UnaryOperator;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.DeleteItemResponse;
@@ -357,7 +359,7 @@ final class CounterExchanges {
     private final long now;
     private final UnaryOperator<String> logicalKey;
     private final List<String> found = new ArrayList<>();
-    private final java.util.Set<String> seen = new java.util.HashSet<>();
+    private final Set<String> seen = new HashSet<>();
     private ScanRequest next;
 
     Keys(Table t, String prefix, UnaryOperator<String> logicalKey) {

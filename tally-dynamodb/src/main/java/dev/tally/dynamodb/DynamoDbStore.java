@@ -9,7 +9,9 @@ import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
 import java.util.List;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.UnaryOperator;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -33,7 +35,7 @@ final class DynamoDbStore implements Store {
   private final LimiterCache cache = new LimiterCache();
   private final AtomicBoolean closed = new AtomicBoolean();
   private final AsyncDynamoDbStore async; // null without an async HTTP client
-  private final java.util.concurrent.locks.ReentrantLock[] txStripes = newStripes(64);
+  private final ReentrantLock[] txStripes = newStripes(64);
 
   DynamoDbStore(Options options, StoreContext context, Clients clients, UnaryOperator<DynamoDbClient> wrap) {
     this.options = options;
@@ -47,10 +49,10 @@ final class DynamoDbStore implements Store {
     this.async = clients.asyncAvailable() ? new AsyncDynamoDbStore(this, context) : null;
   }
 
-  private static java.util.concurrent.locks.ReentrantLock[] newStripes(int n) {
-    java.util.concurrent.locks.ReentrantLock[] locks = new java.util.concurrent.locks.ReentrantLock[n];
+  private static ReentrantLock[] newStripes(int n) {
+    ReentrantLock[] locks = new ReentrantLock[n];
     for (int i = 0; i < n; i++) {
-      locks[i] = new java.util.concurrent.locks.ReentrantLock();
+      locks[i] = new ReentrantLock();
     }
     return locks;
   }
@@ -225,7 +227,7 @@ final class DynamoDbStore implements Store {
   @Override
   public Number[] transact(List<TxOp> ops) {
     Exchange<Number[]> x = transactExchange(ops);
-    java.util.TreeSet<Integer> stripes = new java.util.TreeSet<>();
+    TreeSet<Integer> stripes = new TreeSet<>();
     for (TxOp op : ops) {
       stripes.add(Math.floorMod(op.key().hashCode(), txStripes.length));
     }

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
@@ -89,7 +90,7 @@ final class Items {
     }
     if (RESERVED.contains(name)) {
       throw new IllegalArgumentException("the key attribute cannot be named '" + name + "': Tally"
-          + " stores its own attributes " + new java.util.TreeSet<>(RESERVED) + " in each item");
+          + " stores its own attributes " + new TreeSet<>(RESERVED) + " in each item");
     }
   }
 

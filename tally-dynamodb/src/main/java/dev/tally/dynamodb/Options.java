@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -80,7 +81,7 @@ record Options(
         String value = eq < 0 ? "" : decode(pair.substring(eq + 1));
         if (!KNOWN.contains(name)) {
           throw new IllegalArgumentException("unknown option '" + name + "' in '" + uri
-              + "'; the options are " + new java.util.TreeSet<>(KNOWN));
+              + "'; the options are " + new TreeSet<>(KNOWN));
         }
         params.computeIfAbsent(name, k -> new ArrayList<>()).add(value);
       }

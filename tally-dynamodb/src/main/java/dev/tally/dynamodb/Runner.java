@@ -4,6 +4,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
@@ -29,7 +30,7 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
  */
 final class Runner {
   private final DynamoDbClient client;
-  private final java.util.function.Supplier<DynamoDbAsyncClient> asyncClient; // null: no asynchronous form
+  private final Supplier<DynamoDbAsyncClient> asyncClient; // null: no asynchronous form
   private final Options options;
   private final String table;
   /**
@@ -39,7 +40,7 @@ final class Runner {
    */
   private final AtomicBoolean returnsFailedItems;
 
-  Runner(DynamoDbClient client, java.util.function.Supplier<DynamoDbAsyncClient> asyncClient, Options options,
+  Runner(DynamoDbClient client, Supplier<DynamoDbAsyncClient> asyncClient, Options options,
       AtomicBoolean returnsFailedItems) {
     this.client = client;
     this.asyncClient = asyncClient;

@@ -11,6 +11,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.CancellationReason;
 import software.amazon.awssdk.services.dynamodb.model.ConditionCheck;
@@ -183,7 +185,7 @@ final class TransactExchange extends Exchange<Number[]> {
     writing = true;
     next = TransactWriteItemsRequest.builder()
         .transactItems(writes)
-        .clientRequestToken(java.util.UUID.randomUUID().toString())
+        .clientRequestToken(UUID.randomUUID().toString())
         .build();
   }
 
@@ -239,6 +241,6 @@ final class TransactExchange extends Exchange<Number[]> {
   @Override
   long pauseNanos() {
     int c = conflicts();
-    return c == 0 ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextLong(1_000_000L << Math.min(c, 4));
+    return c == 0 ? 0 : ThreadLocalRandom.current().nextLong(1_000_000L << Math.min(c, 4));
   }
 }
