@@ -31,10 +31,11 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
  *       client clock: exact, and checked on every read and in every condition.
  *   <li>{@code _ttl}: the same instant in epoch seconds, rounded up, for DynamoDB's TTL deletion,
  *       which only cleans up (it may lag by days).
- *   <li>{@code rec}: a limiter's state machine record; {@code _ver} counts its writes and is
- *       what conditional writes compare; {@code _now} is the latest time a decision was taken
- *       at, so stored time never moves backwards; {@code _w} names the write that produced
- *       the item, so a write retried after a lost response is recognised.
+ *   <li>{@code rec}: a limiter's state machine record; {@code _w} is a random id of the write
+ *       that produced it, which the next write's condition compares (and which recognises a
+ *       write retried after a lost response); {@code _ver} counts the writes, for people;
+ *       {@code _now} is the latest time a decision was taken at, so stored time never moves
+ *       backwards.
  * </ul>
  *
  * Every expression refers to attributes through aliases ({@code #k}, {@code #v}, ...), so any

@@ -16,8 +16,8 @@ final class LimiterCache {
   static final int MAX_ENTRIES = 10_000;
 
   /** A limiter item as last seen. */
-  record State(boolean present, long[] record, long version, long lastNow, long expiresAt) {
-    static final State MISSING = new State(false, null, 0, Long.MIN_VALUE, 0);
+  record State(boolean present, long[] record, long version, long writer, long lastNow, long expiresAt) {
+    static final State MISSING = new State(false, null, 0, 0, Long.MIN_VALUE, 0);
 
     static State of(Map<String, AttributeValue> item) {
       if (item == null || item.isEmpty()) {
@@ -28,8 +28,8 @@ final class LimiterCache {
         throw new IllegalStateException("the item of limiter '" + item + "' has no state record;"
             + " it was not written by Tally");
       }
-      return new State(true, r, Items.longAttr(item, Items.VER, 0), Items.longAttr(item, Items.NOW, Long.MIN_VALUE),
-          Items.longAttr(item, Items.EXP, Long.MAX_VALUE));
+      return new State(true, r, Items.longAttr(item, Items.VER, 0), Items.longAttr(item, Items.WRITER, 0),
+          Items.longAttr(item, Items.NOW, Long.MIN_VALUE), Items.longAttr(item, Items.EXP, Long.MAX_VALUE));
     }
   }
 

@@ -22,12 +22,16 @@ import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
  *
  * <h2>Why it never grants more than the limit</h2>
  *
- * The state machine runs on a record read at version {@code n} and the new record is written
- * with {@code _ver = n + 1} under the condition {@code _ver = n} (or {@code attribute_not_exists}
- * for a limiter with no state). If any other client wrote in between, the condition fails and
- * nothing is written; the decision is recomputed from the item that failed it, which DynamoDB
- * returns in the same response. A grant is therefore always computed from the exact state it
- * replaces, whatever the number of clients, processes and hosts.
+ * Every write of a limiter's item carries a random 64-bit id, {@code _w}. The state machine runs
+ * on a record read with id {@code w}, and the new record is written under the condition
+ * {@code _w = w} (or {@code attribute_not_exists} for a limiter with no state). If any other
+ * client wrote in between, the condition fails and nothing is written; the decision is
+ * recomputed from the item that failed it, which DynamoDB returns in the same response. A grant
+ * is therefore always computed from the exact state it replaces, whatever the number of
+ * clients, processes and hosts. A random id rather than a counter, because an item deleted
+ * when its limiter is full again and then recreated would restart a counter, and a client still
+ * holding the old state at the same count would write over the new one ({@code _ver} still
+ * counts the writes, for people reading the table).
  *
  * <h2>One request per decision</h2>
  *
@@ -50,7 +54,7 @@ import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
  * The machine reports how long its state matters ({@code keepNanos}); the item carries that
  * instant in {@code _exp} (exact, on the client clock) and {@code _ttl} (seconds, for DynamoDB's
  * TTL deletion). A state past {@code _exp} is the same as none. A decision that leaves the
- * limiter full deletes the item, on the same version condition.
+ * limiter full deletes the item, on the same condition.
  */
 final class LimiterExchange extends Exchange<Decision> {
   private enum Sent { READ, WRITE, DELETE, RESET }
@@ -107,7 +111,9 @@ final class LimiterExchange extends Exchange<Decision> {
       long version = k.present() ? k.version() + 1 : 1;
       long keep = Math.max(1, out.keepNanos());
       long exp = keep > Long.MAX_VALUE - now ? Long.MAX_VALUE : now + keep;
-      writer = ThreadLocalRandom.current().nextLong();
+      do {
+        writer = ThreadLocalRandom.current().nextLong();
+      } while (writer == 0); // 0 stands for "no id"
       Map<String, AttributeValue> item = new HashMap<>();
       item.put(t.items.keyAttribute, AttributeValue.fromS(key));
       item.put(Items.REC, Items.record(out.record()));
@@ -119,9 +125,9 @@ final class LimiterExchange extends Exchange<Decision> {
       checkSize(item);
       sent = Sent.WRITE;
       pendingDecision = out.decision();
-      pendingState = new LimiterCache.State(true, out.record(), version, now, exp);
+      pendingState = new LimiterCache.State(true, out.record(), version, writer, now, exp);
       next = k.present()
-          ? t.put(item, "#n = :ver", values(":ver", n(k.version())))
+          ? t.put(item, "#w = :w", values(":w", n(k.writer())))
           : t.put(item, "attribute_not_exists(#k)", null);
       return;
     }
@@ -129,7 +135,7 @@ final class LimiterExchange extends Exchange<Decision> {
       sent = Sent.DELETE;
       pendingDecision = out.decision();
       pendingState = LimiterCache.State.MISSING;
-      next = t.delete(key, "#n = :ver", values(":ver", n(k.version())), ReturnValue.NONE);
+      next = t.delete(key, "#w = :w", values(":w", n(k.writer())), ReturnValue.NONE);
       return;
     }
     if (fresh) {
@@ -171,8 +177,7 @@ final class LimiterExchange extends Exchange<Decision> {
     if (sent == Sent.RESET) {
       throw counterHere(); // the only item a reset does not delete
     }
-    if (item != null && Items.longAttr(item, Items.WRITER, 0) == writer && sent == Sent.WRITE
-        && Items.longAttr(item, Items.VER, -1) == pendingState.version()) {
+    if (item != null && sent == Sent.WRITE && Items.longAttr(item, Items.WRITER, 0) == writer) {
       // Our own write, applied by an attempt whose response was lost and then retried.
       entry.state = pendingState;
       finish(pendingDecision);

@@ -2,12 +2,14 @@ package dev.tally.dynamodb;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tally.Limit;
 import dev.tally.Tally;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -25,6 +27,21 @@ class CrossClientTest {
   private static final int CHILDREN = 2;
   private static final int THREADS = 2;
   private static final int ATTEMPTS = 25;
+
+  @Test
+  void aStaleViewNeverWritesOverStateRecreatedSinceItWasRead() {
+    String name = "recreated-" + UUID.randomUUID();
+    Limit limit = Limit.tokenBucket(5, Duration.ofHours(1));
+    try (Tally a = Tally.open(Dynalite.uri()); Tally b = Tally.open(Dynalite.uri())) {
+      assertThat(a.limiter(name, limit).tryAcquire()).isTrue();
+      assertThat(a.limiter(name, limit).tryAcquire()).isTrue(); // a's view: 3 left, 2 writes
+      b.limiter(name, limit).reset(); // the item is deleted...
+      assertThat(b.limiter(name, limit).tryAcquire(1)).isTrue(); // ...and rewritten twice
+      assertThat(b.limiter(name, limit).tryAcquire(4)).isTrue(); // empty now
+      assertThat(a.limiter(name, limit).tryAcquire(3)).as("a's stale view must not win").isFalse();
+      assertThat(a.limiter(name, limit).available()).isZero();
+    }
+  }
 
   @Test
   @Timeout(value = 3, unit = TimeUnit.MINUTES)
@@ -97,7 +114,7 @@ class CrossClientTest {
       assertThat(granted).isEqualTo(ClientWorkload.CAPACITY);
       assertThat(incremented).isEqualTo(attempts);
       assertThat(stores.get(0).counters().get(counter)).hasValue(attempts);
-      assertThat(stores.get(1).leakyBucket(bucket, 100, java.time.Duration.ofDays(1)).state().remaining()).isZero();
+      assertThat(stores.get(1).leakyBucket(bucket, 100, Duration.ofDays(1)).state().remaining()).isZero();
     } finally {
       stores.forEach(Tally::close);
       children.forEach(Process::destroyForcibly);
