@@ -16,6 +16,8 @@ import java.util.OptionalDouble;
 import java.util.OptionalLong;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,12 +26,22 @@ import org.junit.jupiter.api.Test;
  * take more than one request.
  */
 class AsyncStoreTest {
+  /** Shared: each store's async client takes a couple of seconds to shut its event loop down. */
+  private static Tally shared;
+
+  @BeforeAll
+  static void open() {
+    shared = Tally.open(Dynalite.uri());
+  }
+
+  @AfterAll
+  static void close() {
+    shared.close();
+  }
 
   @Test
   void theStoreIsNonBlockingWhenAnAsyncHttpClientIsPresent() {
-    try (Tally tally = Tally.open(Dynalite.uri())) {
-      assertThat(TallyAccess.store(tally).async()).isInstanceOf(AsyncDynamoDbStore.class);
-    }
+    assertThat(TallyAccess.store(shared).async()).isInstanceOf(AsyncDynamoDbStore.class);
     try (Tally tally = Tally.open(Dynalite.uri("async=off"))) {
       assertThat(TallyAccess.store(tally).async()).isNull();
     }
@@ -37,52 +49,62 @@ class AsyncStoreTest {
 
   @Test
   void everyOperationHasTheSameSemantics() throws Exception {
-    try (Tally tally = Tally.open(Dynalite.uri())) {
-      AsyncCounters async = tally.counters("async-" + UUID.randomUUID()).async();
-      assertThat(async.incr("k", 10).toCompletableFuture().get()).isEqualTo(10);
-      assertThat(async.incr("k", 1, 100).toCompletableFuture().get()).isEqualTo(11);
-      assertThat(async.decr("k", 1).toCompletableFuture().get()).isEqualTo(10);
-      assertThat(async.get("k").toCompletableFuture().get()).isEqualTo(OptionalLong.of(10));
-      assertThat(async.add("k", 1, null).toCompletableFuture().get()).isFalse();
-      assertThat(async.touch("k", Duration.ofMinutes(5)).toCompletableFuture().get()).isTrue();
-      assertThat(async.ttl("k").toCompletableFuture().get()).isPresent();
-      assertThat(async.keys("").toCompletableFuture().get()).containsExactly("k");
-      assertThat(async.pop("k").toCompletableFuture().get()).isEqualTo(OptionalLong.of(10));
-      assertThat(async.incr("f", 0.5).toCompletableFuture().get()).isEqualTo(0.5);
-      assertThat(async.popDouble("f").toCompletableFuture().get()).isEqualTo(OptionalDouble.of(0.5));
-      async.put("p", 3).toCompletableFuture().get();
-      assertThat(async.delete("p").toCompletableFuture().get()).isTrue();
-      assertThat(async.incr("big", 1e300, 1e300).toCompletableFuture().get()).isEqualTo(2e300);
-    }
+    AsyncCounters async = shared.counters("async-" + UUID.randomUUID()).async();
+    assertThat(async.incr("k", 10).toCompletableFuture().get()).isEqualTo(10);
+    assertThat(async.incr("k", 1, 100).toCompletableFuture().get()).isEqualTo(11);
+    assertThat(async.decr("k", 1).toCompletableFuture().get()).isEqualTo(10);
+    assertThat(async.get("k").toCompletableFuture().get()).isEqualTo(OptionalLong.of(10));
+    assertThat(async.add("k", 1, null).toCompletableFuture().get()).isFalse();
+    assertThat(async.touch("k", Duration.ofMinutes(5)).toCompletableFuture().get()).isTrue();
+    assertThat(async.ttl("k").toCompletableFuture().get()).isPresent();
+    assertThat(async.keys("").toCompletableFuture().get()).containsExactly("k");
+    assertThat(async.pop("k").toCompletableFuture().get()).isEqualTo(OptionalLong.of(10));
+    assertThat(async.incr("f", 0.5).toCompletableFuture().get()).isEqualTo(0.5);
+    assertThat(async.popDouble("f").toCompletableFuture().get()).isEqualTo(OptionalDouble.of(0.5));
+    async.put("p", 3).toCompletableFuture().get();
+    assertThat(async.delete("p").toCompletableFuture().get()).isTrue();
+    assertThat(async.incr("big", 1e300, 1e300).toCompletableFuture().get()).isEqualTo(2e300);
   }
 
   @Test
   void failuresCompleteTheStageExceptionally() {
-    try (Tally tally = Tally.open(Dynalite.uri())) {
-      var c = tally.counters("async-" + UUID.randomUUID());
-      assertThatThrownBy(c.async().incrExisting("missing", 1).toCompletableFuture()::join)
-          .hasCauseInstanceOf(KeyNotFoundException.class);
-      c.put("max", Long.MAX_VALUE);
-      assertThatThrownBy(c.async().incr("max").toCompletableFuture()::join)
-          .hasCauseInstanceOf(CounterOverflowException.class);
-      c.put("f", 1.5, null);
-      assertThatThrownBy(c.async().pop("f").toCompletableFuture()::join)
-          .hasCauseInstanceOf(NotAnIntegerException.class);
-      assertThat(c.getDouble("f")).hasValue(1.5);
+    var c = shared.counters("async-" + UUID.randomUUID());
+    assertThatThrownBy(c.async().incrExisting("missing", 1).toCompletableFuture()::join)
+        .hasCauseInstanceOf(KeyNotFoundException.class);
+    c.put("max", Long.MAX_VALUE);
+    assertThatThrownBy(c.async().incr("max").toCompletableFuture()::join)
+        .hasCauseInstanceOf(CounterOverflowException.class);
+    c.put("f", 1.5, null);
+    assertThatThrownBy(c.async().pop("f").toCompletableFuture()::join)
+        .hasCauseInstanceOf(NotAnIntegerException.class);
+    assertThat(c.getDouble("f")).hasValue(1.5);
+  }
+
+  @Test
+  void anExpiredCounterRestartsFromTheDefault() throws Exception {
+    dev.tally.tck.ManualTimeSource clock = new dev.tally.tck.ManualTimeSource();
+    try (Tally tally = Tally.builder(Dynalite.uri()).timeSource(clock).build()) {
+      AsyncCounters async = tally.counters("async-" + UUID.randomUUID()).async();
+      async.put("k", 100, Duration.ofSeconds(1)).toCompletableFuture().get();
+      clock.advance(Duration.ofSeconds(2));
+      assertThat(async.get("k").toCompletableFuture().get()).isEmpty();
+      assertThat(async.incr("k", 1, 7).toCompletableFuture().get()).isEqualTo(8);
+      assertThat(async.ttl("k").toCompletableFuture().get()).isEmpty();
+      async.put("f", 1.5, Duration.ofSeconds(1)).toCompletableFuture().get();
+      clock.advance(Duration.ofSeconds(2));
+      assertThat(async.incr("f", 0.5, 10.0).toCompletableFuture().get()).isEqualTo(10.5);
     }
   }
 
   @Test
   void concurrentAsyncIncrementsAreExact() {
-    try (Tally tally = Tally.open(Dynalite.uri())) {
-      AsyncCounters async = tally.counters("async-" + UUID.randomUUID()).async();
-      List<CompletableFuture<Long>> all = new ArrayList<>();
-      for (int i = 0; i < 200; i++) {
-        all.add(async.incr("hot").toCompletableFuture());
-      }
-      CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0])).join();
-      assertThat(all).extracting(CompletableFuture::join).doesNotHaveDuplicates();
-      assertThat(async.sync().get("hot")).hasValue(200);
+    AsyncCounters async = shared.counters("async-" + UUID.randomUUID()).async();
+    List<CompletableFuture<Long>> all = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      all.add(async.incr("hot").toCompletableFuture());
     }
+    CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0])).join();
+    assertThat(all).extracting(CompletableFuture::join).doesNotHaveDuplicates();
+    assertThat(async.sync().get("hot")).hasValue(200);
   }
 }

@@ -81,6 +81,18 @@ class BadInputTest {
   }
 
   @Test
+  void floatsBeyondTheRangeAreUpdatedExactlyUnderConcurrency() {
+    try (Tally tally = Tally.open(Dynalite.uri())) {
+      Counters c = tally.counters("range-" + UUID.randomUUID());
+      double base = Math.scalb(1.0, 700); // about 5e210: kept as text, updated by compare-and-set
+      double step = Math.scalb(1.0, 690); // sums of these are exact in binary
+      c.put("f", base, null);
+      dev.tally.tck.Concurrently.run(3, 15, (t, i) -> c.incr("f", step));
+      assertThat(c.getDouble("f")).hasValue(base + 45 * step);
+    }
+  }
+
+  @Test
   void countersAndLimitersCannotShareAKey() {
     try (Tally tally = Tally.open(Dynalite.uri())) {
       String name = "shared-" + UUID.randomUUID();
