@@ -126,10 +126,6 @@ final class Runner {
 
   // ------------------------------------------------------------------ asynchronous
 
-  boolean async() {
-    return asyncClient != null;
-  }
-
   <T> CompletableFuture<T> runAsync(Exchange<T> x) {
     CompletableFuture<T> result = new CompletableFuture<>();
     step(x, result);
