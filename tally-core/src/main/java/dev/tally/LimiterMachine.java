@@ -126,7 +126,7 @@ final class LimiterMachine implements LimiterCall {
     for (int i = 0; i < n; i++) {
       Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
       long rem = a.remaining(r, i * WIDTH, now);
-      if (rem < remaining) {
+      if (i == 0 || rem < remaining) { // a limit of Long.MAX_VALUE can have that much left
         remaining = rem;
         limit = a.limit(r, i * WIDTH);
       }
@@ -141,7 +141,7 @@ final class LimiterMachine implements LimiterCall {
     long remaining = Long.MAX_VALUE;
     long limit = 0;
     for (Limit l : limits) {
-      if (l.limit() < remaining) {
+      if (limit == 0 || l.limit() < remaining) {
         remaining = l.limit();
         limit = l.limit();
       }

@@ -1,0 +1,67 @@
+package dev.tally;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Examples of the limiter state machine at its edges, each once got wrong. */
+class LimiterMachineTest {
+  private static final long SECOND = 1_000_000_000L;
+
+  private static long at(String instant) {
+    Instant i = Instant.parse(instant);
+    return i.getEpochSecond() * SECOND + i.getNano();
+  }
+
+  /** Runs calls on one machine, keeping the record between them. */
+  private static final class Run {
+    final LimiterMachine machine;
+    long[] record;
+
+    Run(Limit... limits) {
+      machine = new LimiterMachine("k", List.of(limits));
+    }
+
+    Decision call(long now, LimiterOperation op, long permits) {
+      LimiterOutcome out = machine.apply(record == null ? null : record.clone(), now, op, permits);
+      record = out.record();
+      return out.decision();
+    }
+
+    Decision probe(long now, LimiterOperation op, long permits) {
+      return machine.apply(record == null ? null : record.clone(), now, op, permits).decision();
+    }
+  }
+
+  @Test
+  void aLimitOfLongMaxValueReportsWhatIsLeft() {
+    Run run = new Run(Limit.fixedWindow(Long.MAX_VALUE, Duration.ofMinutes(1)));
+    long now = at("2026-11-08T00:00:00Z");
+
+    Decision d = run.call(now, LimiterOperation.ACQUIRE, 1);
+
+    assertThat(d.allowed()).isTrue();
+    assertThat(d.limit()).isEqualTo(Long.MAX_VALUE);
+    assertThat(d.remaining()).isEqualTo(Long.MAX_VALUE - 1);
+    assertThat(run.call(now, LimiterOperation.RESET, 0).remaining()).isEqualTo(Long.MAX_VALUE);
+  }
+
+  @Test
+  void aQuotaToppedUpToSaturationReportsWhatIsLeft() {
+    Run run = new Run(Limit.quota(10, Limit.Period.DAY, ZoneOffset.UTC));
+    long now = at("2026-11-08T12:00:00Z");
+
+    run.call(now, LimiterOperation.TOP_UP, Long.MAX_VALUE);
+    Decision d = run.call(now, LimiterOperation.ACQUIRE, 5);
+
+    assertThat(d.limit()).isEqualTo(Long.MAX_VALUE);
+    assertThat(d.remaining()).isEqualTo(Long.MAX_VALUE - 5);
+  }
+}
