@@ -64,4 +64,20 @@ class LimiterMachineTest {
     assertThat(d.limit()).isEqualTo(Long.MAX_VALUE);
     assertThat(d.remaining()).isEqualTo(Long.MAX_VALUE - 5);
   }
+
+  @Test
+  void theSlidingWindowWeighsPreviousCountsOfTwoToTheSixtyTwoAndMore() {
+    Run run = new Run(Limit.slidingWindow(Long.MAX_VALUE, Duration.ofSeconds(1)));
+    long start = at("2026-11-08T00:00:00Z");
+    long big = (1L << 62) + 5;
+
+    run.call(start, LimiterOperation.ACQUIRE, big);
+    Decision next = run.probe(start + SECOND, LimiterOperation.PEEK, 1); // all of it still weighs
+    Decision half = run.probe(start + SECOND + SECOND / 2, LimiterOperation.PEEK, 1);
+
+    assertThat(next.remaining()).isEqualTo(Long.MAX_VALUE - big);
+    assertThat(half.remaining()).isEqualTo(Long.MAX_VALUE - (big + 1) / 2);
+    assertThat(Arith.floorMulDiv(1L << 62, 3, 3)).isEqualTo(1L << 62);
+    assertThat(Arith.ceilMulDiv(Long.MAX_VALUE, 2, 2)).isEqualTo(Long.MAX_VALUE);
+  }
 }
