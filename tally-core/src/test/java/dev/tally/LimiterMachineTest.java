@@ -80,4 +80,23 @@ class LimiterMachineTest {
     assertThat(Arith.floorMulDiv(1L << 62, 3, 3)).isEqualTo(1L << 62);
     assertThat(Arith.ceilMulDiv(Long.MAX_VALUE, 2, 2)).isEqualTo(Long.MAX_VALUE);
   }
+
+  @Test
+  void aDailyQuotaHoldsWhereClocksWentBackAcrossMidnight() {
+    // St. John's, 2009-11-01 00:01 NDT: clocks went back to 2009-10-31 23:01 NST, so 23:01 to
+    // 00:00 of October 31 came round again after November 1 had begun (02:31Z to 03:30Z).
+    ZoneId stJohns = ZoneId.of("America/St_Johns");
+    Run run = new Run(Limit.quota(2, Limit.Period.DAY, stJohns));
+    long now = at("2009-11-01T02:45:00Z");
+
+    assertThat(run.call(now, LimiterOperation.ACQUIRE, 1).allowed()).isTrue();
+    assertThat(run.call(now + 1, LimiterOperation.ACQUIRE, 1).allowed()).isTrue();
+    Decision third = run.call(now + 2, LimiterOperation.ACQUIRE, 1);
+
+    assertThat(third.allowed()).isFalse();
+    long nextDay = at("2009-11-02T03:30:00Z"); // November 2, 00:00 NST
+    assertThat(now + 2 + third.retryAfterNanos()).isEqualTo(nextDay);
+    assertThat(run.probe(nextDay - 1, LimiterOperation.ACQUIRE, 1).allowed()).isFalse();
+    assertThat(run.probe(nextDay, LimiterOperation.ACQUIRE, 1).allowed()).isTrue();
+  }
 }
