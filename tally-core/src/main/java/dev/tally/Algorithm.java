@@ -43,6 +43,15 @@ abstract class Algorithm {
   /** 0 if {@code n} units can be granted now, else when they could be; {@link Decision#NEVER}. */
   abstract long retryAfter(long[] r, int o, long now, long n);
 
+  /**
+   * Whether {@code n} units, which fit now ({@link #retryAfter} returned 0), still fit
+   * {@code wait} nanoseconds from now if nothing else happens. Most limits only gain room as time
+   * passes, so they do; a quota's top-ups end with its period.
+   */
+  boolean stillFits(long[] r, int o, long now, long n, long wait) {
+    return true;
+  }
+
   /** Grants {@code n} units; {@link #retryAfter} has returned 0. */
   abstract void consume(long[] r, int o, long now, long n);
 

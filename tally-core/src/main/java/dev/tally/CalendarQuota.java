@@ -75,6 +75,12 @@ final class CalendarQuota extends Algorithm {
     return n <= r[o + P0] ? r[o + S0] - now : Decision.NEVER;
   }
 
+  /** Units beyond the allowance fit only thanks to top-ups, which end with the period. */
+  @Override
+  boolean stillFits(long[] r, int o, long now, long n, long wait) {
+    return n <= r[o + P0] || wait < r[o + S0] - now;
+  }
+
   @Override
   void consume(long[] r, int o, long now, long n) {
     r[o + S1] += n;

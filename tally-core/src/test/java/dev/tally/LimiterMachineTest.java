@@ -99,4 +99,35 @@ class LimiterMachineTest {
     assertThat(run.probe(nextDay - 1, LimiterOperation.ACQUIRE, 1).allowed()).isFalse();
     assertThat(run.probe(nextDay, LimiterOperation.ACQUIRE, 1).allowed()).isTrue();
   }
+
+  @Test
+  void aWaitThatOutlastsTheTopUpsOfAQuotaIsNever() {
+    Limit quota = Limit.quota(1, Limit.Period.DAY, ZoneOffset.UTC);
+    Limit weekly = Limit.fixedWindow(3, Duration.ofDays(7)); // weeks start on Thursdays, 00:00Z
+    Run run = new Run(quota, weekly);
+    long now = at("2026-01-01T12:00:00Z");
+    run.call(now, LimiterOperation.TOP_UP, 5);
+    assertThat(run.call(now, LimiterOperation.ACQUIRE, 3).allowed()).isTrue();
+
+    // 2 more fit today's topped-up quota but not this week; next week the quota allows 1.
+    Decision d = run.call(now, LimiterOperation.ACQUIRE, 2);
+
+    assertThat(d.allowed()).isFalse();
+    assertThat(d.retryAfterNanos()).isEqualTo(Decision.NEVER);
+  }
+
+  @Test
+  void aWaitThatEndsBeforeTheTopUpsDoIsExact() {
+    Limit quota = Limit.quota(1, Limit.Period.DAY, ZoneOffset.UTC);
+    Limit perMinute = Limit.fixedWindow(3, Duration.ofMinutes(1));
+    Run run = new Run(quota, perMinute);
+    long now = at("2026-01-01T12:00:30Z");
+    run.call(now, LimiterOperation.TOP_UP, 5);
+    assertThat(run.call(now, LimiterOperation.ACQUIRE, 3).allowed()).isTrue();
+
+    Decision d = run.call(now, LimiterOperation.ACQUIRE, 2);
+
+    assertThat(d.retryAfterNanos()).isEqualTo(30 * SECOND);
+    assertThat(run.probe(now + d.retryAfterNanos(), LimiterOperation.ACQUIRE, 2).allowed()).isTrue();
+  }
 }
