@@ -24,6 +24,11 @@ import java.time.ZoneId;
  * every method is integer arithmetic in nanoseconds, so there is no floating drift. All times
  * returned are durations from {@code now}. {@link #normalize} runs first and brings the state
  * up to {@code now} (rolls windows forward); the rest may then assume it has.
+ *
+ * <p>{@code now} is nanoseconds since 1970-01-01T00:00Z, from 0 to 2^62 (the year 2116), as
+ * {@link TimeSource} gives it. Earlier instants are out of range because a fresh state is all
+ * zeros, which a bucket reads as "full since 1970" and a quota as "period ended in 1970"; later
+ * ones because a bucket's state may run up to 2^62 ns ahead of {@code now}.
  */
 abstract class Algorithm {
   static final int WIDTH = 6;
@@ -42,6 +47,15 @@ abstract class Algorithm {
 
   /** 0 if {@code n} units can be granted now, else when they could be; {@link Decision#NEVER}. */
   abstract long retryAfter(long[] r, int o, long now, long n);
+
+  /**
+   * Whether {@code n} units, which fit now ({@link #retryAfter} returned 0), still fit
+   * {@code wait} nanoseconds from now if nothing else happens. Most limits only gain room as time
+   * passes, so they do; a quota's top-ups end with its period.
+   */
+  boolean stillFits(long[] r, int o, long now, long n, long wait) {
+    return true;
+  }
 
   /** Grants {@code n} units; {@link #retryAfter} has returned 0. */
   abstract void consume(long[] r, int o, long now, long n);

@@ -26,7 +26,7 @@ final class Arith {
       return a * b / c;
     }
     BigInteger q = BigInteger.valueOf(a).multiply(BigInteger.valueOf(b)).divide(BigInteger.valueOf(c));
-    return q.bitLength() < 63 ? q.longValue() : Long.MAX_VALUE;
+    return q.bitLength() <= 63 ? q.longValue() : Long.MAX_VALUE; // up to 2^63 - 1 fits
   }
 
   /** {@code ceil(a * b / c)} for non-negative {@code a, b} and positive {@code c}, saturating. */

@@ -24,15 +24,28 @@ final class CalendarQuota extends Algorithm {
 
   private CalendarQuota() {}
 
-  /** The end of the period containing {@code now}, as epoch nanoseconds. */
+  /**
+   * The end of the period containing {@code now}, as epoch nanoseconds: the first start of a
+   * day (or month) in the zone that is after {@code now}.
+   *
+   * <p>That is usually the start of the day after {@code now}'s local date, but not where clocks
+   * went back across midnight (St. John's and Moncton did so until 2010, at 00:01): the last hour
+   * of the old date comes round again after the new date has begun, and belongs to the period
+   * that has begun. Taking the next date's start there would give an end already past, and every
+   * call in that hour would start a fresh period.
+   */
   static long periodEnd(long now, long periodCode, ZoneId zone) {
     ZoneId z = zone == null ? ZoneOffset.UTC : zone;
+    boolean month = periodCode == Limit.Period.MONTH.ordinal() + 1;
     LocalDate day = Instant.ofEpochSecond(Math.floorDiv(now, NANOS), Math.floorMod(now, NANOS))
         .atZone(z).toLocalDate();
-    LocalDate next = periodCode == Limit.Period.MONTH.ordinal() + 1
-        ? day.withDayOfMonth(1).plusMonths(1)
-        : day.plusDays(1);
-    return next.atStartOfDay(z).toEpochSecond() * NANOS;
+    LocalDate next = month ? day.withDayOfMonth(1).plusMonths(1) : day.plusDays(1);
+    long end = next.atStartOfDay(z).toEpochSecond() * NANOS;
+    while (end <= now) {
+      next = month ? next.plusMonths(1) : next.plusDays(1);
+      end = next.atStartOfDay(z).toEpochSecond() * NANOS;
+    }
+    return end;
   }
 
   @Override
@@ -60,6 +73,12 @@ final class CalendarQuota extends Algorithm {
       return 0;
     }
     return n <= r[o + P0] ? r[o + S0] - now : Decision.NEVER;
+  }
+
+  /** Units beyond the allowance fit only thanks to top-ups, which end with the period. */
+  @Override
+  boolean stillFits(long[] r, int o, long now, long n, long wait) {
+    return n <= r[o + P0] || wait < r[o + S0] - now;
   }
 
   @Override

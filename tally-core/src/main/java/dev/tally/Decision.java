@@ -14,7 +14,8 @@ import java.time.Duration;
  * }</pre>
  *
  * <p>For a limiter with several limits the decision is the most restrictive: allowed only if all
- * allow, the smallest remaining, the longest retry-after and reset-after.
+ * allow, the smallest remaining, the longest retry-after and reset-after. (Retry-after is never
+ * if a limit with room now will have lost it by then: a quota whose top-ups end with its period.)
  */
 public final class Decision {
   /** {@link #retryAfterNanos()} of a request that can never succeed (more than the limit). */

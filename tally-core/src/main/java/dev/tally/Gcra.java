@@ -31,8 +31,9 @@ import java.time.ZoneId;
  *       rate, so it is never faster than asked.
  *   <li>{@code retryAfter} is exact: at {@code now + retryAfter} the same request is allowed, a
  *       nanosecond earlier it is not.
- *   <li>All values stay below 2^62 ({@code C·T ≤ 2^61} is checked when the {@link Limit} is
- *       made), so nothing overflows.
+ *   <li>{@code fullAt} is never more than {@code C·T ≤ 2^61} ahead of {@code now} (checked when
+ *       the {@link Limit} is made), and a request adds at most as much again, so nothing
+ *       overflows for any {@code now} below 2^62 (the year 2116).
  * </ul>
  */
 final class Gcra extends Algorithm {

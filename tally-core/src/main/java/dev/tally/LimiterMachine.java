@@ -81,9 +81,7 @@ final class LimiterMachine implements LimiterCall {
     switch (op) {
       case ACQUIRE:
         if (permits > 0) {
-          for (int i = 0; i < n; i++) {
-            retryAfter = Math.max(retryAfter, Algorithm.ofTag(r[i * WIDTH]).retryAfter(r, i * WIDTH, now, permits));
-          }
+          retryAfter = retryAfter(r, n, now, permits);
           allowed = retryAfter == 0;
           if (allowed) {
             for (int i = 0; i < n; i++) {
@@ -93,9 +91,7 @@ final class LimiterMachine implements LimiterCall {
         }
         break;
       case PEEK:
-        for (int i = 0; i < n; i++) {
-          retryAfter = Math.max(retryAfter, Algorithm.ofTag(r[i * WIDTH]).retryAfter(r, i * WIDTH, now, 1));
-        }
+        retryAfter = retryAfter(r, n, now, 1);
         allowed = retryAfter == 0;
         break;
       case REFUND:
@@ -126,7 +122,7 @@ final class LimiterMachine implements LimiterCall {
     for (int i = 0; i < n; i++) {
       Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
       long rem = a.remaining(r, i * WIDTH, now);
-      if (rem < remaining) {
+      if (i == 0 || rem < remaining) { // a limit of Long.MAX_VALUE can have that much left
         remaining = rem;
         limit = a.limit(r, i * WIDTH);
       }
@@ -136,12 +132,33 @@ final class LimiterMachine implements LimiterCall {
     return new LimiterOutcome(resetAfter == 0 ? null : r, decision, resetAfter);
   }
 
+  /**
+   * When {@code permits} fit every one of the {@code n} limits: the longest wait any one of them
+   * asks for, unless a limit that has room now will have lost it by then (a quota whose top-ups
+   * end with the period), in which case never.
+   */
+  private static long retryAfter(long[] r, int n, long now, long permits) {
+    long wait = 0;
+    for (int i = 0; i < n; i++) {
+      wait = Math.max(wait, Algorithm.ofTag(r[i * WIDTH]).retryAfter(r, i * WIDTH, now, permits));
+    }
+    if (wait != 0 && wait != Decision.NEVER) {
+      for (int i = 0; i < n; i++) {
+        Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
+        if (a.retryAfter(r, i * WIDTH, now, permits) == 0 && !a.stillFits(r, i * WIDTH, now, permits, wait)) {
+          return Decision.NEVER;
+        }
+      }
+    }
+    return wait;
+  }
+
   /** The decision of a full limiter with these limits, as after a reset. */
   Decision full() {
     long remaining = Long.MAX_VALUE;
     long limit = 0;
     for (Limit l : limits) {
-      if (l.limit() < remaining) {
+      if (limit == 0 || l.limit() < remaining) {
         remaining = l.limit();
         limit = l.limit();
       }

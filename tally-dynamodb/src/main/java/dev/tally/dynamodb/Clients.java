@@ -1,0 +1,165 @@
+package dev.tally.dynamodb;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.ServiceLoader;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
+import software.amazon.awssdk.http.SdkHttpClient;
+import software.amazon.awssdk.http.apache5.Apache5HttpClient;
+import software.amazon.awssdk.http.async.SdkAsyncHttpService;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.retries.StandardRetryStrategy;
+import software.amazon.awssdk.retries.api.BackoffStrategy;
+import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClientBuilder;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
+
+/**
+ * The SDK clients a store uses, built from its URI: one blocking client for counters (with the
+ * {@code retries} option), one for limiters (with {@code limiterRetries}, few by default: a
+ * rate limiter that waits seconds on a throttled table is worse than one that answers), both on
+ * one Apache HTTP connection pool, and an asynchronous client when an async HTTP implementation
+ * is on the class path.
+ */
+final class Clients implements AutoCloseable {
+  final DynamoDbClient counters;
+  final DynamoDbClient limiters;
+  private final SdkHttpClient http;
+  private final Options options;
+  private final List<ExecutionInterceptor> interceptors;
+  private final boolean asyncAvailable;
+  private DynamoDbAsyncClient async; // guarded by this; built on first use
+  private boolean closed; // guarded by this
+
+  Clients(Options o, List<ExecutionInterceptor> interceptors) {
+    this.http = Apache5HttpClient.builder()
+        .maxConnections(64)
+        .connectionTimeout(o.timeout().compareTo(Duration.ofSeconds(2)) < 0 ? o.timeout() : Duration.ofSeconds(2))
+        .socketTimeout(o.timeout())
+        .build();
+    this.options = o;
+    this.interceptors = List.copyOf(interceptors);
+    this.asyncAvailable = o.async() == Options.Async.AUTO && asyncHttpAvailable();
+    DynamoDbClient c = null;
+    DynamoDbClient l = null;
+    try {
+      c = configure(DynamoDbClient.builder(), o, o.retries(), interceptors).httpClient(http).build();
+      l = configure(DynamoDbClient.builder(), o, o.limiterRetries(), interceptors).httpClient(http).build();
+    } catch (RuntimeException e) {
+      closeQuietly(c);
+      closeQuietly(l);
+      http.close();
+      throw e;
+    }
+    this.counters = c;
+    this.limiters = l;
+  }
+
+  /** Whether an asynchronous client can be had. */
+  boolean asyncAvailable() {
+    return asyncAvailable;
+  }
+
+  /**
+   * The asynchronous client, built on first use: its event loop costs threads, and seconds to
+   * shut down, that a process using only the blocking API should not pay.
+   */
+  synchronized DynamoDbAsyncClient async() {
+    if (closed) {
+      throw new IllegalStateException("the clients are closed");
+    }
+    if (async == null) {
+      async = configure(DynamoDbAsyncClient.builder(), options, options.retries(), interceptors).build();
+    }
+    return async;
+  }
+
+  private static boolean asyncHttpAvailable() {
+    return ServiceLoader.load(SdkAsyncHttpService.class, Clients.class.getClassLoader()).findFirst().isPresent();
+  }
+
+  private static <B extends software.amazon.awssdk.awscore.client.builder.AwsClientBuilder<B, ?>> B configure(
+      B b, Options o, int retries, List<ExecutionInterceptor> interceptors) {
+    b.region(region(o)).credentialsProvider(credentials(o));
+    if (o.endpoint() != null) {
+      b.endpointOverride(o.endpoint());
+    }
+    ClientOverrideConfiguration.Builder c = ClientOverrideConfiguration.builder()
+        .apiCallTimeout(o.timeout().multipliedBy(retries + 1L))
+        .apiCallAttemptTimeout(o.timeout())
+        .retryStrategy(StandardRetryStrategy.builder()
+            .maxAttempts(retries + 1)
+            .retryOnException(Errors::neverApplied)
+            .treatAsThrottling(t -> t instanceof software.amazon.awssdk.awscore.exception.AwsServiceException e
+                && e.isThrottlingException())
+            .backoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(25), Duration.ofSeconds(1)))
+            .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(50), Duration.ofSeconds(2)))
+            .circuitBreakerEnabled(false)
+            .build());
+    for (ExecutionInterceptor i : interceptors) {
+      c.addExecutionInterceptor(i);
+    }
+    b.overrideConfiguration(c.build());
+    if (b instanceof DynamoDbClientBuilder sync) {
+      sync.endpointDiscoveryEnabled(false);
+    } else if (b instanceof DynamoDbAsyncClientBuilder async) {
+      async.endpointDiscoveryEnabled(false);
+    }
+    return b;
+  }
+
+  private static Region region(Options o) {
+    if (o.region() != null) {
+      return Region.of(o.region());
+    }
+    if (o.endpoint() != null) {
+      return Region.US_EAST_1; // a local server ignores it, but the SDK signs with one
+    }
+    try {
+      return new software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain().getRegion();
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("no AWS region: add region=… to the store URI (e.g. "
+          + Options.EXAMPLE + ") or set AWS_REGION", e);
+    }
+  }
+
+  private static AwsCredentialsProvider credentials(Options o) {
+    if (o.accessKey() != null) {
+      return StaticCredentialsProvider.create(AwsBasicCredentials.create(o.accessKey(), o.secretKey()));
+    }
+    if (o.localEndpoint()) {
+      // Local servers (dynalite) check no signature; spare the user inventing credentials.
+      return StaticCredentialsProvider.create(AwsBasicCredentials.create("local", "local"));
+    }
+    return DefaultCredentialsProvider.builder().build();
+  }
+
+  private static void closeQuietly(AutoCloseable c) {
+    if (c != null) {
+      try {
+        c.close();
+      } catch (Exception ignored) {
+        // closing after a failed build
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    DynamoDbAsyncClient a;
+    synchronized (this) {
+      closed = true;
+      a = async;
+    }
+    closeQuietly(counters);
+    closeQuietly(limiters);
+    closeQuietly(a);
+    http.close();
+  }
+}

@@ -1,0 +1,577 @@
+package dev.tally.dynamodb;
+
+import static dev.tally.dynamodb.Items.n;
+import static dev.tally.dynamodb.Table.values;
+
+import dev.tally.CounterOverflowException;
+import dev.tally.KeyNotFoundException;
+import dev.tally.NotAnIntegerException;
+import dev.tally.spi.Store;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.UnaryOperator;
+import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
+import software.amazon.awssdk.services.dynamodb.model.DeleteItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbException;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
+import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
+import software.amazon.awssdk.services.dynamodb.model.ScanRequest;
+import software.amazon.awssdk.services.dynamodb.model.ScanResponse;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
+
+/**
+ * The counter operations, each one request in the common case.
+ *
+ * <h2>Expiry in conditions</h2>
+ *
+ * DynamoDB's TTL deletion runs in the background and may lag by days, so an expired item can
+ * still be in the table. Every operation therefore treats an item whose {@code _exp} has passed
+ * (on the client clock, which it sends as {@code :now}) as missing: reads filter it, and writes
+ * carry it in their condition. An increment is one {@code UpdateItem} whose condition accepts
+ * a missing or live integer counter; an expired one fails the condition, and the item that comes
+ * back with the failure shows why, so the second request resets it to {@code default + delta}
+ * without an expiry, itself conditional on the item still being expired.
+ *
+ * <h2>Exact 64-bit integers</h2>
+ *
+ * DynamoDB numbers are 38-digit decimals, so they would happily go past {@code Long.MAX_VALUE}.
+ * An increment's condition bounds the old value ({@code v <= MAX - delta} for a positive delta),
+ * so an increment that would overflow fails its condition and writes nothing; the failed item
+ * then tells overflow apart from the other reasons.
+ *
+ * <h2>Floating counters</h2>
+ *
+ * A floating increment is also one {@code UpdateItem}: DynamoDB adds the decimal forms exactly,
+ * so {@code 0.1 + 0.2} is {@code 0.3} rather than Java's {@code 0.30000000000000004}, and the
+ * result is read back as the nearest double. Values outside DynamoDB's number range (beyond
+ * 1e126 or below 1e-130 in magnitude) or sums it refuses are stored as exact strings and updated
+ * with a conditional read-modify-write in Java arithmetic, which also detects infinities.
+ *
+ * <h2>Counters and limiters share the key space</h2>
+ *
+ * A limiter's state lives in an item keyed by the limiter's name. Counter writes are conditional
+ * on the item not holding limiter state, so the two never overwrite each other; a clash is
+ * reported as an {@link IllegalStateException}.
+ */
+final class CounterExchanges {
+  private CounterExchanges() {}
+
+  static final String LIVE = "(attribute_not_exists(#e) OR #e > :now)";
+  static final String NOT_LIMITER = "attribute_not_exists(#r)";
+
+  static CounterOverflowException overflow(String key, long value, long delta) {
+    return new CounterOverflowException("counter '" + key + "': " + value + " + (" + delta
+        + ") leaves the signed 64-bit range; the value is unchanged");
+  }
+
+  static IllegalStateException limiterHere(String key) {
+    return new IllegalStateException("key '" + key + "' holds rate limiter state, not a counter:"
+        + " counters and rate limiters share the table's keys, so give them different names");
+  }
+
+  static void checkNotLimiter(String key, Map<String, AttributeValue> item) {
+    if (item != null && Items.isLimiter(item)) {
+      throw limiterHere(key);
+    }
+  }
+
+  // ------------------------------------------------------------------ incr
+
+  /** Integer increment: {@code UpdateItem SET v = if_not_exists(v, :dflt) + :d}. */
+  static final class Incr extends Exchange<Long> {
+    private final Table t;
+    private final long delta;
+    private final long dflt;
+    private final boolean create;
+    private final boolean createFits;
+    private final long created;
+    private long now;
+    private boolean resetting;
+    private DynamoDbRequest next;
+
+    Incr(Table t, String key, long delta, long dflt, boolean create) {
+      super(key, t.items.key(key), t.conflictTries);
+      this.t = t;
+      this.delta = delta;
+      this.dflt = dflt;
+      this.create = create;
+      long c = dflt + delta;
+      this.createFits = ((dflt ^ c) & (delta ^ c)) >= 0;
+      this.created = c;
+      increment();
+    }
+
+    private void increment() {
+      now = t.now();
+      resetting = false;
+      Map<String, AttributeValue> v = values(":now", n(now), ":d", n(delta));
+      String bound;
+      if (delta > 0) {
+        bound = "#v <= :hi";
+        v.put(":hi", n(Long.MAX_VALUE - delta));
+      } else if (delta < 0) {
+        bound = "#v >= :lo";
+        v.put(":lo", n(Long.MIN_VALUE - delta));
+      } else {
+        bound = "attribute_exists(#v)";
+      }
+      String live = LIVE + " AND attribute_not_exists(#f) AND " + bound;
+      if (create && createFits) {
+        v.put(":dflt", n(dflt));
+        next = t.update(key, "SET #v = if_not_exists(#v, :dflt) + :d",
+            "(attribute_not_exists(#v) AND " + NOT_LIMITER + ") OR (" + live + ")", v, ReturnValue.UPDATED_NEW);
+      } else {
+        next = t.update(key, "SET #v = #v + :d", live, v, ReturnValue.UPDATED_NEW);
+      }
+    }
+
+    /** The item expired: restart it from the default, with no expiry, if it still is. */
+    private void reset() {
+      resetting = true;
+      next = t.update(key, "SET #v = :c REMOVE #f, #e, #t", "attribute_exists(#v) AND #e <= :now",
+          values(":c", n(created), ":now", n(now)), ReturnValue.NONE);
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return next;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      if (resetting) {
+        finish(created);
+      } else {
+        finish(Items.value(((UpdateItemResponse) response).attributes()).longValue());
+      }
+    }
+
+    @Override
+    void conditionFailed(Map<String, AttributeValue> item) {
+      checkNotLimiter(key, item);
+      if (item == null || !Items.isCounter(item) || Items.expired(item, now)) {
+        if (!create) {
+          throw new KeyNotFoundException(key);
+        }
+        if (!createFits) {
+          throw overflow(key, dflt, delta);
+        }
+        if (item != null && Items.isCounter(item)) {
+          reset();
+          return;
+        }
+        if (item != null) {
+          throw new IllegalStateException("the item of '" + key + "' holds neither a counter nor"
+              + " limiter state; it was not written by Tally");
+        }
+        conflict();
+        increment();
+        return;
+      }
+      Number value = Items.value(item);
+      if (value instanceof Double) {
+        throw new NotAnIntegerException(key);
+      }
+      long current = value.longValue();
+      long sum = current + delta;
+      if (((current ^ sum) & (delta ^ sum)) < 0) {
+        throw overflow(key, current, delta);
+      }
+      conflict(); // it changed between the request and the read: try again
+      increment();
+    }
+  }
+
+  /** Floating increment: one decimal {@code UpdateItem}, or Java arithmetic beyond DynamoDB's range. */
+  static final class IncrDouble extends Exchange<Double> {
+    private enum Mode { DECIMAL, READ, WRITE }
+
+    private final Table t;
+    private final double delta;
+    private final double dflt;
+    private long now;
+    private Mode mode;
+    private double pending;
+    private DynamoDbRequest next;
+
+    IncrDouble(Table t, String key, double delta, double dflt) {
+      super(key, t.items.key(key), t.conflictTries);
+      this.t = t;
+      this.delta = delta;
+      this.dflt = dflt;
+      if (Items.fitsNumber(delta) && Items.fitsNumber(dflt)) {
+        decimal();
+      } else {
+        read();
+      }
+    }
+
+    private void decimal() {
+      mode = Mode.DECIMAL;
+      now = t.now();
+      next = t.update(key, "SET #v = if_not_exists(#v, :dflt) + :d, #f = :true",
+          "(attribute_not_exists(#v) AND " + NOT_LIMITER + ") OR (" + LIVE + " AND attribute_type(#v, :N))",
+          values(":dflt", Items.encodeDouble(dflt), ":d", Items.encodeDouble(delta), ":true", Items.bool(),
+              ":now", n(now), ":N", AttributeValue.fromS("N")),
+          ReturnValue.UPDATED_NEW);
+    }
+
+    private void read() {
+      mode = Mode.READ;
+      next = t.get(key);
+    }
+
+    /** The conditional write of a sum computed here from {@code item}. */
+    private void writeFrom(Map<String, AttributeValue> item) {
+      checkNotLimiter(key, item);
+      mode = Mode.WRITE;
+      now = t.now();
+      if (item == null || !Items.isCounter(item)) {
+        if (item != null) {
+          throw new IllegalStateException("the item of '" + key + "' holds no counter; it was not written by Tally");
+        }
+        pending = sum(dflt);
+        next = t.update(key, "SET #v = :val, #f = :true", "attribute_not_exists(#v) AND " + NOT_LIMITER,
+            values(":val", Items.encodeDouble(pending), ":true", Items.bool()), ReturnValue.NONE);
+      } else if (Items.expired(item, now)) {
+        pending = sum(dflt);
+        next = t.update(key, "SET #v = :val, #f = :true REMOVE #e, #t", "attribute_exists(#v) AND #e <= :now",
+            values(":val", Items.encodeDouble(pending), ":true", Items.bool(), ":now", n(now)), ReturnValue.NONE);
+      } else {
+        pending = sum(Items.value(item).doubleValue());
+        long exp = Items.expiresAt(item);
+        Map<String, AttributeValue> v = values(":val", Items.encodeDouble(pending), ":true", Items.bool(),
+            ":old", item.get(Items.VALUE));
+        String sameExpiry = "attribute_not_exists(#e)";
+        if (exp != 0) {
+          sameExpiry = "#e = :exp";
+          v.put(":exp", n(exp));
+        }
+        next = t.update(key, "SET #v = :val, #f = :true", "#v = :old AND " + sameExpiry, v, ReturnValue.NONE);
+      }
+    }
+
+    private double sum(double base) {
+      double r = base + delta;
+      if (!Double.isFinite(r)) {
+        throw new CounterOverflowException("counter '" + key + "': " + base + " + " + delta
+            + " is not finite; the value is unchanged");
+      }
+      return r;
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return next;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      switch (mode) {
+        case DECIMAL -> {
+          AttributeValue v = ((UpdateItemResponse) response).attributes().get(Items.VALUE);
+          finish(new BigDecimal(v.n()).doubleValue());
+        }
+        case READ -> {
+          GetItemResponse r = (GetItemResponse) response;
+          writeFrom(r.hasItem() && !r.item().isEmpty() ? r.item() : null);
+        }
+        case WRITE -> finish(pending);
+        default -> throw new AssertionError(mode);
+      }
+    }
+
+    @Override
+    void conditionFailed(Map<String, AttributeValue> item) {
+      checkNotLimiter(key, item);
+      if (mode == Mode.DECIMAL && item != null && Items.isCounter(item) && !Items.expired(item, now)
+          && item.get(Items.VALUE).n() != null) {
+        conflict();
+        decimal();
+        return;
+      }
+      if (mode == Mode.WRITE || item == null) {
+        conflict();
+      }
+      writeFrom(item);
+    }
+
+    @Override
+    void numberRefused(DynamoDbException e) {
+      if (mode != Mode.DECIMAL) {
+        throw e;
+      }
+      read();
+    }
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  /** {@code GetItem} with a consistent read; expired items read as missing. */
+  static final class Get extends Exchange<Map<String, AttributeValue>> {
+    private final DynamoDbRequest request;
+    final long now;
+
+    Get(Table t, String key) {
+      super(key, t.items.key(key), t.conflictTries);
+      this.request = t.get(key);
+      this.now = t.now();
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return request;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      GetItemResponse r = (GetItemResponse) response;
+      finish(r.hasItem() && !r.item().isEmpty() ? r.item() : null);
+    }
+
+    Number value() {
+      return Items.liveValue(result(), now);
+    }
+
+    long ttl() {
+      Map<String, AttributeValue> item = result();
+      if (Items.liveValue(item, now) == null) {
+        return Store.TTL_MISSING;
+      }
+      long exp = Items.expiresAt(item);
+      return exp == 0 ? Store.TTL_PERMANENT : exp - now;
+    }
+  }
+
+  /**
+   * {@code keys(prefix)}: a paginated, consistent {@code Scan} filtered on the prefix. It reads
+   * the whole table, so it costs capacity in proportion to the table, not to the answer.
+   */
+  static final class Keys extends Exchange<List<String>> {
+    private final Table t;
+    private final String prefix;
+    private final long now;
+    private final UnaryOperator<String> logicalKey;
+    private final List<String> found = new ArrayList<>();
+    private final Set<String> seen = new HashSet<>();
+    private ScanRequest next;
+
+    Keys(Table t, String prefix, UnaryOperator<String> logicalKey) {
+      super(prefix, null, t.conflictTries);
+      this.t = t;
+      this.prefix = prefix;
+      this.now = t.now();
+      this.logicalKey = logicalKey;
+      String filter = "attribute_exists(#v) AND " + LIVE + (prefix.isEmpty() ? "" : " AND begins_with(#k, :p)");
+      Map<String, AttributeValue> v = values(":now", n(now));
+      if (!prefix.isEmpty()) {
+        v.put(":p", AttributeValue.fromS(prefix));
+      }
+      next = ScanRequest.builder()
+          .tableName(t.name)
+          .filterExpression(filter)
+          .projectionExpression("#k")
+          .expressionAttributeNames(t.items.names(filter, "#k"))
+          .expressionAttributeValues(v)
+          .consistentRead(true)
+          .build();
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return next;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      ScanResponse r = (ScanResponse) response;
+      for (Map<String, AttributeValue> item : r.items()) {
+        String k = logicalKey.apply(item.get(t.items.keyAttribute).s());
+        if (k != null && seen.add(k)) {
+          found.add(k);
+        }
+      }
+      if (r.hasLastEvaluatedKey() && !r.lastEvaluatedKey().isEmpty()) {
+        next = next.toBuilder().exclusiveStartKey(r.lastEvaluatedKey()).build();
+      } else {
+        finish(found);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  /** {@code PutItem}: replaces the item, unless it holds limiter state. */
+  static final class Put extends Exchange<Void> {
+    private final DynamoDbRequest request;
+
+    Put(Table t, String key, Number value, long ttlNanos) {
+      super(key, t.items.key(key), t.conflictTries);
+      long exp = Items.expiry(t.now(), ttlNanos);
+      this.request = t.put(checkSize(key, t.items.counter(key, value, exp)), NOT_LIMITER, null);
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return request;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      finish(null);
+    }
+
+    @Override
+    boolean needsItemOnConditionFailure() {
+      return false;
+    }
+
+    @Override
+    void conditionFailed(Map<String, AttributeValue> current) {
+      throw limiterHere(key);
+    }
+  }
+
+  /** {@code PutItem} if the key is missing or expired: exactly one concurrent caller wins. */
+  static final class Add extends Exchange<Boolean> {
+    private final DynamoDbRequest request;
+
+    Add(Table t, String key, Number value, long ttlNanos) {
+      super(key, t.items.key(key), t.conflictTries);
+      long now = t.now();
+      this.request = t.put(checkSize(key, t.items.counter(key, value, Items.expiry(now, ttlNanos))),
+          "attribute_not_exists(#k) OR (attribute_exists(#v) AND #e <= :now)", values(":now", n(now)));
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return request;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      finish(true);
+    }
+
+    @Override
+    boolean needsItemOnConditionFailure() {
+      return false;
+    }
+
+    @Override
+    void conditionFailed(Map<String, AttributeValue> current) {
+      finish(false);
+    }
+  }
+
+  /**
+   * {@code DeleteItem} returning the old item: {@code pop} and {@code delete} in one atomic
+   * step. An integer-only pop is conditional on the item not being a live floating counter, so
+   * it leaves one in place.
+   */
+  static final class Delete extends Exchange<Number> {
+    private final Table t;
+    private final boolean integerOnly;
+    private long now;
+    private DynamoDbRequest next;
+    private boolean wasLive;
+
+    Delete(Table t, String key, boolean integerOnly) {
+      super(key, t.items.key(key), t.conflictTries);
+      this.t = t;
+      this.integerOnly = integerOnly;
+      send();
+    }
+
+    private void send() {
+      now = t.now();
+      next = integerOnly
+          ? t.delete(key, NOT_LIMITER + " AND (attribute_not_exists(#f) OR #e <= :now)",
+              values(":now", n(now)), ReturnValue.ALL_OLD)
+          : t.delete(key, NOT_LIMITER, null, ReturnValue.ALL_OLD);
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return next;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      DeleteItemResponse r = (DeleteItemResponse) response;
+      Number value = r.hasAttributes() ? Items.liveValue(r.attributes(), now) : null;
+      wasLive = value != null;
+      finish(value);
+    }
+
+    /** For {@code delete}: whether a live counter was deleted. */
+    boolean wasLive() {
+      return wasLive;
+    }
+
+    @Override
+    void conditionFailed(Map<String, AttributeValue> item) {
+      checkNotLimiter(key, item);
+      if (item != null && Items.isCounter(item) && !Items.expired(item, now)
+          && item.containsKey(Items.FLOAT)) {
+        throw new NotAnIntegerException(key);
+      }
+      conflict();
+      send();
+    }
+  }
+
+  /** {@code touch}: sets or removes the expiry of a live counter. */
+  static final class Touch extends Exchange<Boolean> {
+    private final DynamoDbRequest request;
+
+    Touch(Table t, String key, long ttlNanos) {
+      super(key, t.items.key(key), t.conflictTries);
+      long now = t.now();
+      String cond = "attribute_exists(#v) AND " + LIVE;
+      if (ttlNanos == Store.NO_TTL) {
+        request = t.update(key, "REMOVE #e, #t", cond, values(":now", n(now)), ReturnValue.NONE);
+      } else {
+        long exp = Items.expiry(now, ttlNanos);
+        request = t.update(key, "SET #e = :exp, #t = :ttl", cond,
+            values(":now", n(now), ":exp", n(exp), ":ttl", Items.ttlSeconds(exp)), ReturnValue.NONE);
+      }
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return request;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      finish(true);
+    }
+
+    @Override
+    boolean needsItemOnConditionFailure() {
+      return false;
+    }
+
+    @Override
+    void conditionFailed(Map<String, AttributeValue> current) {
+      finish(false);
+    }
+  }
+
+  /** Refuses an item DynamoDB would refuse, before sending it. */
+  static Map<String, AttributeValue> checkSize(String key, Map<String, AttributeValue> item) {
+    int size = Items.sizeBound(item);
+    if (size > Items.MAX_ITEM_BYTES) {
+      throw new IllegalArgumentException("the item for '" + key + "' would take up to " + size
+          + " bytes; a DynamoDB item holds at most 400 KB");
+    }
+    return item;
+  }
+}

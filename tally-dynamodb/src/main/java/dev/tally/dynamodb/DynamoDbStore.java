@@ -1,0 +1,281 @@
+package dev.tally.dynamodb;
+
+import dev.tally.Decision;
+import dev.tally.StoreUnavailableException;
+import dev.tally.spi.AsyncStore;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.Store;
+import dev.tally.spi.StoreContext;
+import dev.tally.spi.TxOp;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.UnaryOperator;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+
+/**
+ * The {@code dynamodb:} store: counters and rate limiters as items of one table. See
+ * {@link CounterExchanges} for how counters stay exact in one request each,
+ * {@link LimiterExchange} for how limiters never over-grant, and {@link ShardedExchanges} for
+ * hot keys. {@code docs/dynamodb.md} lists the request and capacity each operation costs.
+ *
+ * <p>Clock: DynamoDB has none to offer, so expiry and limiters run on the
+ * {@link StoreContext#timeSource()} (the system clock unless the user gave one), with limiter
+ * time never moving backwards.
+ */
+final class DynamoDbStore implements Store {
+  final Options options;
+  final Clients clients;
+  final Table table;
+  final Runner counters;
+  final Runner limiters;
+  private final LimiterCache cache = new LimiterCache();
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final AsyncDynamoDbStore async; // null without an async HTTP client
+  private final ReentrantLock[] txStripes = newStripes(64);
+
+  DynamoDbStore(Options options, StoreContext context, Clients clients, UnaryOperator<DynamoDbClient> wrap) {
+    this.options = options;
+    this.clients = clients;
+    Items items = new Items(options.keyAttribute());
+    this.table = new Table(options.table(), items, context.timeSource(), options.conflictTries());
+    AtomicBoolean returnsFailedItems = new AtomicBoolean();
+    this.counters = new Runner(wrap.apply(clients.counters), clients.asyncAvailable() ? clients::async : null,
+        options, returnsFailedItems);
+    this.limiters = new Runner(clients.limiters, null, options, returnsFailedItems);
+    this.async = clients.asyncAvailable() ? new AsyncDynamoDbStore(this, context) : null;
+  }
+
+  private static ReentrantLock[] newStripes(int n) {
+    ReentrantLock[] locks = new ReentrantLock[n];
+    for (int i = 0; i < n; i++) {
+      locks[i] = new ReentrantLock();
+    }
+    return locks;
+  }
+
+  /** Opens a store on an existing table. */
+  static DynamoDbStore open(Options options, StoreContext context, List<ExecutionInterceptor> interceptors) {
+    return open(options, context, interceptors, UnaryOperator.identity());
+  }
+
+  /** Opens a store whose blocking counter requests go through {@code wrap} (for tests). */
+  static DynamoDbStore open(Options options, StoreContext context, List<ExecutionInterceptor> interceptors,
+      UnaryOperator<DynamoDbClient> wrap) {
+    Clients clients = new Clients(options, interceptors);
+    try {
+      Tables.awaitUsable(clients.counters, options);
+      return new DynamoDbStore(options, context, clients, wrap);
+    } catch (RuntimeException e) {
+      clients.close();
+      throw e;
+    }
+  }
+
+  <T> T run(Exchange<T> x) {
+    checkOpen();
+    return counters.run(x);
+  }
+
+  final void checkOpen() {
+    if (closed.get()) {
+      throw new StoreUnavailableException("the store " + options.describe() + " is closed", null);
+    }
+  }
+
+  // ------------------------------------------------------------------ the exchanges
+
+  Exchange<Long> incrExchange(String key, long delta, long dflt, boolean create) {
+    if (options.sharded(key)) {
+      checkShardKey(key);
+      if (!create) {
+        throw ShardedExchanges.unsupported(key, "incrExisting");
+      }
+      if (dflt != 0) {
+        throw ShardedExchanges.unsupported(key, "a default other than 0");
+      }
+      return new ShardedExchanges.Incr(table, key, delta, options.shards());
+    }
+    return new CounterExchanges.Incr(table, key, delta, dflt, create);
+  }
+
+  Exchange<Double> incrDoubleExchange(String key, double delta, double dflt) {
+    refuseSharded(key, "floating increments");
+    return new CounterExchanges.IncrDouble(table, key, delta, dflt);
+  }
+
+  Exchange<Void> putExchange(String key, Number value, long ttlNanos) {
+    refuseSharded(key, "put");
+    return new CounterExchanges.Put(table, key, value, ttlNanos);
+  }
+
+  Exchange<Boolean> addExchange(String key, Number value, long ttlNanos) {
+    refuseSharded(key, "add");
+    return new CounterExchanges.Add(table, key, value, ttlNanos);
+  }
+
+  Exchange<Boolean> touchExchange(String key, long ttlNanos) {
+    refuseSharded(key, "expiry (touch)");
+    return new CounterExchanges.Touch(table, key, ttlNanos);
+  }
+
+  Exchange<List<String>> keysExchange(String prefix) {
+    UnaryOperator<String> logical = options.shards() == 1 ? UnaryOperator.identity() : stored -> {
+      String base = ShardedExchanges.logicalKey(stored);
+      return base.length() < stored.length() && options.sharded(base) ? base : stored;
+    };
+    return new CounterExchanges.Keys(table, prefix, logical);
+  }
+
+  Exchange<Number[]> transactExchange(List<TxOp> ops) {
+    for (TxOp op : ops) {
+      refuseSharded(op.key(), "transactions");
+    }
+    return new TransactExchange(table, ops);
+  }
+
+  private void refuseSharded(String key, String what) {
+    if (options.sharded(key)) {
+      throw ShardedExchanges.unsupported(key, what);
+    }
+  }
+
+  private static void checkShardKey(String key) {
+    if (key.indexOf(ShardedExchanges.SEPARATOR) >= 0) {
+      throw new IllegalArgumentException("the key of a sharded counter cannot contain the NUL"
+          + " character, which separates it from the shard number");
+    }
+  }
+
+  // ------------------------------------------------------------------ Store
+
+  @Override
+  public long incr(String key, long delta, long dflt, boolean create) {
+    return run(incrExchange(key, delta, dflt, create));
+  }
+
+  @Override
+  public double incrDouble(String key, double delta, double dflt) {
+    return run(incrDoubleExchange(key, delta, dflt));
+  }
+
+  @Override
+  public Number get(String key) {
+    if (options.sharded(key)) {
+      return run(new ShardedExchanges.Sum(table, key, options.shards()));
+    }
+    CounterExchanges.Get g = new CounterExchanges.Get(table, key);
+    run(g);
+    return g.value();
+  }
+
+  @Override
+  public void put(String key, Number value, long ttlNanos) {
+    run(putExchange(key, value, ttlNanos));
+  }
+
+  @Override
+  public boolean add(String key, Number value, long ttlNanos) {
+    return run(addExchange(key, value, ttlNanos));
+  }
+
+  @Override
+  public Number pop(String key, boolean integerOnly) {
+    if (options.sharded(key)) {
+      return run(new ShardedExchanges.PopAll(table, key, options.shards()));
+    }
+    return run(new CounterExchanges.Delete(table, key, integerOnly));
+  }
+
+  @Override
+  public boolean delete(String key) {
+    if (options.sharded(key)) {
+      return run(new ShardedExchanges.PopAll(table, key, options.shards())) != null;
+    }
+    CounterExchanges.Delete d = new CounterExchanges.Delete(table, key, false);
+    run(d);
+    return d.wasLive();
+  }
+
+  @Override
+  public boolean touch(String key, long ttlNanos) {
+    return run(touchExchange(key, ttlNanos));
+  }
+
+  @Override
+  public long ttl(String key) {
+    if (options.sharded(key)) {
+      return get(key) == null ? TTL_MISSING : TTL_PERMANENT;
+    }
+    CounterExchanges.Get g = new CounterExchanges.Get(table, key);
+    run(g);
+    return g.ttl();
+  }
+
+  @Override
+  public List<String> keys(String prefix) {
+    return run(keysExchange(prefix));
+  }
+
+  /**
+   * Transactions of this process on overlapping keys take turns (striped locks, taken in
+   * order), so they do not cancel each other; across processes DynamoDB's conditions decide.
+   */
+  @Override
+  public Number[] transact(List<TxOp> ops) {
+    Exchange<Number[]> x = transactExchange(ops);
+    TreeSet<Integer> stripes = new TreeSet<>();
+    for (TxOp op : ops) {
+      stripes.add(Math.floorMod(op.key().hashCode(), txStripes.length));
+    }
+    int locked = 0;
+    try {
+      for (int s : stripes) {
+        txStripes[s].lock();
+        locked++;
+      }
+      return run(x);
+    } finally {
+      for (int s : stripes) {
+        if (locked-- == 0) {
+          break;
+        }
+        txStripes[s].unlock();
+      }
+    }
+  }
+
+  @Override
+  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    checkOpen();
+    LimiterCache.Entry entry = cache.entry(call.key());
+    entry.lock.lock();
+    try {
+      return limiters.run(new LimiterExchange(table, call, operation, permits, entry));
+    } finally {
+      entry.lock.unlock();
+    }
+  }
+
+  /** The non-blocking form, when an async HTTP client is on the class path. */
+  @Override
+  public AsyncStore async() {
+    return async;
+  }
+
+  @Override
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      cache.clear();
+      clients.close();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "DynamoDbStore[" + options.describe() + "]";
+  }
+}

@@ -1,0 +1,216 @@
+package dev.tally.dynamodb;
+
+import static dev.tally.dynamodb.Items.n;
+import static dev.tally.dynamodb.Table.values;
+
+import dev.tally.Decision;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
+import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
+
+/**
+ * One rate limiter decision: the core's state machine run in this process, made atomic by a
+ * conditional write on the version of the state it was computed from.
+ *
+ * <h2>Why it never grants more than the limit</h2>
+ *
+ * Every write of a limiter's item carries a random 64-bit id, {@code _w}. The state machine runs
+ * on a record read with id {@code w}, and the new record is written under the condition
+ * {@code _w = w} (or {@code attribute_not_exists} for a limiter with no state). If any other
+ * client wrote in between, the condition fails and nothing is written; the decision is
+ * recomputed from the item that failed it, which DynamoDB returns in the same response. A grant
+ * is therefore always computed from the exact state it replaces, whatever the number of
+ * clients, processes and hosts. A random id rather than a counter, because an item deleted
+ * when its limiter is full again and then recreated would restart a counter, and a client still
+ * holding the old state at the same count would write over the new one ({@code _ver} still
+ * counts the writes, for people reading the table).
+ *
+ * <h2>One request per decision</h2>
+ *
+ * Each store keeps the last state it saw of each limiter ({@link LimiterCache}) and writes from
+ * it directly: when no other client wrote since, the write succeeds and the decision costs one
+ * request. Decisions that change nothing (a denial, {@code available()}) are not written; they
+ * are confirmed by one consistent {@code GetItem} instead, since a cached state may be stale,
+ * and only written if the fresh state turns the answer around. Threads of one process take
+ * turns on a key ({@link LimiterCache.Entry#lock}) so they never conflict with each other.
+ *
+ * <h2>Time</h2>
+ *
+ * DynamoDB has no clock to offer a condition, so decisions use the client's clock, and the item
+ * keeps {@code _now}, the latest time any client decided at. A decision is taken at
+ * {@code max(clock, _now)}: a client whose clock lags sees time stand still rather than run
+ * back, which could otherwise re-open a window that another client had already closed.
+ *
+ * <h2>Expiry</h2>
+ *
+ * The machine reports how long its state matters ({@code keepNanos}); the item carries that
+ * instant in {@code _exp} (exact, on the client clock) and {@code _ttl} (seconds, for DynamoDB's
+ * TTL deletion). A state past {@code _exp} is the same as none. A decision that leaves the
+ * limiter full deletes the item, on the same condition.
+ */
+final class LimiterExchange extends Exchange<Decision> {
+  private enum Sent { READ, WRITE, DELETE, RESET }
+
+  private final Table t;
+  private final LimiterCall call;
+  private final LimiterOperation op;
+  private final long permits;
+  private final LimiterCache.Entry entry;
+
+  /** What this exchange knows of the item. */
+  private LimiterCache.State known;
+  /** Whether {@link #known} was read during this exchange (so it needs no confirmation). */
+  private boolean fresh;
+
+  private Sent sent;
+  private DynamoDbRequest next;
+  private Decision pendingDecision;
+  private LimiterCache.State pendingState;
+  private long writer;
+
+  LimiterExchange(Table t, LimiterCall call, LimiterOperation op, long permits, LimiterCache.Entry entry) {
+    super(call.key(), t.items.key(call.key()), t.conflictTries);
+    this.t = t;
+    this.call = call;
+    this.op = op;
+    this.permits = permits;
+    this.entry = entry;
+    this.known = entry.state;
+    plan();
+  }
+
+  /** Decides from what is known, and prepares the request that confirms or applies it. */
+  private void plan() {
+    if (op == LimiterOperation.RESET) {
+      // Forgetting needs no version: delete whatever is there (unless it is a counter).
+      sent = Sent.RESET;
+      LimiterOutcome out = call.apply(null, t.now(), op, permits);
+      pendingDecision = out.decision();
+      pendingState = LimiterCache.State.MISSING;
+      next = t.delete(key, "attribute_not_exists(#v)", null, ReturnValue.NONE);
+      return;
+    }
+    LimiterCache.State k = known == null ? LimiterCache.State.MISSING : known;
+    long now = Math.max(t.now(), k.lastNow());
+    long[] stored = k.present() && k.expiresAt() - now > 0 ? k.record().clone() : null;
+    LimiterOutcome out = call.apply(stored, now, op, permits);
+    boolean changes = switch (op) {
+      case PEEK -> false;
+      case ACQUIRE -> permits > 0 && out.decision().allowed();
+      default -> true;
+    };
+    if (changes && out.record() != null) {
+      long version = k.present() ? k.version() + 1 : 1;
+      long keep = Math.max(1, out.keepNanos());
+      long exp = keep > Long.MAX_VALUE - now ? Long.MAX_VALUE : now + keep;
+      do {
+        writer = ThreadLocalRandom.current().nextLong();
+      } while (writer == 0); // 0 stands for "no id"
+      Map<String, AttributeValue> item = new HashMap<>();
+      item.put(t.items.keyAttribute, AttributeValue.fromS(key));
+      item.put(Items.REC, Items.record(out.record()));
+      item.put(Items.VER, n(version));
+      item.put(Items.NOW, n(now));
+      item.put(Items.EXP, n(exp));
+      item.put(Items.TTL, Items.ttlSeconds(exp));
+      item.put(Items.WRITER, n(writer));
+      checkSize(item);
+      sent = Sent.WRITE;
+      pendingDecision = out.decision();
+      pendingState = new LimiterCache.State(true, out.record(), version, writer, now, exp);
+      next = k.present()
+          ? t.put(item, "#w = :w", values(":w", n(k.writer())))
+          : t.put(item, "attribute_not_exists(#k)", null);
+      return;
+    }
+    if (changes && k.present()) {
+      sent = Sent.DELETE;
+      pendingDecision = out.decision();
+      pendingState = LimiterCache.State.MISSING;
+      next = t.delete(key, "#w = :w", values(":w", n(k.writer())), ReturnValue.NONE);
+      return;
+    }
+    if (fresh) {
+      finish(out.decision());
+      return;
+    }
+    sent = Sent.READ;
+    next = t.get(key);
+  }
+
+  private void checkSize(Map<String, AttributeValue> item) {
+    int size = Items.sizeBound(item);
+    if (size > Items.MAX_ITEM_BYTES) {
+      throw new IllegalArgumentException("limiter '" + key + "' has " + call.limits().size()
+          + " limits, whose state would take up to " + size + " bytes; a DynamoDB item holds at most"
+          + " 400 KB. Split it into several limiters");
+    }
+  }
+
+  @Override
+  DynamoDbRequest request() {
+    return next;
+  }
+
+  @Override
+  void answer(DynamoDbResponse response) {
+    if (sent == Sent.READ) {
+      GetItemResponse r = (GetItemResponse) response;
+      learn(r.hasItem() && !r.item().isEmpty() ? r.item() : null);
+      plan();
+      return;
+    }
+    entry.state = pendingState;
+    finish(pendingDecision);
+  }
+
+  @Override
+  void conditionFailed(Map<String, AttributeValue> item) {
+    if (sent == Sent.RESET) {
+      throw counterHere(); // the only item a reset does not delete
+    }
+    if (item != null && sent == Sent.WRITE && Items.longAttr(item, Items.WRITER, 0) == writer) {
+      // Our own write, applied by an attempt whose response was lost and then retried.
+      entry.state = pendingState;
+      finish(pendingDecision);
+      return;
+    }
+    learn(item);
+    conflict();
+    plan();
+  }
+
+  private IllegalStateException counterHere() {
+    return new IllegalStateException("key '" + key + "' holds a counter, not rate limiter state:"
+        + " counters and rate limiters share the table's keys, so give them different names");
+  }
+
+  private void learn(Map<String, AttributeValue> item) {
+    if (item != null && Items.isCounter(item)) {
+      throw counterHere();
+    }
+    known = LimiterCache.State.of(item);
+    entry.state = known;
+    fresh = true;
+  }
+
+  @Override
+  long pauseNanos() {
+    int c = conflicts();
+    if (c == 0) {
+      return 0;
+    }
+    // Other clients are writing this key: spread the retries out (full jitter, 0.5 ms doubling
+    // up to 25 ms), so that the client that just won does not keep winning.
+    long ceiling = Math.min(25_000_000L, 500_000L << Math.min(c - 1, 10));
+    return ThreadLocalRandom.current().nextLong(ceiling);
+  }
+}

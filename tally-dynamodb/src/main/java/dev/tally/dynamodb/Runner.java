@@ -1,0 +1,225 @@
+package dev.tally.dynamodb;
+
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
+import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
+import software.amazon.awssdk.services.dynamodb.model.BatchGetItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedException;
+import software.amazon.awssdk.services.dynamodb.model.DeleteItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbException;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
+import software.amazon.awssdk.services.dynamodb.model.GetItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.PutItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.ScanRequest;
+import software.amazon.awssdk.services.dynamodb.model.TransactGetItemsRequest;
+import software.amazon.awssdk.services.dynamodb.model.TransactWriteItemsRequest;
+import software.amazon.awssdk.services.dynamodb.model.TransactionCanceledException;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
+
+/**
+ * Carries {@link Exchange}s out: sends each request, hands the answer back, and translates
+ * failures. The blocking form loops on the calling thread; the asynchronous form chains the
+ * same steps on {@link DynamoDbAsyncClient} futures.
+ */
+final class Runner {
+  private final DynamoDbClient client;
+  private final Supplier<DynamoDbAsyncClient> asyncClient; // null: no asynchronous form
+  private final Options options;
+  private final String table;
+  /**
+   * Whether the server returns the item that failed a condition. Learned from the first failure
+   * that carries one; until then (and always, on servers that do not) a failure without an item
+   * is followed by a consistent read of it.
+   */
+  private final AtomicBoolean returnsFailedItems;
+
+  Runner(DynamoDbClient client, Supplier<DynamoDbAsyncClient> asyncClient, Options options,
+      AtomicBoolean returnsFailedItems) {
+    this.client = client;
+    this.asyncClient = asyncClient;
+    this.options = options;
+    this.table = options.table();
+    this.returnsFailedItems = returnsFailedItems;
+  }
+
+  // ------------------------------------------------------------------ blocking
+
+  <T> T run(Exchange<T> x) {
+    try {
+      while (!x.done()) {
+        pause(x.pauseNanos());
+        DynamoDbRequest request = x.request();
+        try {
+          x.answer(send(request));
+        } catch (ConditionalCheckFailedException e) {
+          Map<String, AttributeValue> item;
+          if (e.hasItem()) {
+            returnsFailedItems.set(true);
+            item = e.item();
+          } else if (returnsFailedItems.get() || !x.needsItemOnConditionFailure()) {
+            item = null;
+          } else {
+            item = item(client.getItem(read(x.itemKey)));
+          }
+          x.conditionFailed(item);
+        } catch (TransactionCanceledException e) {
+          x.canceled(e);
+        } catch (DynamoDbException e) {
+          if (!Errors.numberRefused(e)) {
+            throw e;
+          }
+          x.numberRefused(e);
+        }
+      }
+      return x.result();
+    } catch (RuntimeException e) {
+      throw Errors.translate(e, x.key, options);
+    }
+  }
+
+  private static void pause(long nanos) {
+    if (nanos > 0) {
+      try {
+        TimeUnit.NANOSECONDS.sleep(nanos);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new dev.tally.StoreUnavailableException("interrupted while backing off", e);
+      }
+    }
+  }
+
+  private DynamoDbResponse send(DynamoDbRequest r) {
+    if (r instanceof UpdateItemRequest u) {
+      return client.updateItem(u);
+    } else if (r instanceof GetItemRequest g) {
+      return client.getItem(g);
+    } else if (r instanceof PutItemRequest p) {
+      return client.putItem(p);
+    } else if (r instanceof DeleteItemRequest d) {
+      return client.deleteItem(d);
+    } else if (r instanceof ScanRequest s) {
+      return client.scan(s);
+    } else if (r instanceof BatchGetItemRequest b) {
+      return client.batchGetItem(b);
+    } else if (r instanceof TransactGetItemsRequest t) {
+      return client.transactGetItems(t);
+    } else if (r instanceof TransactWriteItemsRequest t) {
+      return client.transactWriteItems(t);
+    }
+    throw new IllegalArgumentException("no such request: " + r.getClass().getSimpleName());
+  }
+
+  GetItemRequest read(Map<String, AttributeValue> key) {
+    return GetItemRequest.builder().tableName(table).key(key).consistentRead(true).build();
+  }
+
+  private static Map<String, AttributeValue> item(GetItemResponse r) {
+    return r.hasItem() && !r.item().isEmpty() ? r.item() : null;
+  }
+
+  // ------------------------------------------------------------------ asynchronous
+
+  <T> CompletableFuture<T> runAsync(Exchange<T> x) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    step(x, result);
+    return result;
+  }
+
+  private <T> void step(Exchange<T> x, CompletableFuture<T> result) {
+    try {
+      if (x.done()) {
+        result.complete(x.result());
+        return;
+      }
+      long pause = x.pauseNanos();
+      CompletableFuture<DynamoDbResponse> sent = pause > 0
+          ? CompletableFuture.supplyAsync(x::request,
+              CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS)).thenCompose(this::sendAsync)
+          : sendAsync(x.request());
+      sent.whenComplete((response, failure) -> {
+        if (failure == null) {
+          try {
+            x.answer(response);
+            step(x, result);
+          } catch (Throwable t) {
+            result.completeExceptionally(Errors.translate(t, x.key, options));
+          }
+          return;
+        }
+        onFailure(x, result, Errors.unwrap(failure));
+      });
+    } catch (Throwable t) {
+      result.completeExceptionally(Errors.translate(t, x.key, options));
+    }
+  }
+
+  private <T> void onFailure(Exchange<T> x, CompletableFuture<T> result, Throwable failure) {
+    try {
+      if (failure instanceof ConditionalCheckFailedException e) {
+        if (e.hasItem()) {
+          returnsFailedItems.set(true);
+          x.conditionFailed(e.item());
+        } else if (returnsFailedItems.get() || !x.needsItemOnConditionFailure()) {
+          x.conditionFailed(null);
+        } else {
+          asyncClient.get().getItem(read(x.itemKey)).whenComplete((r, f) -> {
+            if (f != null) {
+              result.completeExceptionally(Errors.translate(f, x.key, options));
+              return;
+            }
+            try {
+              x.conditionFailed(item(r));
+              step(x, result);
+            } catch (Throwable t) {
+              result.completeExceptionally(Errors.translate(t, x.key, options));
+            }
+          });
+          return;
+        }
+      } else if (failure instanceof TransactionCanceledException e) {
+        x.canceled(e);
+      } else if (failure instanceof DynamoDbException e && Errors.numberRefused(e)) {
+        x.numberRefused(e);
+      } else {
+        result.completeExceptionally(Errors.translate(failure, x.key, options));
+        return;
+      }
+      step(x, result);
+    } catch (Throwable t) {
+      result.completeExceptionally(Errors.translate(t, x.key, options));
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private CompletableFuture<DynamoDbResponse> sendAsync(DynamoDbRequest r) {
+    DynamoDbAsyncClient asyncClient = this.asyncClient.get();
+    CompletableFuture<? extends DynamoDbResponse> f;
+    if (r instanceof UpdateItemRequest u) {
+      f = asyncClient.updateItem(u);
+    } else if (r instanceof GetItemRequest g) {
+      f = asyncClient.getItem(g);
+    } else if (r instanceof PutItemRequest p) {
+      f = asyncClient.putItem(p);
+    } else if (r instanceof DeleteItemRequest d) {
+      f = asyncClient.deleteItem(d);
+    } else if (r instanceof ScanRequest s) {
+      f = asyncClient.scan(s);
+    } else if (r instanceof BatchGetItemRequest b) {
+      f = asyncClient.batchGetItem(b);
+    } else if (r instanceof TransactGetItemsRequest t) {
+      f = asyncClient.transactGetItems(t);
+    } else if (r instanceof TransactWriteItemsRequest t) {
+      f = asyncClient.transactWriteItems(t);
+    } else {
+      throw new IllegalArgumentException("no such request: " + r.getClass().getSimpleName());
+    }
+    return (CompletableFuture<DynamoDbResponse>) f;
+  }
+}

@@ -1,0 +1,211 @@
+package dev.tally.dynamodb;
+
+import dev.tally.spi.Store;
+import dev.tally.spi.StoreContext;
+import dev.tally.spi.StoreProvider;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantLock;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
+import software.amazon.awssdk.services.dynamodb.model.BatchGetItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.BatchGetItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.CancellationReason;
+import software.amazon.awssdk.services.dynamodb.model.ConditionCheck;
+import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedException;
+import software.amazon.awssdk.services.dynamodb.model.DeleteItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.DeleteItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.DescribeTableRequest;
+import software.amazon.awssdk.services.dynamodb.model.DescribeTableResponse;
+import software.amazon.awssdk.services.dynamodb.model.GetItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.ItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.PutItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.PutItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.ScanRequest;
+import software.amazon.awssdk.services.dynamodb.model.ScanResponse;
+import software.amazon.awssdk.services.dynamodb.model.TransactGetItem;
+import software.amazon.awssdk.services.dynamodb.model.TransactGetItemsRequest;
+import software.amazon.awssdk.services.dynamodb.model.TransactGetItemsResponse;
+import software.amazon.awssdk.services.dynamodb.model.TransactWriteItem;
+import software.amazon.awssdk.services.dynamodb.model.TransactWriteItemsRequest;
+import software.amazon.awssdk.services.dynamodb.model.TransactWriteItemsResponse;
+import software.amazon.awssdk.services.dynamodb.model.TransactionCanceledException;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
+
+/**
+ * A client that gives dynalite the two transaction operations it lacks, so the store's
+ * transaction code runs against a real expression parser: TransactGetItems as consistent
+ * GetItems, TransactWriteItems as the conditional writes one by one, undone if one fails, both
+ * under one lock that every emulated transaction in this JVM takes. The isolation holds between
+ * transactions only (plain writes do not take the lock), which is what the kit's transaction
+ * tests exercise. Opened as {@code dynamodb-txemu://…}.
+ */
+final class EmulatedTransactions implements DynamoDbClient {
+  private static final ReentrantLock LOCK = new ReentrantLock(true);
+  private final DynamoDbClient d;
+
+  EmulatedTransactions(DynamoDbClient delegate) {
+    this.d = delegate;
+  }
+
+  /** The store provider for {@code dynamodb-txemu://}. */
+  public static final class Provider implements StoreProvider {
+    @Override
+    public Set<String> schemes() {
+      return Set.of("dynamodb-txemu");
+    }
+
+    @Override
+    public Store open(String uri, StoreContext context) {
+      String plain = "dynamodb" + uri.substring("dynamodb-txemu".length());
+      return DynamoDbStore.open(Options.parse(plain), context, List.of(), EmulatedTransactions::new);
+    }
+  }
+
+  @Override
+  public TransactGetItemsResponse transactGetItems(TransactGetItemsRequest request) {
+    LOCK.lock();
+    try {
+      List<ItemResponse> out = new ArrayList<>();
+      for (TransactGetItem g : request.transactItems()) {
+        GetItemResponse r = d.getItem(b -> b.tableName(g.get().tableName()).key(g.get().key()).consistentRead(true));
+        out.add(r.hasItem() && !r.item().isEmpty() ? ItemResponse.builder().item(r.item()).build()
+            : ItemResponse.builder().build());
+      }
+      return TransactGetItemsResponse.builder().responses(out).build();
+    } finally {
+      LOCK.unlock();
+    }
+  }
+
+  @Override
+  public TransactWriteItemsResponse transactWriteItems(TransactWriteItemsRequest request) {
+    LOCK.lock();
+    try {
+      List<Runnable> undo = new ArrayList<>();
+      List<TransactWriteItem> items = request.transactItems();
+      for (int i = 0; i < items.size(); i++) {
+        TransactWriteItem w = items.get(i);
+        String table;
+        Map<String, AttributeValue> key;
+        if (w.put() != null) {
+          table = w.put().tableName();
+          key = keyOf(table, w.put().item());
+        } else if (w.delete() != null) {
+          table = w.delete().tableName();
+          key = w.delete().key();
+        } else {
+          table = w.conditionCheck().tableName();
+          key = w.conditionCheck().key();
+        }
+        GetItemResponse before = d.getItem(b -> b.tableName(table).key(key).consistentRead(true));
+        Map<String, AttributeValue> old = before.hasItem() && !before.item().isEmpty() ? before.item() : null;
+        try {
+          apply(w, old);
+        } catch (ConditionalCheckFailedException e) {
+          for (int u = undo.size() - 1; u >= 0; u--) {
+            undo.get(u).run();
+          }
+          List<CancellationReason> reasons = new ArrayList<>();
+          for (int r = 0; r < items.size(); r++) {
+            reasons.add(CancellationReason.builder().code(r == i ? "ConditionalCheckFailed" : "None").build());
+          }
+          throw TransactionCanceledException.builder().message("Transaction cancelled (emulated)")
+              .cancellationReasons(reasons).build();
+        }
+        undo.add(() -> {
+          if (old == null) {
+            d.deleteItem(b -> b.tableName(table).key(key));
+          } else {
+            d.putItem(b -> b.tableName(table).item(old));
+          }
+        });
+      }
+      return TransactWriteItemsResponse.builder().build();
+    } finally {
+      LOCK.unlock();
+    }
+  }
+
+  private void apply(TransactWriteItem w, Map<String, AttributeValue> old) {
+    if (w.put() != null) {
+      var p = w.put();
+      d.putItem(b -> b.tableName(p.tableName()).item(p.item()).conditionExpression(p.conditionExpression())
+          .expressionAttributeNames(p.expressionAttributeNames())
+          .expressionAttributeValues(p.hasExpressionAttributeValues() ? p.expressionAttributeValues() : null));
+    } else if (w.delete() != null) {
+      var x = w.delete();
+      d.deleteItem(b -> b.tableName(x.tableName()).key(x.key()).conditionExpression(x.conditionExpression())
+          .expressionAttributeNames(x.expressionAttributeNames())
+          .expressionAttributeValues(x.hasExpressionAttributeValues() ? x.expressionAttributeValues() : null));
+    } else {
+      ConditionCheck c = w.conditionCheck();
+      // Check by writing back what is there (or deleting nothing) under the same condition.
+      if (old == null) {
+        d.deleteItem(b -> b.tableName(c.tableName()).key(c.key()).conditionExpression(c.conditionExpression())
+            .expressionAttributeNames(c.expressionAttributeNames())
+            .expressionAttributeValues(c.hasExpressionAttributeValues() ? c.expressionAttributeValues() : null));
+      } else {
+        d.putItem(b -> b.tableName(c.tableName()).item(old).conditionExpression(c.conditionExpression())
+            .expressionAttributeNames(c.expressionAttributeNames())
+            .expressionAttributeValues(c.hasExpressionAttributeValues() ? c.expressionAttributeValues() : null));
+      }
+    }
+  }
+
+  private Map<String, AttributeValue> keyOf(String table, Map<String, AttributeValue> item) {
+    String keyName = d.describeTable(b -> b.tableName(table)).table().keySchema().get(0).attributeName();
+    return Map.of(keyName, item.get(keyName));
+  }
+
+  // ------------------------------------------------------------------ everything else as is
+
+  @Override
+  public GetItemResponse getItem(GetItemRequest r) {
+    return d.getItem(r);
+  }
+
+  @Override
+  public PutItemResponse putItem(PutItemRequest r) {
+    return d.putItem(r);
+  }
+
+  @Override
+  public UpdateItemResponse updateItem(UpdateItemRequest r) {
+    return d.updateItem(r);
+  }
+
+  @Override
+  public DeleteItemResponse deleteItem(DeleteItemRequest r) {
+    return d.deleteItem(r);
+  }
+
+  @Override
+  public ScanResponse scan(ScanRequest r) {
+    return d.scan(r);
+  }
+
+  @Override
+  public BatchGetItemResponse batchGetItem(BatchGetItemRequest r) {
+    return d.batchGetItem(r);
+  }
+
+  @Override
+  public DescribeTableResponse describeTable(DescribeTableRequest r) {
+    return d.describeTable(r);
+  }
+
+  @Override
+  public String serviceName() {
+    return d.serviceName();
+  }
+
+  @Override
+  public void close() {
+    // the store closes the real client
+  }
+}

@@ -1,0 +1,45 @@
+package dev.tally.dynamodb;
+
+import java.lang.reflect.Method;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * Skips the conformance tests that need DynamoDB transactions when the server has none
+ * (dynalite implements no TransactGetItems / TransactWriteItems), printing why. Everything else
+ * in the kit runs. Against a server with transactions, nothing is skipped.
+ */
+final class NeedsTransactions implements ExecutionCondition {
+  /** Marks a suite whose store emulates transactions: nothing is skipped there. */
+  interface Emulated {}
+
+  /** Test methods that call Counters.transaction and reach the store, by declaring class. */
+  private static final Map<String, Set<String>> TESTS = Map.of(
+      "Transactions", Set.of("appliesEveryOperationAndReturnsEachResult", "laterOperationsSeeEarlierOnes",
+          "aFailingOperationAppliesNone", "overflowAppliesNone", "incrementsKeepExpiryAndRestartExpiredKeys",
+          "operationsAfterTheCallbackAreRefused"),
+      "Async", Set.of("everyOperationHasTheSameSemantics"),
+      "CounterConcurrencyContract", Set.of("transactionsAreNeverSeenHalfApplied",
+          "transactionsOnOverlappingKeysDoNotDeadlock"));
+
+  @Override
+  public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+    Method m = context.getTestMethod().orElse(null);
+    if (m == null) {
+      return ConditionEvaluationResult.enabled("not a test method");
+    }
+    boolean emulated = context.getTestInstances()
+        .map(i -> i.getAllInstances().stream().anyMatch(Emulated.class::isInstance)).orElse(false);
+    Set<String> names = emulated ? null : TESTS.get(m.getDeclaringClass().getSimpleName());
+    if (names == null || !names.contains(m.getName()) || Dynalite.supportsTransactions()) {
+      return ConditionEvaluationResult.enabled("needs no transactions, or the server has them");
+    }
+    String reason = "skipped " + m.getDeclaringClass().getSimpleName() + "." + m.getName()
+        + ": the test server (dynalite) implements no TransactWriteItems/TransactGetItems";
+    System.out.println("[skip] " + reason);
+    return ConditionEvaluationResult.disabled(reason);
+  }
+}
