@@ -1,10 +1,10 @@
 package dev.tally.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.tally.Tally;
 import dev.tally.server.http.Api;
 import dev.tally.server.http.Api.LimiterAction;
 import dev.tally.server.http.LimitSpec;
+import dev.tally.server.http.Reply;
 import dev.tally.server.http.Specs;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -79,10 +79,8 @@ final class LimitCommand {
     }
   }
 
-  private int run(Function<Api, dev.tally.server.http.Reply> call) {
-    try (Tally tally = Tally.open(root.store)) {
-      return root.print(call.apply(new Api(tally, null)), LimitCommand::plain);
-    }
+  private int run(Function<Api, Reply> call) {
+    return root.run(call, LimitCommand::plain);
   }
 
   /** {@code allowed remaining=99 limit=100 reset-after=600ms}, and for a denial the wait. */

@@ -62,8 +62,8 @@ final class TallyCommand {
 
   /** Opens the store, runs one call, prints its reply, returns the exit code. */
   int run(Function<Api, Reply> call, Function<JsonNode, String> plain) {
-    try (Tally tally = Tally.open(store)) {
-      return print(call.apply(new Api(tally, null)), plain);
+    try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
+      return print(call.apply(api), plain);
     }
   }
 
@@ -145,8 +145,8 @@ final class TallyCommand {
           Number value,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long, e.g. 40d.") Duration ttl) {
-    try (Tally tally = Tally.open(store)) {
-      Reply reply = new Api(tally, null).add(key, value, ttl);
+    try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
+      Reply reply = api.add(key, value, ttl);
       int code = print(reply, body -> body.get("added").asBoolean() ? "added" : "exists");
       return code == 0 && !reply.body().get("added").asBoolean() ? 1 : code;
     }

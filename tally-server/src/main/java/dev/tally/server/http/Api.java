@@ -85,7 +85,7 @@ public final class Api implements AutoCloseable {
       Number value;
       if (delta instanceof Double || dflt instanceof Double) {
         if (mustExist) {
-          throw new BadRequestException("mustExist works with integer deltas only");
+          throw new RequestException("mustExist works with integer deltas only");
         }
         double d = negate ? -delta.doubleValue() : delta.doubleValue();
         value = call(op, () -> counters.incr(key, d, dflt.doubleValue()));
@@ -251,19 +251,19 @@ public final class Api implements AutoCloseable {
   public Reply transaction(List<TxOp> ops) {
     try {
       if (ops.isEmpty()) {
-        throw new BadRequestException("a transaction needs at least one operation in 'ops'");
+        throw new RequestException("a transaction needs at least one operation in 'ops'");
       }
       if (ops.size() > MAX_TRANSACTION_OPS) {
-        throw new BadRequestException("a transaction holds at most " + MAX_TRANSACTION_OPS
+        throw new RequestException("a transaction holds at most " + MAX_TRANSACTION_OPS
             + " operations, not " + ops.size());
       }
       for (int i = 0; i < ops.size(); i++) {
         TxOp o = ops.get(i);
         if (o.op().equals("put") && o.value() instanceof Double) {
-          throw new BadRequestException("ops[" + i + "]: a transaction puts integer values only");
+          throw new RequestException("ops[" + i + "]: a transaction puts integer values only");
         }
         if (o.mustExist() && (o.delta() instanceof Double || o.dflt() instanceof Double)) {
-          throw new BadRequestException("ops[" + i + "]: mustExist works with integer deltas only");
+          throw new RequestException("ops[" + i + "]: mustExist works with integer deltas only");
         }
       }
       TransactionResult result = call("transaction", () -> counters.transaction(tx -> {
@@ -285,7 +285,7 @@ public final class Api implements AutoCloseable {
             case "put" -> tx.put(o.key(), o.value().longValue(), o.ttl());
             case "delete" -> tx.delete(o.key());
             case "get" -> tx.get(o.key());
-            default -> throw new BadRequestException("unknown op '" + o.op() + "'");
+            default -> throw new RequestException("unknown op '" + o.op() + "'");
           }
         }
       }));
@@ -378,12 +378,12 @@ public final class Api implements AutoCloseable {
         }
         case TOP_UP -> {
           if (limits.size() != 1 || limits.get(0).kind() != LimitSpec.Kind.QUOTA) {
-            throw new BadRequestException("top-up needs exactly one quota limit, e.g."
+            throw new RequestException("top-up needs exactly one quota limit, e.g."
                 + " {\"quota\": \"1000/month\"}");
           }
           long units = permits;
           if (units <= 0) {
-            throw new BadRequestException("top-up units must be positive, not " + units);
+            throw new RequestException("top-up units must be positive, not " + units);
           }
           call(op, () -> {
             ((Quota) limiter).topUp(units);
@@ -410,7 +410,7 @@ public final class Api implements AutoCloseable {
       long p = permits(permits);
       Duration wait = maxWait == null ? Duration.ZERO : maxWait;
       if (wait.compareTo(MAX_WAIT) > 0) {
-        throw new BadRequestException("maxWait " + Specs.format(wait) + " is longer than the "
+        throw new RequestException("maxWait " + Specs.format(wait) + " is longer than the "
             + Specs.format(MAX_WAIT) + " allowed");
       }
       RateLimiter limiter = open(name, limits);
@@ -457,7 +457,7 @@ public final class Api implements AutoCloseable {
 
   private RateLimiter open(String name, List<LimitSpec> limits) {
     if (limits.isEmpty()) {
-      throw new BadRequestException("no limit given: add one, e.g. {\"limit\": {\"tokenBucket\":"
+      throw new RequestException("no limit given: add one, e.g. {\"limit\": {\"tokenBucket\":"
           + " \"100/1m\"}} or --token-bucket 100/1m");
     }
     Limit[] ls = new Limit[limits.size()];
@@ -475,7 +475,7 @@ public final class Api implements AutoCloseable {
 
   private static long permits(long permits) {
     if (permits < 0) {
-      throw new BadRequestException("permits must be zero or more, not " + permits
+      throw new RequestException("permits must be zero or more, not " + permits
           + "; use refund to give permits back");
     }
     return permits;

@@ -29,7 +29,7 @@ final class Body {
     for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
       String f = it.next();
       if (!fields.contains(f)) {
-        throw new BadRequestException("unknown field '" + where + f + "'; expected "
+        throw new RequestException("unknown field '" + where + f + "'; expected "
             + (fields.isEmpty() ? "an empty body" : "one of " + String.join(", ", sorted(fields))));
       }
     }
@@ -57,7 +57,7 @@ final class Body {
     }
     if (n.isIntegralNumber()) {
       if (!n.canConvertToLong()) {
-        throw new BadRequestException("'" + where + field + "' is " + n.asText()
+        throw new RequestException("'" + where + field + "' is " + n.asText()
             + ", outside the signed 64-bit range");
       }
       return n.longValue();
@@ -65,7 +65,7 @@ final class Body {
     if (n.isFloatingPointNumber() && Double.isFinite(n.doubleValue())) {
       return n.doubleValue();
     }
-    throw new BadRequestException("'" + where + field + "' must be a number like 5 or 0.5, not "
+    throw new RequestException("'" + where + field + "' must be a number like 5 or 0.5, not "
         + Json.string(n));
   }
 
@@ -73,7 +73,7 @@ final class Body {
   long integer(String field, long dflt) {
     Number n = number(field, dflt);
     if (n instanceof Double) {
-      throw new BadRequestException("'" + where + field + "' must be an integer, not " + n);
+      throw new RequestException("'" + where + field + "' must be an integer, not " + n);
     }
     return n.longValue();
   }
@@ -84,7 +84,7 @@ final class Body {
       return dflt;
     }
     if (!n.isBoolean()) {
-      throw new BadRequestException("'" + where + field + "' must be true or false, not " + Json.string(n));
+      throw new RequestException("'" + where + field + "' must be true or false, not " + Json.string(n));
     }
     return n.booleanValue();
   }
@@ -96,7 +96,7 @@ final class Body {
       return null;
     }
     if (!n.isTextual()) {
-      throw new BadRequestException("'" + where + field + "' must be a string, not " + Json.string(n));
+      throw new RequestException("'" + where + field + "' must be a string, not " + Json.string(n));
     }
     return n.textValue();
   }
@@ -104,7 +104,7 @@ final class Body {
   String requiredString(String field, String example) {
     String s = string(field);
     if (s == null) {
-      throw new BadRequestException("missing field '" + where + field + "', e.g. " + example);
+      throw new RequestException("missing field '" + where + field + "', e.g. " + example);
     }
     return s;
   }
@@ -116,12 +116,12 @@ final class Body {
       return null;
     }
     if (!n.isTextual()) {
-      throw new BadRequestException("'" + where + field + "' must be a string: " + Specs.DURATION_HINT);
+      throw new RequestException("'" + where + field + "' must be a string: " + Specs.DURATION_HINT);
     }
     try {
       return Specs.duration(n.textValue());
     } catch (IllegalArgumentException e) {
-      throw new BadRequestException("'" + where + field + "': " + e.getMessage());
+      throw new RequestException("'" + where + field + "': " + e.getMessage());
     }
   }
 }

@@ -36,11 +36,11 @@ final class Json {
     try (JsonParser p = MAPPER.createParser(body)) {
       node = MAPPER.readTree(p);
       if (p.nextToken() != null) {
-        throw new BadRequestException("malformed JSON: unexpected data after the object");
+        throw new RequestException("malformed JSON: unexpected data after the object");
       }
     } catch (JsonProcessingException e) {
       var at = e.getLocation();
-      throw new BadRequestException("malformed JSON: " + e.getOriginalMessage().lines().findFirst().orElse("")
+      throw new RequestException("malformed JSON: " + e.getOriginalMessage().lines().findFirst().orElse("")
           + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -49,7 +49,7 @@ final class Json {
       return object();
     }
     if (!node.isObject()) {
-      throw new BadRequestException("expected a JSON object like " + example);
+      throw new RequestException("expected a JSON object like " + example);
     }
     return (ObjectNode) node;
   }

@@ -65,7 +65,7 @@ public enum Problem {
 
   /** What an exception thrown by Tally (or by input checks) means for the caller. */
   public static Problem of(Throwable e) {
-    if (e instanceof BadRequestException b) {
+    if (e instanceof RequestException b) {
       return b.problem();
     }
     if (e instanceof IllegalArgumentException) {

@@ -36,7 +36,7 @@ final class Requests {
         int hi = i + 2 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
         int lo = hi < 0 ? -1 : Character.digit(raw.charAt(i + 2), 16);
         if (lo < 0) {
-          throw new BadRequestException(what + " has a bad percent-escape at '"
+          throw new RequestException(what + " has a bad percent-escape at '"
               + raw.substring(i, Math.min(raw.length(), i + 3)) + "'; encode '%' as %25");
         }
         bytes.write(hi << 4 | lo);
@@ -53,7 +53,7 @@ final class Requests {
           .decode(ByteBuffer.wrap(bytes.toByteArray()))
           .toString();
     } catch (CharacterCodingException e) {
-      throw new BadRequestException(what + " is not valid UTF-8 once percent-decoded");
+      throw new RequestException(what + " is not valid UTF-8 once percent-decoded");
     }
   }
 
@@ -71,7 +71,7 @@ final class Requests {
       String name = decode(eq < 0 ? pair : pair.substring(0, eq), "query parameter name");
       String value = eq < 0 ? "" : decode(pair.substring(eq + 1), "query parameter '" + name + "'");
       if (params.put(name, value) != null) {
-        throw new BadRequestException("query parameter '" + name + "' is given twice");
+        throw new RequestException("query parameter '" + name + "' is given twice");
       }
     }
     return params;
@@ -86,26 +86,26 @@ final class Requests {
     JsonNode one = body.raw("limit");
     JsonNode many = body.raw("limits");
     if (one != null && many != null) {
-      throw new BadRequestException("give either 'limit' or 'limits', not both");
+      throw new RequestException("give either 'limit' or 'limits', not both");
     }
     List<LimitSpec> specs = new ArrayList<>();
     if (one != null && !one.isNull()) {
       specs.add(limit(one, "limit", 0));
     } else if (many != null && !many.isNull()) {
       if (!many.isArray() || many.isEmpty()) {
-        throw new BadRequestException("'limits' must be a non-empty array like [{\"tokenBucket\":"
+        throw new RequestException("'limits' must be a non-empty array like [{\"tokenBucket\":"
             + " \"100/1m\"}, {\"tokenBucket\": \"10/1s\"}]");
       }
       for (int i = 0; i < many.size(); i++) {
         specs.add(limit(many.get(i), "limits[" + i + "]", i));
       }
     } else {
-      throw new BadRequestException("missing 'limit', e.g. " + LIMIT_EXAMPLE);
+      throw new RequestException("missing 'limit', e.g. " + LIMIT_EXAMPLE);
     }
     Set<String> names = new HashSet<>();
     for (LimitSpec s : specs) {
       if (!names.add(s.policy())) {
-        throw new BadRequestException("policy name '" + s.policy() + "' is used twice");
+        throw new RequestException("policy name '" + s.policy() + "' is used twice");
       }
     }
     return specs;
@@ -113,7 +113,7 @@ final class Requests {
 
   private static LimitSpec limit(JsonNode node, String where, int index) {
     if (!node.isObject()) {
-      throw new BadRequestException("'" + where + "' must be an object like {\"tokenBucket\":"
+      throw new RequestException("'" + where + "' must be an object like {\"tokenBucket\":"
           + " \"100/1m\"}");
     }
     ObjectNode o = (ObjectNode) node;
@@ -123,37 +123,37 @@ final class Requests {
     for (var f : o.properties()) {
       if (f.getKey().equals("policy")) {
         if (!f.getValue().isTextual()) {
-          throw new BadRequestException("'" + where + ".policy' must be a string");
+          throw new RequestException("'" + where + ".policy' must be a string");
         }
         policy = f.getValue().textValue();
         continue;
       }
       LimitSpec.Kind k = LimitSpec.Kind.ofJsonName(f.getKey());
       if (k == null) {
-        throw new BadRequestException("unknown field '" + where + "." + f.getKey()
+        throw new RequestException("unknown field '" + where + "." + f.getKey()
             + "'; expected one of " + LimitSpec.Kind.jsonNames() + ", policy");
       }
       if (kind != null) {
-        throw new BadRequestException("'" + where + "' has two algorithms; put each in its own"
+        throw new RequestException("'" + where + "' has two algorithms; put each in its own"
             + " object of 'limits'");
       }
       if (!f.getValue().isTextual()) {
-        throw new BadRequestException("'" + where + "." + f.getKey() + "' must be a string like \""
+        throw new RequestException("'" + where + "." + f.getKey() + "' must be a string like \""
             + k.example().split(" ")[0] + "\"");
       }
       kind = k;
       text = f.getValue().textValue();
     }
     if (kind == null) {
-      throw new BadRequestException("'" + where + "' names no algorithm; expected one of "
+      throw new RequestException("'" + where + "' names no algorithm; expected one of "
           + LimitSpec.Kind.jsonNames());
     }
     try {
       return LimitSpec.parse(kind, text, policy);
-    } catch (BadRequestException e) {
+    } catch (RequestException e) {
       throw e;
     } catch (IllegalArgumentException e) {
-      throw new BadRequestException("'" + where + "': " + e.getMessage());
+      throw new RequestException("'" + where + "': " + e.getMessage());
     }
   }
 
@@ -164,17 +164,17 @@ final class Requests {
   static List<Api.TxOp> ops(Body body) {
     JsonNode ops = body.raw("ops");
     if (ops == null || !ops.isArray()) {
-      throw new BadRequestException("expected {\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}, ...]}");
+      throw new RequestException("expected {\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}, ...]}");
     }
     if (ops.size() > Api.MAX_TRANSACTION_OPS) {
-      throw new BadRequestException("a transaction holds at most " + Api.MAX_TRANSACTION_OPS
+      throw new RequestException("a transaction holds at most " + Api.MAX_TRANSACTION_OPS
           + " operations, not " + ops.size());
     }
     List<Api.TxOp> list = new ArrayList<>(ops.size());
     for (int i = 0; i < ops.size(); i++) {
       String where = "ops[" + i + "].";
       if (!ops.get(i).isObject()) {
-        throw new BadRequestException("'ops[" + i + "]' must be an object like {\"op\": \"incr\","
+        throw new RequestException("'ops[" + i + "]' must be an object like {\"op\": \"incr\","
             + " \"key\": \"a\"}");
       }
       Body o = Body.of((ObjectNode) ops.get(i), where, OP_FIELDS);
@@ -184,7 +184,7 @@ final class Requests {
         case "incr", "decr" -> Set.of("op", "key", "delta", "default", "mustExist");
         case "put" -> Set.of("op", "key", "value", "ttl");
         case "delete", "get" -> Set.of("op", "key");
-        default -> throw new BadRequestException("'" + where + "op' is '" + op
+        default -> throw new RequestException("'" + where + "op' is '" + op
             + "'; expected incr, decr, put, delete or get");
       };
       Body.of((ObjectNode) ops.get(i), where, allowed);
@@ -192,7 +192,7 @@ final class Requests {
       if (op.equals("put")) {
         value = o.number("value", null);
         if (value == null) {
-          throw new BadRequestException("missing field '" + where + "value'");
+          throw new RequestException("missing field '" + where + "value'");
         }
       }
       list.add(new Api.TxOp(op, key, o.number("delta", 1L), o.number("default", 0L), value,

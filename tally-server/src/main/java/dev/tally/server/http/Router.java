@@ -193,7 +193,7 @@ final class Router implements HttpHandler {
     Map<String, String> q = Requests.query(ex.getRequestURI().getRawQuery());
     for (String name : q.keySet()) {
       if (!name.equals("prefix") && !name.equals("limit")) {
-        throw new BadRequestException("unknown query parameter '" + name + "'; expected prefix, limit");
+        throw new RequestException("unknown query parameter '" + name + "'; expected prefix, limit");
       }
     }
     int limit = 10_000;
@@ -204,7 +204,7 @@ final class Router implements HttpHandler {
         limit = -1;
       }
       if (limit < 1 || limit > MAX_KEYS_LIMIT) {
-        throw new BadRequestException("limit must be an integer from 1 to " + MAX_KEYS_LIMIT);
+        throw new RequestException("limit must be an integer from 1 to " + MAX_KEYS_LIMIT);
       }
     }
     return Match.now(api.keys(q.getOrDefault("prefix", ""), limit));
@@ -258,7 +258,7 @@ final class Router implements HttpHandler {
         allow(method, "POST", route);
         Body b = body(ex, "{\"ttl\": \"1h\"}", TTL_FIELDS);
         if (b.raw("ttl") == null) {
-          throw new BadRequestException("missing field 'ttl': a duration like \"1h\", or null to"
+          throw new RequestException("missing field 'ttl': a duration like \"1h\", or null to"
               + " make the counter permanent");
         }
         return Match.now(api.touch(key, b.duration("ttl")));
@@ -284,7 +284,7 @@ final class Router implements HttpHandler {
       case "reconfigure" -> LimiterAction.RECONFIGURE;
       case "top-up" -> LimiterAction.TOP_UP;
       case "acquire" -> null;
-      default -> throw new BadRequestException(Problem.NOT_FOUND, "no limiter action '" + action
+      default -> throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + action
           + "'; limiter actions are try, acquire, peek, refund, reset, reconfigure, top-up");
     };
     route.template = "/v1/limiters/{name}/" + action;
@@ -307,7 +307,7 @@ final class Router implements HttpHandler {
   private static Number value(Body b) {
     Number v = b.number("value", null);
     if (v == null) {
-      throw new BadRequestException("missing field 'value', e.g. {\"value\": 5}");
+      throw new RequestException("missing field 'value', e.g. {\"value\": 5}");
     }
     return v;
   }
@@ -319,7 +319,7 @@ final class Router implements HttpHandler {
   }
 
   private static Match notFound(String path) {
-    throw new BadRequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
+    throw new RequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
         + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
   }
 
@@ -331,7 +331,7 @@ final class Router implements HttpHandler {
       try {
         n = Long.parseLong(length.strip());
       } catch (NumberFormatException e) {
-        throw new BadRequestException("Content-Length '" + length + "' is not a number");
+        throw new RequestException("Content-Length '" + length + "' is not a number");
       }
       if (n > maxBodyBytes) {
         throw tooLarge(n + " bytes");
@@ -341,7 +341,7 @@ final class Router implements HttpHandler {
     try (InputStream in = ex.getRequestBody()) {
       bytes = in.readNBytes(maxBodyBytes + 1);
     } catch (IOException e) {
-      throw new BadRequestException("could not read the request body: " + e.getMessage());
+      throw new RequestException("could not read the request body: " + e.getMessage());
     }
     if (bytes.length > maxBodyBytes) {
       throw tooLarge("more than " + maxBodyBytes + " bytes");
@@ -349,8 +349,8 @@ final class Router implements HttpHandler {
     return Body.parse(bytes, example, fields);
   }
 
-  private BadRequestException tooLarge(String size) {
-    return new BadRequestException(Problem.TOO_LARGE, "request body is " + size + "; the limit is "
+  private RequestException tooLarge(String size) {
+    return new RequestException(Problem.TOO_LARGE, "request body is " + size + "; the limit is "
         + maxBodyBytes + " bytes (tally serve --max-body)");
   }
 
