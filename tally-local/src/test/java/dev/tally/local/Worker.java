@@ -163,9 +163,13 @@ public final class Worker {
   static final int F_LIM_ACKS = 16; // BUCKETS longs: acknowledged grants (permits) per bucket
   static final int THREAD_LONGS = 256;
 
-  /** Leaky buckets "lim:0".."lim:199" of LIM_CAPACITY units that drain in a year (not during a test). */
+  /**
+   * Leaky buckets "lim:0".."lim:199" of LIM_CAPACITY units that drain in a year (not during a
+   * test), in LANES lanes: each thread drains the buckets of one lane, chosen at random, in turn.
+   */
   static final int BUCKETS = 200;
-  static final int LIM_CAPACITY = 1000;
+  static final int LANES = 4;
+  static final int LIM_CAPACITY = 5000;
 
   static RateLimiter limBucket(Tally tally, int b) {
     return tally.limiter("lim:" + b, Limit.leakyBucket(LIM_CAPACITY, Duration.ofDays(365)));
@@ -187,7 +191,7 @@ public final class Worker {
   /**
    * Increments of "c:0".."c:7", each acknowledged in the report only after it returned; rate
    * limiter grants of 1 to 3 units from the buckets "lim:0".."lim:199" (a thread moves on to the
-   * next bucket when one denies it), each acknowledged only after it returned; transfers
+   * next bucket of its lane when one denies it), each acknowledged only after it returned; transfers
    * between "from" and "to" in transactions (their sum is always 0) and transactional reads that
    * check it; locked operations (touch, put, delete, add) on shared and private keys. With HOOK
    * "lock", "tx" or "record", now and then a thread sleeps while holding its slot locks, in the
@@ -227,7 +231,9 @@ public final class Worker {
     onThreads(threads, t -> {
       me.set(t);
       ThreadLocalRandom rnd = ThreadLocalRandom.current();
-      int bucket = 0;
+      int lane = rnd.nextInt(LANES);
+      int bucket = lane * (BUCKETS / LANES);
+      int lastOfLane = bucket + BUCKETS / LANES - 1;
       RateLimiter lim = limBucket(tally, bucket);
       for (long op = 0; ; op++) {
         slept.get()[0] = false;
@@ -246,7 +252,7 @@ public final class Worker {
           if (lim.tryAcquire(permits)) {
             int a = at(t, F_LIM_ACKS + bucket);
             report.putLong(a, report.getLong(a) + permits);
-          } else if (bucket < BUCKETS - 1) {
+          } else if (bucket < lastOfLane) {
             lim = limBucket(tally, ++bucket);
           }
           report.putLong(at(t, F_LIM_INFLIGHT), 0);
