@@ -187,7 +187,7 @@ final class StoreFile {
           initialize(ch, options);
           header = readHeader(ch);
         }
-        long fileLength = validate(header, ch.size());
+        long fileLength = validate(path, header, ch.size());
         this.segment0Slots = header.getLong(H_SEGMENT0_SLOTS);
         this.heap0Bytes = header.getLong(H_HEAP0_BYTES);
         this.map = new FileMap(ch, options.windowShift());
@@ -224,7 +224,7 @@ final class StoreFile {
     }
   }
 
-  private static ByteBuffer readHeader(FileChannel ch) throws IOException {
+  static ByteBuffer readHeader(FileChannel ch) throws IOException {
     ByteBuffer b = ByteBuffer.allocate(PAGE).order(ByteOrder.LITTLE_ENDIAN);
     long pos = 0;
     while (b.hasRemaining()) {
@@ -301,7 +301,7 @@ final class StoreFile {
   }
 
   /** Checks the header and returns the file length it records; refuses anything not ours. */
-  private long validate(ByteBuffer h, long size) {
+  static long validate(Path path, ByteBuffer h, long size) {
     String what = "the file " + path;
     if (h.limit() < 8 || h.getLong(H_MAGIC) != MAGIC) {
       throw new StoreException(what + " is not a Tally store file (it does not start with the"
