@@ -12,7 +12,8 @@ Cases:
     processes    two processes incrementing one key, started together
     latency      one thread on one key, every call timed with perf_counter_ns
 
-Prints one line: RESULT case=... ops=... seconds=... [p50_ns=... p99_ns=... timer_ns=...] final=...
+Prints one line: RESULT case=... ops=... seconds=... final=... [p50_ns=... p99_ns=... p999_ns=... max_ns=...
+timer_ns=...]
 where final is the counter's value read back afterwards (it must equal the increments made).
 The Cache is opened with diskcache's defaults (SQLite in WAL mode, synchronous=NORMAL).
 """
@@ -118,8 +119,9 @@ def latency(directory, seconds):
         timer.append(t1 - t0)
     samples.sort()
     timer.sort()
-    return dict(ops=len(samples), seconds=sum(samples) / 1e9, final=final,
-                p50_ns=samples[len(samples) // 2], p99_ns=samples[len(samples) * 99 // 100],
+    n = len(samples)
+    return dict(ops=n, seconds=sum(samples) / 1e9, final=final, p50_ns=samples[n // 2],
+                p99_ns=samples[n * 99 // 100], p999_ns=samples[n * 999 // 1000], max_ns=samples[-1],
                 timer_ns=timer[len(timer) // 2])
 
 

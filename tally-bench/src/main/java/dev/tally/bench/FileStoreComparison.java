@@ -58,7 +58,7 @@ public final class FileStoreComparison {
   private FileStoreComparison() {}
 
   /** One measured case: calls made, over how long, and the per-call latency percentiles. */
-  record Result(long ops, double seconds, long p50, long p99, long timer) {
+  record Result(long ops, double seconds, long p50, long p99, long p999, long max, long timer) {
     double rate() {
       return ops / seconds;
     }
@@ -112,9 +112,9 @@ public final class FileStoreComparison {
           r[1].rate() / r[0].rate());
     }
     Result[] lat = results.get(cases[3][1]);
-    System.out.printf(Locale.ROOT, "| 1 thread, 1 key: latency p50 / p99 per call | %s / %s | %s / %s"
-        + " (clock pair alone: %d ns) | |%n", micros(lat[0].p50), micros(lat[0].p99), nanos(lat[1].p50),
-        nanos(lat[1].p99), lat[1].timer);
+    System.out.printf(Locale.ROOT, "| 1 thread, 1 key: latency p50 / p99 / p99.9 per call | %s / %s / %s"
+        + " | %s / %s / %s (a clock pair alone: %d ns) | |%n", micros(lat[0].p50), micros(lat[0].p99),
+        micros(lat[0].p999), nanos(lat[1].p50), nanos(lat[1].p99), nanos(lat[1].p999), lat[1].timer);
     System.out.println();
     System.out.println("load average (1, 5, 15 min): before " + loadBefore + ", after " + loadAfter);
     deleteTree(work, opts.containsKey("--dir"));
@@ -170,6 +170,7 @@ public final class FileStoreComparison {
           long[] histogram = new long[HISTOGRAM_NANOS + 1];
           long ops = 0;
           long total = 0;
+          long max = 0;
           long deadline = System.nanoTime() + runNanos;
           for (long t1 = 0; t1 - deadline < 0; ops++) {
             long t0 = System.nanoTime();
@@ -177,6 +178,7 @@ public final class FileStoreComparison {
             t1 = System.nanoTime();
             long d = t1 - t0;
             total += d;
+            max = Math.max(max, d);
             histogram[(int) Math.min(d, HISTOGRAM_NANOS)]++;
           }
           check(name, c.get("hot").orElseThrow() - before, ops);
@@ -186,8 +188,8 @@ public final class FileStoreComparison {
             long t1 = System.nanoTime();
             timer[(int) Math.min(t1 - t0, HISTOGRAM_NANOS)]++;
           }
-          return new Result(ops, total / 1e9, percentile(histogram, ops, 50), percentile(histogram, ops, 99),
-              percentile(timer, 1_000_000, 50));
+          return new Result(ops, total / 1e9, percentile(histogram, ops, 500), percentile(histogram, ops, 990),
+              percentile(histogram, ops, 999), max, percentile(timer, 1_000_000, 500));
         }
       }
       default:
@@ -207,7 +209,7 @@ public final class FileStoreComparison {
       ops += BATCH;
       long now = System.nanoTime();
       if (now - deadline >= 0) {
-        return new Result(ops, (now - start) / 1e9, 0, 0, 0);
+        return new Result(ops, (now - start) / 1e9, 0, 0, 0, 0, 0);
       }
     }
   }
@@ -226,8 +228,9 @@ public final class FileStoreComparison {
     }
   }
 
-  private static long percentile(long[] histogram, long count, int p) {
-    long rank = (count * p + 99) / 100;
+  /** The {@code permille}-th per mille of the counts in {@code histogram}. */
+  private static long percentile(long[] histogram, long count, int permille) {
+    long rank = (count * permille + 999) / 1000;
     long seen = 0;
     for (int i = 0; i < histogram.length; i++) {
       seen += histogram[i];
@@ -271,7 +274,7 @@ public final class FileStoreComparison {
       try (Tally t = Tally.open("file:" + dir.resolve("data"))) {
         check("processes", t.counters().get("hot").orElseThrow(), ops);
       }
-      return new Result(ops, ops / rate, 0, 0, 0);
+      return new Result(ops, ops / rate, 0, 0, 0, 0, 0);
     } finally {
       for (Process p : children) {
         p.destroyForcibly();
@@ -346,15 +349,16 @@ public final class FileStoreComparison {
     long ops = Long.parseLong(f.get("ops"));
     check("diskcache " + name, Long.parseLong(f.get("final")), ops);
     return new Result(ops, Double.parseDouble(f.get("seconds")), Long.parseLong(f.getOrDefault("p50_ns", "0")),
-        Long.parseLong(f.getOrDefault("p99_ns", "0")), Long.parseLong(f.getOrDefault("timer_ns", "0")));
+        Long.parseLong(f.getOrDefault("p99_ns", "0")), Long.parseLong(f.getOrDefault("p999_ns", "0")),
+        Long.parseLong(f.getOrDefault("max_ns", "0")), Long.parseLong(f.getOrDefault("timer_ns", "0")));
   }
 
   // ---------------------------------------------------------------- output
 
   private static void report(String store, String workload, Result r) {
     String figures = r.p99 > 0
-        ? String.format(Locale.ROOT, "%,d calls: mean %.0f ns, p50 %d ns, p99 %d ns (a clock pair alone: %d ns)",
-            r.ops, r.seconds * 1e9 / r.ops, r.p50, r.p99, r.timer)
+        ? String.format(Locale.ROOT, "%,d calls: mean %.0f ns, p50 %d ns, p99 %d ns, p99.9 %d ns, max %.1f ms"
+            + " (a clock pair alone: %d ns)", r.ops, r.seconds * 1e9 / r.ops, r.p50, r.p99, r.p999, r.max / 1e6, r.timer)
         : String.format(Locale.ROOT, "%s/s (%,d calls in %.2f s)", rate(r), r.ops, r.seconds);
     System.out.printf(Locale.ROOT, "  %-18s %-34s %s   [load %s]%n", store, workload, figures, load());
   }
