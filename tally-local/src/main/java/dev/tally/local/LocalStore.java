@@ -32,10 +32,11 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The {@code file:} store: counters in a memory-mapped table shared by every process on the
- * host that opens the same file. See {@link Table} for the table and why its lock-free
- * increment is exact, {@link Locks} and {@link Journal} for what happens when a process dies,
- * {@link StoreFile} for the file as a whole, and {@code docs/local-store.md} for the format.
+ * The {@code file:} store: counters and rate limiters in a memory-mapped table shared by every
+ * process on the host that opens the same file. See {@link Table} for the table, why its
+ * lock-free increment is exact and how limiters' slots hold their state, {@link Locks} and
+ * {@link Journal} for what happens when a process dies, {@link StoreFile} for the file as a
+ * whole, and {@code docs/local-store.md} for the format.
  *
  * <p>Hot paths ({@code incr} of a live counter, {@code get}, {@code ttl}) take no lock: a
  * per-instance cache maps key strings to the slot and mask they were last validated with, so a
@@ -585,7 +586,10 @@ final class LocalStore implements Store {
     return r;
   }
 
-  /** Turns expired counters into tombstones, scanning at most {@code budget} slots. */
+  /**
+   * Turns expired counters and limiters into tombstones (freeing limiters' records), scanning at
+   * most {@code budget} slots.
+   */
   int sweep(long[] cursor, long budget) {
     int removed = 0;
     long now = time.nanos();
