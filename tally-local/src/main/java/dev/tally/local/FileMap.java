@@ -29,6 +29,7 @@ final class FileMap {
       MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
 
   private final FileChannel channel;
+  private final FileChannel.MapMode mode;
   private final int shift;
   private final long windowSize;
   private volatile MappedByteBuffer[] windows = new MappedByteBuffer[0];
@@ -37,7 +38,13 @@ final class FileMap {
   final AtomicLong forces = new AtomicLong();
 
   FileMap(FileChannel channel, int windowShift) {
+    this(channel, windowShift, false);
+  }
+
+  /** A mapping for reading only (inspection): every write throws {@code ReadOnlyBufferException}. */
+  FileMap(FileChannel channel, int windowShift, boolean readOnly) {
     this.channel = channel;
+    this.mode = readOnly ? FileChannel.MapMode.READ_ONLY : FileChannel.MapMode.READ_WRITE;
     this.shift = windowShift;
     this.windowSize = 1L << windowShift;
   }
@@ -62,7 +69,7 @@ final class FileMap {
         long start = (long) i << shift;
         long size = Math.min(windowSize, length - start);
         if (w[i] == null || w[i].capacity() < size) {
-          w[i] = channel.map(FileChannel.MapMode.READ_WRITE, start, size);
+          w[i] = channel.map(mode, start, size);
         }
       }
     } catch (IOException e) {

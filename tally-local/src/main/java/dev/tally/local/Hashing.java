@@ -49,6 +49,16 @@ final class Hashing {
     return (int) (h >>> 32);
   }
 
+  /** The check word of a rate limiter's state record. */
+  static long record(long keyHash, long lastNow, long[] words) {
+    long h = mix(keyHash ^ 0x3C6EF372FE94F82BL);
+    h = mix(h ^ lastNow);
+    for (long w : words) {
+      h = mix(h ^ w);
+    }
+    return mix(h ^ words.length);
+  }
+
   static long words(long... words) {
     long h = 0xBB67AE8584CAA73BL;
     for (long w : words) {

@@ -8,7 +8,8 @@ import static dev.tally.local.Layout.SIZE_CLASSES;
 import dev.tally.StoreException;
 
 /**
- * Where keys live: records of {@code u32 length, u32 size class, bytes}, 8-aligned, in a heap
+ * Where keys and rate limiters' state records live: records of {@code u32 length, u32 size
+ * class, bytes}, 8-aligned, in a heap
  * that grows by chunks of doubling size (chunk {@code n} holds {@code heap0 << n} bytes and
  * starts at virtual offset {@code heap0 * (2^n - 1)}). A slot names its key by a u32 reference,
  * the record's virtual offset divided by 8.
@@ -23,6 +24,10 @@ import dev.tally.StoreException;
  * reused; they re-check the slot afterwards (see {@link Table#find}), so a torn comparison is
  * never trusted. Reads are bounds-checked against the heap top, so a reference torn by a crash
  * cannot point outside the mapped file.
+ *
+ * <p>A state record ({@link #allocateRecord}) holds a limiter's words after a "last now" and a
+ * check word ({@link Layout}). It is written once, before any slot points at it, and freed only
+ * after no committed slot does, so whoever holds the slot's lock reads it whole.
  */
 final class KeyHeap {
   private final StoreFile file;
@@ -45,6 +50,64 @@ final class KeyHeap {
     map.setInt(at + 4, cls);
     map.setIntVolatile(at, key.length);
     return (int) (v >>> 3);
+  }
+
+  /** A rate limiter's state as stored: the machine's words and the latest time they were decided at. */
+  record State(long lastNow, long[] words, boolean checked) {}
+
+  /**
+   * Stores a rate limiter's state for the key hashed {@code keyHash} and returns its reference.
+   *
+   * @throws IllegalArgumentException if the state has more words than the largest size class holds
+   */
+  int allocateRecord(long keyHash, long lastNow, long[] words) {
+    if (words.length > Layout.MAX_RECORD_WORDS) {
+      throw new IllegalArgumentException("a rate limiter on the file store has at most "
+          + Layout.MAX_RECORD_WORDS / 6 + " limits; this one has " + words.length / 6);
+    }
+    int bytes = Layout.R_WORDS - 8 + words.length * 8;
+    int cls = Layout.sizeClass(bytes);
+    long v = pop(cls);
+    if (v == 0) {
+      v = bump(SIZE_CLASSES[cls]);
+    }
+    long at = file.heapAddress(v);
+    map.setLong(at + Layout.R_LAST_NOW, lastNow);
+    for (int i = 0; i < words.length; i++) {
+      map.setLong(at + Layout.R_WORDS + i * 8L, words[i]);
+    }
+    map.setLong(at + Layout.R_CHECK, Hashing.record(keyHash, lastNow, words));
+    map.setInt(at + 4, cls);
+    map.setIntVolatile(at, bytes);
+    return (int) (v >>> 3);
+  }
+
+  /**
+   * The state record {@code ref}, or null if it is not a plausible record (a bad reference, a
+   * length that is not a whole number of words or does not fit its size class). {@code checked}
+   * says whether its check word matches {@code keyHash} and its contents.
+   */
+  State readRecord(int ref, long keyHash) {
+    long v = (ref & 0xFFFF_FFFFL) << 3;
+    if (!inHeap(v, Layout.R_WORDS)) {
+      return null;
+    }
+    long at = file.heapAddress(v);
+    int bytes = map.getIntVolatile(at);
+    int cls = map.getInt(at + 4);
+    int n = (bytes - (Layout.R_WORDS - 8)) / 8;
+    if (n < 0 || bytes != Layout.R_WORDS - 8 + n * 8 || n > Layout.MAX_RECORD_WORDS
+        || cls < 0 || cls >= SIZE_CLASSES.length || SIZE_CLASSES[cls] < 8 + bytes
+        || !inHeap(v, 8L + bytes)) {
+      return null;
+    }
+    long lastNow = map.getLong(at + Layout.R_LAST_NOW);
+    long[] words = new long[n];
+    for (int i = 0; i < n; i++) {
+      words[i] = map.getLong(at + Layout.R_WORDS + i * 8L);
+    }
+    boolean checked = map.getLong(at + Layout.R_CHECK) == Hashing.record(keyHash, lastNow, words);
+    return new State(lastNow, words, checked);
   }
 
   /** Gives a record back; its slot has been made a tombstone. */

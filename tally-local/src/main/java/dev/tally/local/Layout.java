@@ -45,10 +45,20 @@ package dev.tally.local;
  * 40 key hash 64-bit hash of the key's UTF-8 bytes
  * 48 key ref  u32: key record offset in the key heap / 8
  * 52 waiter   u32: the waiter next in line (entry + 1) &lt;&lt; 20 | milliseconds
- * 56 meta     u32 flags (state: 2 bits, floating: 1 bit) | u32 checksum &lt;&lt; 32
+ * 56 meta     u32 flags (state: 2 bits, floating: 1 bit, record: 1 bit) | u32 checksum &lt;&lt; 32
  *             the checksum covers mask, expiry, key hash, key ref and flags
  *
  * key record (in the key heap, 8-aligned, sized by class): u32 length, u32 class, bytes
+ *
+ * a rate limiter's slot (flag RECORD): held = the reference of its state record in the key
+ * heap, mask = held ^ SEALED, so raw (= held ^ mask) is SEALED for good and every lock-free
+ * path leaves the slot to the locked one; expiry = when the limiter is full again
+ *
+ * state record (in the key heap, copy-on-write: never changed once a slot points at it)
+ *  0 u32 length (16 + 8 n)   4 u32 size class
+ *  8 last now: the latest time a decision on this state was taken at (never moves back)
+ * 16 check: hash of the key hash, last now and the n words
+ * 24 the machine's n words (6 per limit)
  * </pre>
  */
 final class Layout {
@@ -128,6 +138,8 @@ final class Layout {
   static final int RESERVED = 3;
   static final int STATE_BITS = 3;
   static final int FLOATING = 4;
+  /** A rate limiter's slot: {@code held} names its state record (see the picture). */
+  static final int RECORD = 8;
 
   /** The raw word of a slot that a lock holder has frozen, or that holds no live value. */
   static final long SEALED = 0x5EA1ED5EA1ED5EA1L;
@@ -139,6 +151,12 @@ final class Layout {
   static final long HEAP_START = 16;
   /** Key refs are u32 multiples of 8, so the heap is at most 32 GiB. */
   static final long HEAP_LIMIT = 0xFFFF_FFFFL << 3;
+
+  static final int R_LAST_NOW = 8;
+  static final int R_CHECK = 16;
+  static final int R_WORDS = 24;
+  /** The most words a state record holds: the largest size class, less its three header words. */
+  static final int MAX_RECORD_WORDS = (1032 - R_WORDS) / 8;
 
   // ---------------------------------------------------------------- defaults
   static final long DEFAULT_SEGMENT0_SLOTS = 16_384; // 1 MiB

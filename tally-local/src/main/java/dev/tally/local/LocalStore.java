@@ -12,13 +12,19 @@ import static dev.tally.local.Layout.S_META;
 import static dev.tally.local.Layout.S_RAW;
 
 import dev.tally.CounterOverflowException;
+import dev.tally.Decision;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
+import dev.tally.StoreException;
 import dev.tally.TimeSource;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,10 +32,11 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The {@code file:} store: counters in a memory-mapped table shared by every process on the
- * host that opens the same file. See {@link Table} for the table and why its lock-free
- * increment is exact, {@link Locks} and {@link Journal} for what happens when a process dies,
- * {@link StoreFile} for the file as a whole, and {@code docs/local-store.md} for the format.
+ * The {@code file:} store: counters and rate limiters in a memory-mapped table shared by every
+ * process on the host that opens the same file. See {@link Table} for the table, why its
+ * lock-free increment is exact and how limiters' slots hold their state, {@link Locks} and
+ * {@link Journal} for what happens when a process dies, {@link StoreFile} for the file as a
+ * whole, and {@code docs/local-store.md} for the format.
  *
  * <p>Hot paths ({@code incr} of a live counter, {@code get}, {@code ttl}) take no lock: a
  * per-instance cache maps key strings to the slot and mask they were last validated with, so a
@@ -146,7 +153,7 @@ final class LocalStore implements Store {
     }
     Key kk = k[0] != null ? k[0] : new Key(key);
     try (Op op = begin()) {
-      Table.Held h = op.lock(kk, create);
+      Table.Held h = op.lockCounter(kk, create);
       if (h == null || (!h.present && !create)) {
         throw new KeyNotFoundException(key);
       }
@@ -195,7 +202,7 @@ final class LocalStore implements Store {
     }
     Key kk = k[0] != null ? k[0] : new Key(key);
     try (Op op = begin()) {
-      Table.Held h = op.lock(kk, true);
+      Table.Held h = op.lockCounter(kk, true);
       double next;
       if (!h.present) {
         next = addFinite(key, dflt, delta);
@@ -229,6 +236,9 @@ final class LocalStore implements Store {
       if (mask != ref.mask() || r == SEALED) {
         refs.remove(key, ref);
         if (r == SEALED) {
+          if (Table.record(map.getLongVolatile(slot + S_META))) {
+            break; // a rate limiter's slot, sealed for good: the locked path says what it is
+          }
           table.locks.awaitUnlocked(slot);
         }
         continue;
@@ -240,7 +250,7 @@ final class LocalStore implements Store {
       return ref.floating() ? (Number) Double.longBitsToDouble(bits) : (Number) bits;
     }
     try (Op op = begin()) { // kept meeting locked slots: read under the lock
-      Table.Held h = op.lock(k[0] != null ? k[0] : new Key(key), false);
+      Table.Held h = op.lockCounter(k[0] != null ? k[0] : new Key(key), false);
       return h == null || !h.present ? null : h.value();
     }
   }
@@ -261,6 +271,9 @@ final class LocalStore implements Store {
       if (mask != ref.mask() || r == SEALED) {
         refs.remove(key, ref);
         if (r == SEALED) {
+          if (Table.record(map.getLongVolatile(slot + S_META))) {
+            break; // a rate limiter's slot, sealed for good: the locked path says what it is
+          }
           table.locks.awaitUnlocked(slot);
         }
         continue;
@@ -268,7 +281,7 @@ final class LocalStore implements Store {
       return ttlOf(expiresAt, time.nanos());
     }
     try (Op op = begin()) {
-      Table.Held h = op.lock(k[0] != null ? k[0] : new Key(key), false);
+      Table.Held h = op.lockCounter(k[0] != null ? k[0] : new Key(key), false);
       return h == null || !h.present ? TTL_MISSING : ttlOf(h.expiresAt, time.nanos());
     }
   }
@@ -297,8 +310,8 @@ final class LocalStore implements Store {
         long slot = base + i * SLOT;
         for (int round = 0; round < MAX_READ_ROUNDS; round++) {
           long meta = map.getLongVolatile(slot + S_META);
-          if (Table.state(meta) != LIVE) {
-            break;
+          if (Table.state(meta) != LIVE || Table.record(meta)) {
+            break; // not a live counter
           }
           long mask = map.getLongVolatile(slot + S_MASK);
           long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
@@ -324,7 +337,7 @@ final class LocalStore implements Store {
   public void put(String key, Number value, long ttlNanos) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lock(new Key(key), true);
+      Table.Held h = op.lockCounter(new Key(key), true);
       h.set(value instanceof Double, bits(value), expiry(ttlNanos, time.nanos()));
       op.commit();
       remember(key, h);
@@ -346,7 +359,7 @@ final class LocalStore implements Store {
       }
     }
     try (Op op = begin()) {
-      Table.Held h = op.lock(k[0] != null ? k[0] : new Key(key), true);
+      Table.Held h = op.lockCounter(k[0] != null ? k[0] : new Key(key), true);
       if (h.present) {
         return false;
       }
@@ -361,7 +374,7 @@ final class LocalStore implements Store {
   public Number pop(String key, boolean integerOnly) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lock(new Key(key), false);
+      Table.Held h = op.lockCounter(new Key(key), false);
       if (h == null || !h.present) {
         return null;
       }
@@ -380,7 +393,7 @@ final class LocalStore implements Store {
   public boolean delete(String key) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lock(new Key(key), false);
+      Table.Held h = op.lockCounter(new Key(key), false);
       if (h == null) {
         return false;
       }
@@ -396,7 +409,7 @@ final class LocalStore implements Store {
   public boolean touch(String key, long ttlNanos) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lock(new Key(key), false);
+      Table.Held h = op.lockCounter(new Key(key), false);
       if (h == null || !h.present) {
         return false;
       }
@@ -423,7 +436,7 @@ final class LocalStore implements Store {
     try (Op op = begin()) {
       Map<String, Table.Held> held = new HashMap<>();
       for (Key k : keys.values()) { // in key order, the same in every process: no deadlock
-        held.put(k.string, op.lock(k, true));
+        held.put(k.string, op.lockCounter(k, true));
       }
       long now = time.nanos();
       Number[] results = new Number[ops.size()];
@@ -482,6 +495,65 @@ final class LocalStore implements Store {
     throw new IllegalArgumentException("unknown transaction operation " + op);
   }
 
+  // ---------------------------------------------------------------- rate limiters
+
+  /**
+   * Runs the limiter's state machine under the slot lock of its key. The state is a record in
+   * the key heap, replaced copy-on-write (see {@link Table}): the machine runs on a copy, its
+   * result goes to a new record, and the commit points the slot at it, or deletes the slot when
+   * the machine returns no state (the limiter is full again). The slot expires when the
+   * limiter would be full, so the sweeper reclaims limiters nobody uses.
+   *
+   * <p>Time: the file has no clock, so decisions are taken at this store's {@link TimeSource},
+   * but never before the record's "last now", the latest time any process decided on this
+   * state at. A process whose clock is behind (or was set back) therefore decides at the time
+   * the state was last written at, and stored time never moves backwards.
+   */
+  @Override
+  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    checkOpen();
+    Key key = new Key(call.key());
+    if (table.find(key) == null) {
+      // No state: decided on nothing. If that leaves nothing to store (a peek, a refund, a
+      // reset), the answer linearizes at the lookup and needs no lock.
+      LimiterOutcome out = call.apply(null, time.nanos(), operation, permits);
+      if (out.record() == null) {
+        return out.decision();
+      }
+    }
+    try (Op op = begin()) {
+      Table.Held h = op.lockRecord(key, true);
+      long now = time.nanos();
+      KeyHeap.State stored = null;
+      if (h.present && h.record) {
+        stored = table.heap.readRecord((int) h.bits, key.hash);
+        if (stored == null) {
+          throw new StoreException("the state of rate limiter '" + key + "' in " + file.path()
+              + " is unreadable (record " + h.bits + "); reset the limiter to start it afresh");
+        }
+        now = Math.max(now, stored.lastNow());
+        if (Table.expired(h.expiresAt, now)) {
+          stored = null; // the limiter is full again: as good as no state
+        }
+      }
+      LimiterOutcome out = call.apply(stored == null ? null : stored.words().clone(), now,
+          operation, permits);
+      long[] next = out.record();
+      if (next == null) {
+        if (h.state == LIVE) {
+          h.remove(); // a claimed slot is given back by the commit anyway
+        }
+      } else {
+        long expiresAt = now + Math.max(1, out.keepNanos());
+        if (stored == null || expiresAt != h.expiresAt || !Arrays.equals(next, stored.words())) {
+          h.setRecord(table.heap.allocateRecord(key.hash, now, next), expiresAt == 0 ? 1 : expiresAt);
+        } // else unchanged (a peek, a denial): nothing to write
+      }
+      op.commit();
+      return out.decision();
+    }
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static long bits(Number value) {
@@ -514,7 +586,10 @@ final class LocalStore implements Store {
     return r;
   }
 
-  /** Turns expired counters into tombstones, scanning at most {@code budget} slots. */
+  /**
+   * Turns expired counters and limiters into tombstones (freeing limiters' records), scanning at
+   * most {@code budget} slots.
+   */
   int sweep(long[] cursor, long budget) {
     int removed = 0;
     long now = time.nanos();

@@ -6,8 +6,9 @@ import dev.tally.spi.StoreProvider;
 import java.util.Set;
 
 /**
- * Opens the embedded file store, {@code file:}: counters in a memory-mapped file shared by
- * every process on the host that opens the same path, durable across {@code kill -9}.
+ * Opens the embedded file store, {@code file:}: counters and rate limiters in a memory-mapped
+ * file shared by every process on the host that opens the same path, durable across
+ * {@code kill -9}.
  *
  * <pre>{@code
  * try (Tally tally = Tally.open("file:./tally-data")) {          // a directory, created if missing

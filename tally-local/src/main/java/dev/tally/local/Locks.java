@@ -55,7 +55,12 @@ final class Locks {
   private static final int MILLIS_BITS = 20;
   private static final int MILLIS_MASK = (1 << MILLIS_BITS) - 1;
 
-  /** The longest any lock acquisition in this process waited on a holder that turned out dead. */
+  /**
+   * The longest any waiter in this process waited on a holder that had died: from the last time
+   * it found the holder alive (or, if never, from the start of its wait) until the dead holder's
+   * lock was recovered. Time spent behind live holders is not counted. Liveness verdicts are
+   * cached for a millisecond ({@link ProcessOwner}), so this is exact to about a millisecond.
+   */
   static final LongAccumulator LONGEST_DEAD_OWNER_WAIT = new LongAccumulator(Math::max, 0);
 
   private final FileMap map;
@@ -85,7 +90,7 @@ final class Locks {
     long started = 0;
     long nextCheck = 0;
     long nextRefresh = 0;
-    boolean sawDead = false;
+    long aliveAt = 0;
     for (int spins = 0; ; spins++) {
       long holder = map.getLongVolatile(slot + S_LOCK);
       int waiter = map.getIntVolatile(slot + S_WAITER);
@@ -94,9 +99,6 @@ final class Locks {
         if (map.casLong(slot + S_LOCK, 0, me)) {
           if (waiter != 0) {
             map.casInt(slot + S_WAITER, waiter, 0);
-          }
-          if (sawDead) {
-            LONGEST_DEAD_OWNER_WAIT.accumulate(System.nanoTime() - started);
           }
           return;
         }
@@ -110,10 +112,11 @@ final class Locks {
       if (holder != 0 && now - nextCheck >= 0) {
         nextCheck = now + CHECK_EVERY_NANOS;
         if (owner.isDead(holder)) {
-          sawDead = true;
           recoverSlotHolder(slot, holder);
+          LONGEST_DEAD_OWNER_WAIT.accumulate(System.nanoTime() - (aliveAt != 0 ? aliveAt : started));
           continue;
         }
+        aliveAt = now;
       }
       if (now - started > RESERVE_AFTER_NANOS) {
         if (mine) {
@@ -160,6 +163,7 @@ final class Locks {
   void awaitUnlocked(long slot) {
     long started = System.nanoTime();
     long nextCheck = started + FIRST_CHECK_NANOS;
+    long aliveAt = 0;
     for (int spins = 0; ; spins++) {
       long holder = map.getLongVolatile(slot + S_LOCK);
       if (holder == 0) {
@@ -170,9 +174,10 @@ final class Locks {
         nextCheck = now + CHECK_EVERY_NANOS;
         if (owner.isDead(holder)) {
           recoverSlotHolder(slot, holder);
-          LONGEST_DEAD_OWNER_WAIT.accumulate(System.nanoTime() - started);
+          LONGEST_DEAD_OWNER_WAIT.accumulate(System.nanoTime() - (aliveAt != 0 ? aliveAt : started));
           return;
         }
+        aliveAt = now;
       }
       backoff(spins, false);
     }
@@ -222,6 +227,7 @@ final class Locks {
     long me = owner.word;
     long started = 0;
     long nextCheck = 0;
+    long aliveAt = 0;
     for (int spins = 0; ; spins++) {
       long holder = map.getLongVolatile(at);
       if (holder == 0) {
@@ -239,9 +245,10 @@ final class Locks {
         nextCheck = now + CHECK_EVERY_NANOS;
         if (owner.isDead(holder)) {
           map.casLong(at, holder, 0);
-          LONGEST_DEAD_OWNER_WAIT.accumulate(now - started);
+          LONGEST_DEAD_OWNER_WAIT.accumulate(System.nanoTime() - (aliveAt != 0 ? aliveAt : started));
           continue;
         }
+        aliveAt = now;
       }
       backoff(spins, false);
     }

@@ -7,8 +7,8 @@ import java.util.concurrent.locks.LockSupport;
  * The store's daemon thread. Every {@value #FLUSH_MILLIS} ms, with {@code sync=periodic}, it
  * forces what this process wrote to the device (Redis' {@code appendfsync everysec} class: a
  * crash of the machine loses at most about that much). Every second it recovers journal entries
- * of processes that died, and sweeps part of the table for expired counters, turning them into
- * reusable tombstones; the sweep runs on the store's {@link TimeSource}.
+ * of processes that died, and sweeps part of the table for expired counters and rate limiters,
+ * turning them into reusable tombstones; the sweep runs on the store's {@link TimeSource}.
  */
 final class Maintenance implements Runnable {
   static final long FLUSH_MILLIS = 100;

@@ -1,5 +1,6 @@
 package dev.tally.local;
 
+import dev.tally.TallyException;
 import dev.tally.TimeSource;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,6 +42,28 @@ final class Op implements AutoCloseable {
     return table.lock(this, key, create);
   }
 
+  /** Locks {@code key} for a counter operation: refused if it holds a live rate limiter. */
+  Table.Held lockCounter(Key key, boolean create) {
+    Table.Held h = table.lock(this, key, create);
+    if (h != null && h.present && h.record) {
+      throw new TallyException("key '" + key + "' holds a rate limiter's state, not a counter;"
+          + " counters and rate limiters share the file store's keys, so give them distinct"
+          + " names (e.g. a counter group: tally.counters(\"views\"))");
+    }
+    return h;
+  }
+
+  /** Locks {@code key} for a rate limiter: refused if it holds a live counter. */
+  Table.Held lockRecord(Key key, boolean create) {
+    Table.Held h = table.lock(this, key, create);
+    if (h != null && h.present && !h.record) {
+      throw new TallyException("key '" + key + "' holds a counter, not a rate limiter's state;"
+          + " counters and rate limiters share the file store's keys, so give the limiter"
+          + " another name");
+    }
+    return h;
+  }
+
   void commit() {
     done = true;
     table.commit(this, true);
@@ -64,6 +87,9 @@ final class Op implements AutoCloseable {
     for (Table.Held h : held) {
       if (h.freeKey) {
         table.heap.free(h.keyRef);
+      }
+      if (h.freeRecord != 0) {
+        table.heap.free(h.freeRecord);
       }
     }
   }

@@ -187,7 +187,7 @@ final class StoreFile {
           initialize(ch, options);
           header = readHeader(ch);
         }
-        long fileLength = validate(header, ch.size());
+        long fileLength = validate(path, header, ch.size());
         this.segment0Slots = header.getLong(H_SEGMENT0_SLOTS);
         this.heap0Bytes = header.getLong(H_HEAP0_BYTES);
         this.map = new FileMap(ch, options.windowShift());
@@ -224,7 +224,7 @@ final class StoreFile {
     }
   }
 
-  private static ByteBuffer readHeader(FileChannel ch) throws IOException {
+  static ByteBuffer readHeader(FileChannel ch) throws IOException {
     ByteBuffer b = ByteBuffer.allocate(PAGE).order(ByteOrder.LITTLE_ENDIAN);
     long pos = 0;
     while (b.hasRemaining()) {
@@ -301,7 +301,7 @@ final class StoreFile {
   }
 
   /** Checks the header and returns the file length it records; refuses anything not ours. */
-  private long validate(ByteBuffer h, long size) {
+  static long validate(Path path, ByteBuffer h, long size) {
     String what = "the file " + path;
     if (h.limit() < 8 || h.getLong(H_MAGIC) != MAGIC) {
       throw new StoreException(what + " is not a Tally store file (it does not start with the"
@@ -400,7 +400,8 @@ final class StoreFile {
    *
    * <p>If the machine may have crashed since ({@code verify}: the boot id changed or cannot be
    * read), pages may have reached the disk in any order and some not at all, so each live slot
-   * is also verified: its checksum must match, and its key record must hash to its key hash; a
+   * is also verified: its checksum must match, its key record must hash to its key hash, and a
+   * rate limiter's state record must be whole and carry its key's hash in its check word; a
    * slot must be reachable from its key's start slot without crossing an empty slot, and a key
    * may live in one slot only. Slots that fail become tombstones (their keys read as missing).
    * The key heap's free lists are dropped (their links may be torn), leaking freed records
@@ -434,7 +435,7 @@ final class StoreFile {
           Table.writeMeta(map, slot, TOMBSTONE);
         } else if (state == LIVE) {
           if (verify && !verifySlot(slot)) {
-            Table.writeMeta(map, slot, TOMBSTONE | ((int) meta & ~Layout.STATE_BITS));
+            Table.writeMeta(map, slot, TOMBSTONE | ((int) meta & ~(Layout.STATE_BITS | Layout.RECORD)));
           } else if (map.getLongVolatile(slot + S_RAW) == SEALED) {
             long v = map.getLong(slot + S_HELD) ^ map.getLong(slot + S_MASK);
             if (v != SEALED) {
@@ -456,8 +457,18 @@ final class StoreFile {
       return false;
     }
     byte[] key = heap.read(map.getInt(slot + S_KEY_REF));
-    if (key == null || Hashing.key(key, 0, key.length) != map.getLong(slot + S_KEY_HASH)) {
+    long keyHash = map.getLong(slot + S_KEY_HASH);
+    if (key == null || Hashing.key(key, 0, key.length) != keyHash) {
       return false;
+    }
+    if (Table.record(map.getLongVolatile(slot + S_META))) {
+      // a rate limiter: its state record must be whole, and be this key's
+      long held = map.getLong(slot + S_HELD);
+      if (map.getLong(slot + S_MASK) != (held ^ SEALED) || held >>> 32 != 0) {
+        return false;
+      }
+      KeyHeap.State state = heap.readRecord((int) held, keyHash);
+      return state != null && state.checked();
     }
     if (map.getLongVolatile(slot + S_RAW) == SEALED) {
       long v = map.getLong(slot + S_HELD) ^ map.getLong(slot + S_MASK);
@@ -491,7 +502,7 @@ final class StoreFile {
           Table.Ref found = bytes == null ? null
               : table.find(new Key(new String(bytes, java.nio.charset.StandardCharsets.UTF_8)));
           if (found == null || found.slot() != slot) {
-            Table.writeMeta(map, slot, TOMBSTONE | ((int) meta & ~Layout.STATE_BITS));
+            Table.writeMeta(map, slot, TOMBSTONE | ((int) meta & ~(Layout.STATE_BITS | Layout.RECORD)));
             map.setByteVolatile(Table.fingerprintAt(slot), (byte) 0);
           }
         }

@@ -4,6 +4,7 @@ import static dev.tally.local.Layout.EMPTY;
 import static dev.tally.local.Layout.FLOATING;
 import static dev.tally.local.Layout.LIVE;
 import static dev.tally.local.Layout.PAGE;
+import static dev.tally.local.Layout.RECORD;
 import static dev.tally.local.Layout.RESERVED;
 import static dev.tally.local.Layout.SEALED;
 import static dev.tally.local.Layout.SLOTS_PER_PAGE;
@@ -98,6 +99,22 @@ import java.util.concurrent.ThreadLocalRandom;
  * Fields that change only under the lock (mask, expiry, key hash, key ref, state and kind) are
  * covered by a checksum in {@code meta}, verified on the first open after a crash of the
  * machine ({@link StoreFile}).
+ *
+ * <h2>Rate limiters' slots</h2>
+ *
+ * A slot flagged {@link Layout#RECORD} holds a rate limiter: {@code held} is the reference of
+ * its state record in the key heap, and {@code mask} is {@code held ^ SEALED}. So the value word
+ * every unlocked slot keeps, {@code held ^ mask}, is {@code SEALED} for good: lock-free
+ * increments and reads fall through to the locked path, which refuses counter operations on a
+ * limiter's key ({@link Op#lockCounter}); every path that unseals a slot (commit, roll-forward,
+ * roll-back, repair, recovery on open) computes {@code held ^ mask} and leaves it sealed, with no
+ * case of its own; and the slot checksum, which covers {@code mask}, covers the reference too.
+ *
+ * <p>An update never writes a record in place. The locker runs the state machine on a copy,
+ * writes the result into a freshly allocated record, and points the slot at it; the slot's
+ * journal image holds the old reference, so a process killed at any instant leaves the slot on
+ * the old record (rolled back) or the new one (committed), and at worst leaks one record. The
+ * old record is freed after the commit, when no rollback can bring its reference back.
  */
 final class Table {
   private static final VarHandle LONG_LE =
@@ -107,6 +124,8 @@ final class Table {
   static volatile Runnable whileLockedHook;
   /** Set by tests only: runs inside a transaction after its first slot is written. */
   static volatile Runnable midTransactionHook;
+  /** Set by tests only: runs when a rate limiter's new record is in its slot, not yet committed. */
+  static volatile Runnable uncommittedRecordHook;
 
   final StoreFile file;
   final FileMap map;
@@ -132,6 +151,11 @@ final class Table {
 
   static boolean floating(long meta) {
     return (meta & FLOATING) != 0;
+  }
+
+  /** Whether a slot with this meta holds a rate limiter's state (if it is live). */
+  static boolean record(long meta) {
+    return (meta & RECORD) != 0;
   }
 
   /** Where the fingerprint of {@code slot} is kept: byte {@code cell} of its page. */
@@ -268,10 +292,16 @@ final class Table {
     long nowBits;
     long nowExpiresAt;
 
+    /** The slot held a rate limiter's record when locked (live or expired); bits is its ref. */
+    boolean record;
+    boolean nowRecord;
+
     boolean claimed;
     boolean finalLive;
     long finalMask;
     boolean freeKey;
+    /** A record to free once the operation is over (0: none). */
+    int freeRecord;
 
     Held(long slot, long image, Key key) {
       this.slot = slot;
@@ -284,7 +314,18 @@ final class Table {
       changed = true;
       nowPresent = true;
       nowFloating = floating;
+      nowRecord = false;
       nowBits = bits;
+      nowExpiresAt = expiresAt;
+    }
+
+    /** Points this slot at a new rate limiter state record. */
+    void setRecord(int ref, long expiresAt) {
+      changed = true;
+      nowPresent = true;
+      nowFloating = false;
+      nowRecord = true;
+      nowBits = ref & 0xFFFF_FFFFL;
       nowExpiresAt = expiresAt;
     }
 
@@ -370,6 +411,7 @@ final class Table {
     long meta = map.getLongVolatile(slot + Layout.S_META);
     h.state = state;
     h.floating = floating(meta);
+    h.record = state == LIVE && record(meta);
     h.bits = held;
     h.expiresAt = map.getLong(slot + S_EXPIRY);
     h.mask = mask;
@@ -450,6 +492,11 @@ final class Table {
     boolean sync = durable && op.sync == LocalOptions.Sync.ALWAYS;
     if (sync) {
       op.entry.force(); // the undo images reach the device before the slots change
+      for (Held h : op.held) {
+        if (h.changed && h.nowPresent && h.nowRecord) {
+          file.forceKey((int) h.nowBits); // and a new state record before the slot naming it
+        }
+      }
     }
     Runnable hook = whileLockedHook;
     if (hook != null && durable) {
@@ -459,6 +506,9 @@ final class Table {
     for (Held h : op.held) {
       writeFields(h);
       if (++n == 1 && op.held.size() > 1 && durable && (hook = midTransactionHook) != null) {
+        hook.run();
+      }
+      if (h.changed && h.nowRecord && durable && (hook = uncommittedRecordHook) != null) {
         hook.run();
       }
     }
@@ -491,8 +541,17 @@ final class Table {
 
   private void writeFields(Held h) {
     long slot = h.slot;
-    if (h.changed && h.nowPresent) {
-      boolean fresh = !h.present || h.nowFloating != h.floating;
+    if (h.changed && h.nowPresent && h.nowRecord) {
+      long mask = h.nowBits ^ SEALED; // held ^ mask stays SEALED: see the class comment
+      map.setLong(slot + S_HELD, h.nowBits);
+      map.setLong(slot + S_EXPIRY, h.nowExpiresAt);
+      map.setLongVolatile(slot + S_MASK, mask);
+      writeMeta(map, slot, LIVE | RECORD);
+      h.finalLive = true;
+      h.finalMask = mask;
+      h.freeRecord = h.record ? (int) h.bits : 0;
+    } else if (h.changed && h.nowPresent) {
+      boolean fresh = !h.present || h.record || h.nowFloating != h.floating;
       long mask = fresh ? newMask(h.nowBits) : h.mask;
       if ((h.nowBits ^ mask) == SEALED) {
         mask = newMask(h.nowBits);
@@ -503,11 +562,13 @@ final class Table {
       writeMeta(map, slot, LIVE | (h.nowFloating ? FLOATING : 0));
       h.finalLive = true;
       h.finalMask = mask;
+      h.freeRecord = h.record ? (int) h.bits : 0;
     } else if (h.changed || h.state != LIVE || !h.present) {
       // a removal, a claim not used, or an expired key met on the way: a tombstone
       writeMeta(map, slot, TOMBSTONE | (h.floating ? FLOATING : 0));
       h.finalLive = false;
       h.freeKey = h.state == LIVE || h.claimed;
+      h.freeRecord = h.record ? (int) h.bits : 0;
     } else {
       h.finalLive = true; // unchanged: held still has the value
       h.finalMask = h.mask;

@@ -3,11 +3,16 @@ package dev.tally.local;
 import static dev.tally.local.Worker.F_ACKS;
 import static dev.tally.local.Worker.F_DEAD_OWNER_WAIT;
 import static dev.tally.local.Worker.F_HOLDING;
+import static dev.tally.local.Worker.BUCKETS;
 import static dev.tally.local.Worker.F_INFLIGHT;
+import static dev.tally.local.Worker.F_LIM_ACKS;
+import static dev.tally.local.Worker.F_LIM_INFLIGHT;
+import static dev.tally.local.Worker.F_LIM_PERMITS;
 import static dev.tally.local.Worker.F_MAX_LATENCY;
 import static dev.tally.local.Worker.F_OPS;
 import static dev.tally.local.Worker.F_VIOLATIONS;
 import static dev.tally.local.Worker.KEYS;
+import static dev.tally.local.Worker.LIM_CAPACITY;
 import static dev.tally.local.Worker.at;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -24,26 +29,30 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@code kill -9} at random moments, while holding slot locks, and in the middle of
- * transactions, while other processes keep writing.
+ * {@code kill -9} at random moments, while holding slot locks, in the middle of transactions,
+ * and in the middle of rate limiter updates, while other processes keep writing.
  *
- * <p>Three writer processes (two threads each) run {@link Worker}'s campaign on one store: one
+ * <p>Four writer processes (two threads each) run {@link Worker}'s campaign on one store: one
  * plain, one that now and then sleeps while holding its slot locks, one that now and then sleeps
- * half-way through writing a transaction. Each trial kills one of them (at a random moment, or
- * exactly while it sleeps holding locks or mid-transaction), checks that the survivors keep
- * making progress, and starts a replacement. Writers acknowledge each increment in a
- * memory-mapped report that outlives them, after the increment returned.
+ * half-way through writing a transaction, one that now and then sleeps with a limiter's new
+ * state record in its slot but not yet committed. Each trial kills one of them (at a random
+ * moment, or exactly while it sleeps holding locks, mid-transaction or mid-update), checks that
+ * the survivors keep making progress, and starts a replacement. Writers acknowledge each
+ * increment and each limiter grant in a memory-mapped report that outlives them, after the
+ * call returned.
  *
  * <p>At the end every writer is killed and the parent opens the store, recovering what they
  * left. Then: each counter is at least the acknowledged increments and at most that plus the
- * increments in flight when writers died; the transfers' "from + to" is 0 (no transaction
- * half-applied, and no reader ever saw one half-applied); no survivor waited a second on a dead
- * lock holder, or on anything; the file reopens cleanly.
+ * increments in flight when writers died; each bucket granted at most its capacity, and has
+ * consumed at least its acknowledged grants and at most those plus the grants in flight; the
+ * transfers' "from + to" is 0 (no transaction half-applied, and no reader ever saw one
+ * half-applied); no survivor waited a second on a dead lock holder, or on anything; the file
+ * reopens cleanly.
  */
 class CrashTest {
-  private static final int TRIALS = 24;
+  private static final int TRIALS = 32;
   private static final int THREADS = 2;
-  private static final String[] HOOKS = {"none", "lock", "tx"};
+  private static final String[] HOOKS = {"none", "lock", "tx", "record"};
   private static final long SECOND = TimeUnit.SECONDS.toNanos(1);
 
   @TempDir
@@ -104,15 +113,17 @@ class CrashTest {
   void killedWritersLoseNoAcknowledgedIncrementAndHalfApplyNoTransaction() throws Exception {
     Files.createFile(dir.resolve("go"));
     Writer[] live = new Writer[HOOKS.length];
-    int[] caught = new int[2];
+    int[] caught = new int[3];
     try {
       for (int i = 0; i < live.length; i++) {
         live[i] = new Writer(HOOKS[i]);
       }
       int caughtHoldingLocks = 0;
       int caughtMidTransaction = 0;
+      int caughtMidUpdate = 0;
       for (int trial = 0; trial < TRIALS; trial++) {
-        int kind = trial % 3; // 0: at a random moment, 1: holding locks, 2: mid-transaction
+        // 0: at a random moment, 1: holding locks, 2: mid-transaction, 3: mid limiter update
+        int kind = trial % HOOKS.length;
         int index = kind == 0 ? ThreadLocalRandom.current().nextInt(live.length) : kind;
         Writer victim = live[index];
         assertThat(waitFor(60_000, victim::running)).as("writer %d started", trial).isTrue();
@@ -121,8 +132,10 @@ class CrashTest {
         } else if (waitFor(5_000, () -> victim.holding(kind))) {
           if (kind == 1) {
             caughtHoldingLocks++;
-          } else {
+          } else if (kind == 2) {
             caughtMidTransaction++;
+          } else {
+            caughtMidUpdate++;
           }
         }
         victim.child.kill();
@@ -149,8 +162,11 @@ class CrashTest {
       Thread.sleep(100);
       caught[0] = caughtHoldingLocks;
       caught[1] = caughtMidTransaction;
-      assertThat(caughtHoldingLocks).as("kills while holding slot locks").isGreaterThanOrEqualTo(TRIALS / 3 - 2);
-      assertThat(caughtMidTransaction).as("kills mid-transaction").isGreaterThanOrEqualTo(TRIALS / 3 - 2);
+      caught[2] = caughtMidUpdate;
+      int each = TRIALS / HOOKS.length;
+      assertThat(caughtHoldingLocks).as("kills while holding slot locks").isGreaterThanOrEqualTo(each - 2);
+      assertThat(caughtMidTransaction).as("kills mid-transaction").isGreaterThanOrEqualTo(each - 2);
+      assertThat(caughtMidUpdate).as("kills mid limiter update").isGreaterThanOrEqualTo(each - 2);
     } finally {
       for (Writer w : everyWriter) {
         w.child.close(); // the last ones are killed too: nobody closes the store cleanly
@@ -159,6 +175,9 @@ class CrashTest {
 
     long[] acknowledged = new long[KEYS];
     long[] inFlight = new long[KEYS];
+    long[] granted = new long[BUCKETS];
+    long[] grantsInFlight = new long[BUCKETS];
+    int grantsCutShort = 0;
     long longestDeadOwnerWait = 0;
     long longestOp = 0;
     long violations = 0;
@@ -172,15 +191,37 @@ class CrashTest {
         if (flight > 0) {
           inFlight[(int) flight - 1]++;
         }
+        for (int b = 0; b < BUCKETS; b++) {
+          granted[b] += w.get(t, F_LIM_ACKS + b);
+        }
+        long limFlight = w.get(t, F_LIM_INFLIGHT);
+        if (limFlight > 0) {
+          grantsInFlight[(int) limFlight - 1] += w.get(t, F_LIM_PERMITS);
+          grantsCutShort++;
+        }
         longestDeadOwnerWait = Math.max(longestDeadOwnerWait, w.get(t, F_DEAD_OWNER_WAIT));
         longestOp = Math.max(longestOp, w.get(t, F_MAX_LATENCY));
         violations += w.get(t, F_VIOLATIONS);
         ops += w.get(t, F_OPS);
       }
     }
-    System.out.printf("crash test: %d writers, %d kills (%d holding locks, %d mid-transaction),"
-        + " %d operations; longest wait on a dead holder %.1f ms, longest operation %.1f ms%n",
-        everyWriter.size(), TRIALS, caught[0], caught[1], ops, longestDeadOwnerWait / 1e6, longestOp / 1e6);
+    int drained = 0;
+    long grantedUnits = 0;
+    for (int b = 0; b < BUCKETS; b++) {
+      grantedUnits += granted[b];
+      if (granted[b] + grantsInFlight[b] >= LIM_CAPACITY - 2) {
+        drained++;
+      }
+    }
+    System.out.printf("crash test: %d writers, %d kills (%d holding locks, %d mid-transaction,"
+        + " %d mid limiter update), %d operations, %d limiter units granted, %d buckets drained,"
+        + " %d grants cut short by a kill; longest wait on a dead holder %.1f ms, longest"
+        + " operation %.1f ms%n", everyWriter.size(), TRIALS, caught[0], caught[1], caught[2], ops,
+        grantedUnits, drained, grantsCutShort, longestDeadOwnerWait / 1e6, longestOp / 1e6);
+    for (int b = 0; b < BUCKETS; b++) {
+      assertThat(granted[b]).as("units granted from lim:%d", b).isLessThanOrEqualTo(LIM_CAPACITY);
+    }
+    assertThat(drained).as("buckets drained to their capacity").isPositive();
     assertThat(ops).as("operations done by all writers").isGreaterThan(10_000);
     assertThat(violations).as("transactional reads that saw from + to != 0").isZero();
     assertThat(longestDeadOwnerWait).as("longest wait on a dead lock holder (ns)").isLessThan(SECOND);
@@ -197,6 +238,11 @@ class CrashTest {
       }
       assertThat(c.get("from").orElse(0) + c.get("to").orElse(0)).as("from + to").isZero();
       assertThat(c.get("to").orElse(0)).as("transfers made").isPositive();
+      for (int b = 0; b < BUCKETS; b++) {
+        long consumed = LIM_CAPACITY - Worker.limBucket(t, b).available();
+        assertThat(consumed).as("units consumed from lim:%d", b)
+            .isBetween(granted[b], Math.min(LIM_CAPACITY, granted[b] + grantsInFlight[b]));
+      }
     }
     try (Tally t = Tally.open("file:" + data)) { // and again, after a clean close
       assertThat(t.counters().keys("c:")).hasSize(KEYS);

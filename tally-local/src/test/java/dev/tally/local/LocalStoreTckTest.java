@@ -4,6 +4,7 @@ import dev.tally.Tally;
 import dev.tally.tck.CounterConcurrencyContract;
 import dev.tally.tck.CounterContract;
 import dev.tally.tck.InputValidationContract;
+import dev.tally.tck.LimiterContract;
 import dev.tally.tck.ManualTimeSource;
 import dev.tally.tck.SeedExamplesContract;
 import java.nio.file.Path;
@@ -45,6 +46,14 @@ class LocalStoreTckTest {
 
   @Nested
   class InputValidation extends InputValidationContract {
+    @Override
+    protected Tally open(ManualTimeSource clock) {
+      return openFresh(clock);
+    }
+  }
+
+  @Nested
+  class Limiters extends LimiterContract {
     @Override
     protected Tally open(ManualTimeSource clock) {
       return openFresh(clock);

@@ -14,8 +14,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Several JVMs on one store file: the races of the concurrency suite, between processes. Each
- * child runs two threads, starts when the "go" file appears, and reports on stdout.
+ * Several JVMs on one store file: the races of the concurrency suite, and a rate limiter
+ * drained by all of them, between processes. Each child runs two threads, starts when the "go"
+ * file appears, and reports on stdout.
  */
 class MultiProcessTest {
   private static final int CHILDREN = 4;
@@ -131,6 +132,47 @@ class MultiProcessTest {
     try (Tally t = Tally.open("file:" + data())) {
       long remaining = t.counters().pop("views").orElse(0);
       assertThat(popped + remaining).isEqualTo((long) writers * THREADS * n);
+    }
+  }
+
+  @Test
+  void bucketsDrainedByEveryProcessAndThreadGrantExactlyTheirCapacity() throws Exception {
+    int buckets = 400; // of 100 units each; every thread drains each in turn until denied
+    Path go = dir.resolve("go");
+    List<Child> children = start(CHILDREN, "drain", data().toString(), go.toString(),
+        Integer.toString(THREADS), Integer.toString(buckets));
+    long[] granted = new long[buckets];
+    int[] processes = new int[buckets]; // how many processes were granted units of each bucket
+    List<Long> perProcess = new ArrayList<>();
+    try {
+      awaitAll(children, "READY");
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+      for (Child c : children) {
+        String[] f = c.await("GRANTED ", START_MILLIS).split(" ");
+        long mine = 0;
+        for (int b = 0; b < buckets; b++) {
+          long g = Long.parseLong(f[b + 1]);
+          granted[b] += g;
+          mine += g;
+          processes[b] += g > 0 ? 1 : 0;
+        }
+        perProcess.add(mine);
+      }
+    } finally {
+      closeAll(children);
+    }
+    long shared = java.util.Arrays.stream(processes).filter(n -> n > 1).count();
+    System.out.println(buckets + " buckets of 100 drained by " + CHILDREN + " processes x "
+        + THREADS + " threads: units granted to each process " + perProcess + "; " + shared
+        + " buckets shared by several processes");
+    assertThat(shared).as("buckets several processes took units from").isPositive();
+    for (int b = 0; b < buckets; b++) {
+      assertThat(granted[b]).as("units granted from bucket %d", b).isEqualTo(100);
+    }
+    try (Tally t = Tally.open("file:" + data())) {
+      assertThat(Worker.bucket(t, 0).available()).isZero();
+      assertThat(Worker.bucket(t, buckets - 1).available()).isZero();
     }
   }
 }

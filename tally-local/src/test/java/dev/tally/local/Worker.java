@@ -1,6 +1,8 @@
 package dev.tally.local;
 
 import dev.tally.Counters;
+import dev.tally.Limit;
+import dev.tally.RateLimiter;
 import dev.tally.Tally;
 import dev.tally.TransactionResult;
 import java.io.IOException;
@@ -15,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -28,6 +31,7 @@ import java.util.concurrent.locks.LockSupport;
  * add      DIR GO THREADS ROUNDS ID   add("add:r", ID*10 + thread) for each round; prints WIN r v
  * views    DIR GO THREADS N           incr "views" N times per thread
  * pop      DIR GO STOP                pop "views" until STOP exists; prints POPPED total
+ * drain    DIR GO THREADS B           drain "bucket:0".."bucket:B-1" in turn; prints GRANTED n0 n1 ...
  * campaign DIR GO THREADS REPORT HOOK a random mix until killed (see CrashTest)
  * </pre>
  */
@@ -54,7 +58,8 @@ public final class Worker {
           }
         });
         case "pop" -> pop(c, Path.of(args[3]));
-        case "campaign" -> campaign(c, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
+        case "drain" -> drain(tally, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+        case "campaign" -> campaign(tally, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
         default -> throw new IllegalArgumentException(mode);
       }
     }
@@ -119,6 +124,29 @@ public final class Worker {
     System.out.println("POPPED " + total);
   }
 
+  /** Bucket {@code b} of {@link MultiProcessTest}: 100 units, one more a day (none during a test). */
+  static RateLimiter bucket(Tally tally, int b) {
+    return tally.limiter("bucket:" + b, Limit.tokenBucket(100, Duration.ofDays(1)));
+  }
+
+  /** Each thread takes units from bucket 0 until it is denied, then from bucket 1, and so on. */
+  private static void drain(Tally tally, int threads, int buckets) throws InterruptedException {
+    AtomicLongArray granted = new AtomicLongArray(buckets);
+    onThreads(threads, t -> {
+      for (int b = 0; b < buckets; b++) {
+        RateLimiter bucket = bucket(tally, b);
+        while (bucket.tryAcquire()) {
+          granted.incrementAndGet(b);
+        }
+      }
+    });
+    StringBuilder line = new StringBuilder("GRANTED");
+    for (int b = 0; b < buckets; b++) {
+      line.append(' ').append(granted.get(b));
+    }
+    System.out.println(line);
+  }
+
   // ---------------------------------------------------------------- the crash campaign
 
   /** Per-thread report: longs at thread * 32 + field. */
@@ -129,8 +157,23 @@ public final class Worker {
   static final int F_VIOLATIONS = 3; // transfer invariant seen broken
   static final int F_DEAD_OWNER_WAIT = 4; // the process's longest wait on a dead lock holder
   static final int F_OPS = 5;
+  static final int F_LIM_INFLIGHT = 6; // bucket index + 1 of the acquire in flight, or 0
+  static final int F_LIM_PERMITS = 7; // its permits
   static final int F_ACKS = 8; // KEYS longs: acknowledged increments per key
-  static final int THREAD_LONGS = 32;
+  static final int F_LIM_ACKS = 16; // BUCKETS longs: acknowledged grants (permits) per bucket
+  static final int THREAD_LONGS = 256;
+
+  /**
+   * Leaky buckets "lim:0".."lim:199" of LIM_CAPACITY units that drain in a year (not during a
+   * test), in LANES lanes: each thread drains the buckets of one lane, chosen at random, in turn.
+   */
+  static final int BUCKETS = 200;
+  static final int LANES = 4;
+  static final int LIM_CAPACITY = 5000;
+
+  static RateLimiter limBucket(Tally tally, int b) {
+    return tally.limiter("lim:" + b, Limit.leakyBucket(LIM_CAPACITY, Duration.ofDays(365)));
+  }
 
   static MappedByteBuffer mapReport(Path file, int threads) throws IOException {
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
@@ -146,13 +189,17 @@ public final class Worker {
   }
 
   /**
-   * Increments of "c:0".."c:7", each acknowledged in the report only after it returned; transfers
+   * Increments of "c:0".."c:7", each acknowledged in the report only after it returned; rate
+   * limiter grants of 1 to 3 units from the buckets "lim:0".."lim:199" (a thread moves on to the
+   * next bucket of its lane when one denies it), each acknowledged only after it returned; transfers
    * between "from" and "to" in transactions (their sum is always 0) and transactional reads that
    * check it; locked operations (touch, put, delete, add) on shared and private keys. With HOOK
-   * "lock" or "tx", now and then a thread sleeps while holding its slot locks, or in the middle
-   * of a transaction, flagging it in the report so the parent can kill it right there.
+   * "lock", "tx" or "record", now and then a thread sleeps while holding its slot locks, in the
+   * middle of a transaction, or with a limiter's new record in its slot but not yet committed,
+   * flagging it in the report so the parent can kill it right there.
    */
-  private static void campaign(Counters c, int threads, Path reportFile, String hook) throws Exception {
+  private static void campaign(Tally tally, int threads, Path reportFile, String hook) throws Exception {
+    Counters c = tally.counters();
     MappedByteBuffer report = mapReport(reportFile, threads);
     ThreadLocal<Integer> me = new ThreadLocal<>();
     ThreadLocal<boolean[]> slept = ThreadLocal.withInitial(() -> new boolean[1]);
@@ -164,7 +211,7 @@ public final class Worker {
       if (t == null || now < next || !nextHook.compareAndSet(next, now + 250_000_000L)) {
         return;
       }
-      report.putLong(at(t, F_HOLDING), hook.equals("tx") ? 2 : 1);
+      report.putLong(at(t, F_HOLDING), hook.equals("tx") ? 2 : hook.equals("record") ? 3 : 1);
       slept.get()[0] = true;
       try {
         Thread.sleep(ThreadLocalRandom.current().nextInt(80, 200));
@@ -177,21 +224,38 @@ public final class Worker {
       Table.whileLockedHook = sleepHolding;
     } else if (hook.equals("tx")) {
       Table.midTransactionHook = sleepHolding;
+    } else if (hook.equals("record")) {
+      Table.uncommittedRecordHook = sleepHolding;
     }
     String scratch = "s:" + ProcessHandle.current().pid() + ":";
     onThreads(threads, t -> {
       me.set(t);
       ThreadLocalRandom rnd = ThreadLocalRandom.current();
+      int lane = rnd.nextInt(LANES);
+      int bucket = lane * (BUCKETS / LANES);
+      int lastOfLane = bucket + BUCKETS / LANES - 1;
+      RateLimiter lim = limBucket(tally, bucket);
       for (long op = 0; ; op++) {
         slept.get()[0] = false;
         long started = System.nanoTime();
         int dice = rnd.nextInt(100);
         int k = rnd.nextInt(KEYS);
-        if (dice < 60) {
+        if (dice < 45) {
           report.putLong(at(t, F_INFLIGHT), k + 1);
           c.incr("c:" + k);
           report.putLong(at(t, F_ACKS + k), report.getLong(at(t, F_ACKS + k)) + 1);
           report.putLong(at(t, F_INFLIGHT), 0);
+        } else if (dice < 65) {
+          long permits = 1 + rnd.nextInt(3);
+          report.putLong(at(t, F_LIM_PERMITS), permits);
+          report.putLong(at(t, F_LIM_INFLIGHT), bucket + 1);
+          if (lim.tryAcquire(permits)) {
+            int a = at(t, F_LIM_ACKS + bucket);
+            report.putLong(a, report.getLong(a) + permits);
+          } else if (bucket < lastOfLane) {
+            lim = limBucket(tally, ++bucket);
+          }
+          report.putLong(at(t, F_LIM_INFLIGHT), 0);
         } else if (dice < 75) {
           c.transaction(tx -> tx.decr("from", 1).incr("to"));
         } else if (dice < 85) {
