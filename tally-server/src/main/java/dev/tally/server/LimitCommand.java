@@ -90,11 +90,15 @@ final class LimitCommand {
     b.append(" limit=").append(d.get("limit").asLong());
     if (!d.get("allowed").asBoolean()) {
       JsonNode retry = d.get("retryAfterMillis");
-      b.append(" retry-after=").append(retry.isNull() ? "never"
-          : Specs.format(Duration.ofMillis(retry.asLong())));
+      b.append(" retry-after=").append(retry.isNull() ? "never" : human(retry.asLong()));
     }
-    b.append(" reset-after=").append(Specs.format(Duration.ofMillis(d.get("resetAfterMillis").asLong())));
+    b.append(" reset-after=").append(human(d.get("resetAfterMillis").asLong()));
     return b.toString();
+  }
+
+  /** Milliseconds as 850ms or 2.5s, or from a minute on in whole seconds rounded up (30m, not 29m59.312s). */
+  static String human(long millis) {
+    return Specs.format(millis < 60_000 ? Duration.ofMillis(millis) : Duration.ofSeconds((millis + 999) / 1000));
   }
 
   @Command(name = "try", mixinStandardHelpOptions = true,

@@ -228,6 +228,16 @@ class CliIT {
   }
 
   @Test
+  void everyCommandDrawsFromTheSameLimiterOnTheFileStore(@TempDir Path dir) throws Exception {
+    Run first = tallyIn(dir, Map.of(), "limit", "try", "mail:42", "--token-bucket", "2/1h");
+    assertThat(first).isEqualTo(new Run(0, "allowed remaining=1 limit=2 reset-after=30m\n", ""));
+    assertThat(tallyIn(dir, Map.of(), "limit", "try", "mail:42", "--token-bucket", "2/1h").exit()).isZero();
+    Run third = tallyIn(dir, Map.of(), "limit", "try", "mail:42", "--token-bucket", "2/1h");
+    assertThat(third.exit()).isEqualTo(1);
+    assertThat(third.out()).matches("denied remaining=0 limit=2 retry-after=(30m|29m\\d+s) reset-after=(1h|59m\\d+s)\n");
+  }
+
+  @Test
   void aServerAndTheCommandLineShareTheFileStore(@TempDir Path dir) throws Exception {
     Path out = dir.resolve("serve.out");
     Process serve = new ProcessBuilder(LAUNCHER.toString(), "serve", "--port", "0")

@@ -106,8 +106,8 @@ class SharedFileStoreIT {
     HttpResponse<String> probe = a.post("/v1/limiters/probe/peek", body);
     assumeThat(probe.statusCode()).as("the file store has rate limiters: " + probe.body()).isEqualTo(200);
     CompletableFuture<List<HttpResponse<String>>> viaA =
-        CompletableFuture.supplyAsync(() -> send(a, 80, "/v1/limiters/shared/try", body));
-    List<HttpResponse<String>> viaB = send(b, 80, "/v1/limiters/shared/try", body);
+        CompletableFuture.supplyAsync(() -> send(a, 80, "/v1/limiters/limiter:shared/try", body));
+    List<HttpResponse<String>> viaB = send(b, 80, "/v1/limiters/limiter:shared/try", body);
     long allowed = viaA.join().stream().filter(r -> r.statusCode() == 200).count()
         + viaB.stream().filter(r -> r.statusCode() == 200).count();
     assertThat(allowed).isEqualTo(100);
