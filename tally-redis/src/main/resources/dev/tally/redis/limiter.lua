@@ -1,0 +1,899 @@
+--[[
+Tally rate limiters: runs a limiter's state machine once, atomically, on KEYS[1]. This is
+tally-core's LimiterMachine with its algorithms (Gcra.java, FixedWindow.java, SlidingWindow.java,
+CalendarQuota.java), line for line, over the same record; LimiterMachineParityTest runs random
+timelines through both and requires identical decisions and records.
+
+KEYS[1]  the limiter's hash (docs/redis.md):
+           "1", "2", ...  one field per limit: the record's six words "tag p0 p1 s0 s1 s2" as
+                          decimals, s0 an instant in epoch nanoseconds
+           "exp"          only under a caller's clock: the instant (on that clock) at which the
+                          record is full and counts as absent
+ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone
+  op       acquire | peek | refund | reset | reconfigure | topup
+  permits  a decimal
+  clock    '' to decide at the server's TIME; else the caller's clock, epoch nanoseconds
+  zone     '' for none (a quota then follows UTC), or eight epoch seconds "d1 d2 d3 d4 m1 m2 m3 m4":
+           consecutive starts of days, then of months, in the quota's zone around the caller's
+           time, computed by the caller with java.time (Lua knows no time zones)
+Reply    {allowed "1"|"0", remaining, limit, retryAfter, resetAfter}, decimal strings
+Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW
+
+Arithmetic. Lua numbers are doubles, exact for integers below 2^53, while instants (about 1.8e18
+ns) need 61 bits and the sliding window multiplies counts by durations (up to 2^124). So:
+  * every integer is a Lua number while its magnitude is below 2^53, otherwise a "big": a sign and
+    base-2^24 limbs; add, sub, mul, cmp and floor division take either and are exact, with a fast
+    path when both operands and the result are small;
+  * the machine runs in a frame where now is 0: instants are read as (stored - now) and written
+    back as (now + value). Differences of instants are small for any realistic limit, so the
+    arithmetic stays on the fast path; absolute nanoseconds are only ever split as seconds and
+    nanoseconds (as TIME gives them) or handled as bigs.
+]]
+
+local B = 16777216               -- 2^24, the limb base
+local B2 = 281474976710656       -- 2^48
+local SAFE = 9007199254740992    -- 2^53
+local HALF = 4503599627370496    -- 2^52
+local GIGA = 1000000000
+
+local function bad(why)
+  return error({err = 'TALLY_BAD_STATE ' .. why})
+end
+
+-- ------------------------------------------------------------------ magnitudes (limb arrays)
+
+local function trim(m)
+  local n = #m
+  while n > 0 and m[n] == 0 do
+    m[n] = nil
+    n = n - 1
+  end
+  return m
+end
+
+-- The limbs of a non-negative integer-valued double (exact at any size: fmod and division by a
+-- power of two are exact).
+local function limbs(x)
+  local m, i = {}, 0
+  while x > 0 do
+    i = i + 1
+    local l = math.fmod(x, B)
+    m[i] = l
+    x = (x - l) / B
+  end
+  return m
+end
+
+local function mcmp(a, b)
+  local na, nb = #a, #b
+  if na ~= nb then
+    return na < nb and -1 or 1
+  end
+  for i = na, 1, -1 do
+    if a[i] ~= b[i] then
+      return a[i] < b[i] and -1 or 1
+    end
+  end
+  return 0
+end
+
+local function madd(a, b)
+  local r, carry = {}, 0
+  for i = 1, math.max(#a, #b) do
+    local s = (a[i] or 0) + (b[i] or 0) + carry
+    if s >= B then
+      r[i], carry = s - B, 1
+    else
+      r[i], carry = s, 0
+    end
+  end
+  if carry > 0 then
+    r[#r + 1] = carry
+  end
+  return r
+end
+
+local function msub(a, b) -- a >= b
+  local r, borrow = {}, 0
+  for i = 1, #a do
+    local s = a[i] - (b[i] or 0) - borrow
+    if s < 0 then
+      r[i], borrow = s + B, 1
+    else
+      r[i], borrow = s, 0
+    end
+  end
+  return trim(r)
+end
+
+local function mmul(a, b)
+  local na, nb = #a, #b
+  local r = {}
+  for k = 1, na + nb do
+    r[k] = 0
+  end
+  for i = 1, na do
+    local ai, carry = a[i], 0
+    if ai ~= 0 then
+      for j = 1, nb do
+        local s = r[i + j - 1] + ai * b[j] + carry -- < 2^24 + 2^48 + 2^25: exact
+        local l = math.fmod(s, B)
+        r[i + j - 1], carry = l, (s - l) / B
+      end
+      local k = i + nb
+      while carry > 0 do
+        local s = r[k] + carry
+        local l = math.fmod(s, B)
+        r[k], carry = l, (s - l) / B
+        k = k + 1
+      end
+    end
+  end
+  return trim(r)
+end
+
+local function mdouble(m)
+  local v = 0
+  for i = #m, 1, -1 do
+    v = v * B + m[i]
+  end
+  return v
+end
+
+-- floor(a / b) and a mod b, b not zero. Each round subtracts an underestimate of the quotient
+-- taken from doubles (relative error far below the 1e-10 margin), so the remainder never goes
+-- negative and shrinks by about 2^-33 per round.
+local function mdivmod(a, b)
+  local q, r = {}, a
+  local db = mdouble(b)
+  while mcmp(r, b) >= 0 do
+    local est = math.floor(mdouble(r) / db * 0.9999999999)
+    if est < 1 then
+      est = 1
+    end
+    local e = limbs(est)
+    r = msub(r, mmul(e, b))
+    q = madd(q, e)
+  end
+  return trim(q), r
+end
+
+-- ------------------------------------------------------------------ signed integers
+
+-- A value from a sign and limbs: a Lua number when below 2^53 in magnitude, else a big.
+local function make(negative, m)
+  trim(m)
+  local n = #m
+  if n <= 2 or (n == 3 and m[3] < 32) then
+    local v = (m[3] or 0) * B2 + (m[2] or 0) * B + (m[1] or 0)
+    if negative and v ~= 0 then
+      return -v
+    end
+    return v
+  end
+  return {neg = negative, m = m}
+end
+
+local function big(x)
+  if type(x) == 'table' then
+    return x
+  end
+  if x < 0 then
+    return {neg = true, m = limbs(-x)}
+  end
+  return {neg = false, m = limbs(x)}
+end
+
+local function add(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    local s = a + b
+    if s > -SAFE and s < SAFE then
+      return s
+    end
+  end
+  a, b = big(a), big(b)
+  if a.neg == b.neg then
+    return make(a.neg, madd(a.m, b.m))
+  end
+  if mcmp(a.m, b.m) >= 0 then
+    return make(a.neg, msub(a.m, b.m))
+  end
+  return make(b.neg, msub(b.m, a.m))
+end
+
+local function negate(a)
+  if type(a) == 'number' then
+    return 0 - a
+  end
+  return {neg = not a.neg, m = a.m}
+end
+
+local function sub(a, b)
+  return add(a, negate(b))
+end
+
+local function mul(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    local p = a * b
+    if p > -SAFE and p < SAFE then
+      return p
+    end
+  end
+  a, b = big(a), big(b)
+  return make(a.neg ~= b.neg, mmul(a.m, b.m))
+end
+
+-- A big is always at least 2^53 in magnitude, so against a number its sign decides.
+local function cmp(a, b)
+  local na, nb = type(a) == 'number', type(b) == 'number'
+  if na and nb then
+    return a < b and -1 or (a > b and 1 or 0)
+  elseif nb then
+    return a.neg and -1 or 1
+  elseif na then
+    return b.neg and 1 or -1
+  elseif a.neg ~= b.neg then
+    return a.neg and -1 or 1
+  end
+  local c = mcmp(a.m, b.m)
+  return a.neg and -c or c
+end
+
+local function lt(a, b) return cmp(a, b) < 0 end
+local function le(a, b) return cmp(a, b) <= 0 end
+local function eq(a, b) return cmp(a, b) == 0 end
+local function max(a, b) return cmp(a, b) >= 0 and a or b end
+local function min(a, b) return cmp(a, b) <= 0 and a or b end
+
+-- floor(a / b) and the non-negative remainder, for b > 0 (Math.floorDiv, Math.floorMod).
+local function fdivmod(a, b)
+  if type(a) == 'number' and type(b) == 'number' and a > -HALF and a < HALF and b < HALF then
+    local q = math.floor(a / b)
+    local r = a - q * b -- |q * b| <= |a| + b < 2^53: exact
+    if r < 0 then
+      q, r = q - 1, r + b
+    elseif r >= b then
+      q, r = q + 1, r - b
+    end
+    return q, r
+  end
+  local x, y = big(a), big(b)
+  local q, r = mdivmod(x.m, y.m)
+  if x.neg and #r > 0 then
+    return make(true, madd(q, {1})), make(false, msub(y.m, r))
+  end
+  return make(x.neg, q), make(false, r)
+end
+
+local TEN7 = limbs(10000000)
+
+local function parse(s)
+  if not string.find(s, '^%-?%d+$') then
+    bad('not an integer: ' .. s)
+  end
+  if #s <= 15 then
+    return tonumber(s)
+  end
+  local negative = string.sub(s, 1, 1) == '-'
+  local digits = negative and string.sub(s, 2) or s
+  local m, pos, len = {}, 1, (#digits - 1) % 7 + 1
+  while pos <= #digits do
+    m = madd(mmul(m, TEN7), limbs(tonumber(string.sub(digits, pos, pos + len - 1))))
+    pos, len = pos + len, 7
+  end
+  return make(negative, m)
+end
+
+local function fmt(v)
+  if type(v) == 'number' then
+    if v == 0 then
+      return '0'
+    end
+    return string.format('%.0f', v)
+  end
+  local m, parts = v.m, {}
+  while #m > 0 do
+    local q, rem = {}, 0
+    for i = 1, #m do
+      q[i] = 0
+    end
+    for i = #m, 1, -1 do
+      local cur = rem * B + m[i] -- < 10^7 * 2^24 + 2^24: exact
+      local d = math.floor(cur / 10000000)
+      local r = cur - d * 10000000
+      if r < 0 then
+        d, r = d - 1, r + 10000000
+      elseif r >= 10000000 then
+        d, r = d + 1, r - 10000000
+      end
+      q[i], rem = d, r
+    end
+    parts[#parts + 1] = rem
+    m = trim(q)
+  end
+  local s = string.format('%.0f', parts[#parts])
+  for i = #parts - 1, 1, -1 do
+    s = s .. string.format('%07.0f', parts[i])
+  end
+  return (v.neg and '-' or '') .. s
+end
+
+local MAX = parse('9223372036854775807') -- Long.MAX_VALUE
+local NEVER = MAX                         -- Decision.NEVER
+
+-- ------------------------------------------------------------------ the clock and the frame
+
+local op, permits, clock = ARGV[1], parse(ARGV[2]), ARGV[3]
+local overridden = clock ~= ''
+
+-- now = NOW_S * 10^9 + NOW_NS exactly, 0 <= NOW_NS < 10^9
+local NOW_S, NOW_NS
+if overridden then
+  if string.find(clock, '^%d%d%d%d%d%d%d%d%d%d+$') and #clock <= 24 then
+    NOW_S, NOW_NS = tonumber(string.sub(clock, 1, -10)), tonumber(string.sub(clock, -9))
+  else
+    NOW_S, NOW_NS = fdivmod(parse(clock), GIGA)
+  end
+else
+  local t = redis.call('TIME')
+  NOW_S, NOW_NS = tonumber(t[1]), tonumber(t[2]) * 1000
+end
+local NOW = add(mul(NOW_S, GIGA), NOW_NS)
+local now = 0 -- the machine's frame: every instant below is relative to NOW
+
+-- An instant s seconds + ns nanoseconds after the epoch, in the frame.
+local function frame(s, ns)
+  local ds = s - NOW_S
+  if ds > -9000000 and ds < 9000000 then
+    return ds * GIGA + (ns - NOW_NS) -- below 2^53: exact
+  end
+  return add(mul(ds, GIGA), ns - NOW_NS)
+end
+
+-- A stored instant (epoch nanoseconds, decimal) in the frame.
+local function from_epoch(text)
+  if string.find(text, '^%d%d%d%d%d%d%d%d%d%d+$') and #text <= 19 then
+    return frame(tonumber(string.sub(text, 1, -10)), tonumber(string.sub(text, -9)))
+  end
+  return sub(parse(text), NOW)
+end
+
+-- An instant of the frame as epoch nanoseconds, decimal.
+local function to_epoch(v)
+  if type(v) == 'number' and v > -HALF and v < HALF then
+    local t = NOW_NS + v
+    local q = math.floor(t / GIGA)
+    local ns = t - q * GIGA
+    if ns < 0 then
+      q, ns = q - 1, ns + GIGA
+    elseif ns >= GIGA then
+      q, ns = q + 1, ns - GIGA
+    end
+    local s = NOW_S + q
+    if s >= 1 then
+      return string.format('%.0f%09.0f', s, ns)
+    end
+  end
+  return fmt(add(NOW, v))
+end
+
+-- ------------------------------------------------------------------ calendars
+
+local function days_from_civil(y, m, d)
+  if m <= 2 then
+    y = y - 1
+  end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = m > 2 and m - 3 or m + 9
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+local function civil_from_days(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then
+    y = y + 1
+  end
+  return y, m
+end
+
+local MONTH = 2 -- Limit.Period.MONTH.ordinal() + 1; any other code is a day
+
+-- CalendarQuota.periodEnd: the end of the period containing now. With the caller's boundaries
+-- for the zone: the first one after now. Without a zone: UTC, computed here.
+local function period_end(code, zone)
+  if zone then
+    local first = code == MONTH and 5 or 1
+    if lt(now, frame(zone[first], 0)) then
+      return error({err = 'TALLY_CLOCK_SKEW'})
+    end
+    for i = first + 1, first + 3 do
+      local b = frame(zone[i], 0)
+      if lt(now, b) then
+        return b
+      end
+    end
+    return error({err = 'TALLY_CLOCK_SKEW'})
+  end
+  local day = math.floor(NOW_S / 86400)
+  if code == MONTH then
+    local y, m = civil_from_days(day)
+    if m == 12 then
+      y, m = y + 1, 1
+    else
+      m = m + 1
+    end
+    return frame(days_from_civil(y, m, 1) * 86400, 0)
+  end
+  return frame((day + 1) * 86400, 0)
+end
+
+-- ------------------------------------------------------------------ the algorithms
+
+-- A limit is a table {tag, p0, p1, s0, s1, s2} (s0 in the frame) with its zone (or nil).
+local P0, P1, S0, S1, S2 = 2, 3, 4, 5, 6
+
+-- FixedWindow.windowStart(now, window): now - floorMod(now, window), in the frame.
+local function window_start(window)
+  if type(window) == 'number' and math.fmod(window, GIGA) == 0 then
+    local _, s = fdivmod(NOW_S, window / GIGA)
+    return negate(add(mul(s, GIGA), NOW_NS))
+  end
+  local _, r = fdivmod(NOW, window)
+  return negate(r)
+end
+
+-- Arith.floorMulDiv and Arith.ceilMulDiv: exact, saturating at Long.MAX_VALUE.
+local function floor_mul_div(a, b, c)
+  local q = fdivmod(mul(a, b), c)
+  return min(q, MAX)
+end
+
+local function ceil_mul_div(a, b, c)
+  local q, r = fdivmod(mul(a, b), c)
+  if not eq(r, 0) then
+    q = add(q, 1)
+  end
+  return min(q, MAX)
+end
+
+local Gcra = {}
+
+function Gcra.normalize(l)
+  if lt(l[S0], now) then
+    l[S0] = now -- full: time spent full earns nothing
+  end
+end
+
+function Gcra.limit(l)
+  return l[P0]
+end
+
+function Gcra.remaining(l)
+  local ahead = max(0, sub(l[S0], now))
+  local room = sub(mul(l[P0], l[P1]), ahead)
+  if le(room, 0) then
+    return 0
+  end
+  return (fdivmod(room, l[P1]))
+end
+
+function Gcra.retry_after(l, n)
+  if lt(l[P0], n) then
+    return NEVER
+  end
+  local excess = sub(sub(add(max(l[S0], now), mul(n, l[P1])), now), mul(l[P0], l[P1]))
+  return max(0, excess)
+end
+
+function Gcra.consume(l, n)
+  l[S0] = add(max(l[S0], now), mul(n, l[P1]))
+end
+
+function Gcra.refund(l, n)
+  local back = mul(min(n, l[P0]), l[P1])
+  l[S0] = max(now, sub(l[S0], back))
+end
+
+function Gcra.reset_after(l)
+  return max(0, sub(l[S0], now))
+end
+
+function Gcra.consumed(l)
+  local ahead = max(0, sub(l[S0], now))
+  local q, r = fdivmod(ahead, l[P1])
+  return eq(r, 0) and q or add(q, 1)
+end
+
+function Gcra.restore(l, consumed)
+  l[S0] = add(now, mul(min(consumed, l[P0]), l[P1]))
+end
+
+local FixedWindow = {}
+
+function FixedWindow.normalize(l)
+  local start = window_start(l[P1])
+  if not eq(l[S0], start) then
+    l[S0], l[S1] = start, 0
+  end
+end
+
+FixedWindow.limit = Gcra.limit
+
+function FixedWindow.remaining(l)
+  return max(0, sub(l[P0], l[S1]))
+end
+
+function FixedWindow.retry_after(l, n)
+  if lt(l[P0], n) then
+    return NEVER
+  end
+  if le(n, sub(l[P0], l[S1])) then
+    return 0
+  end
+  return sub(add(l[S0], l[P1]), now)
+end
+
+function FixedWindow.consume(l, n)
+  l[S1] = add(l[S1], n)
+end
+
+function FixedWindow.refund(l, n)
+  l[S1] = max(0, sub(l[S1], n))
+end
+
+function FixedWindow.reset_after(l)
+  if le(l[S1], 0) then
+    return 0
+  end
+  return sub(add(l[S0], l[P1]), now)
+end
+
+function FixedWindow.consumed(l)
+  return l[S1]
+end
+
+function FixedWindow.restore(l, consumed)
+  l[S0] = window_start(l[P1])
+  l[S1] = min(consumed, l[P0])
+end
+
+local SlidingWindow = {}
+
+function SlidingWindow.normalize(l)
+  local window = l[P1]
+  local start = window_start(window)
+  local stored = l[S0]
+  if eq(stored, start) then
+    return
+  end
+  l[S2] = eq(stored, sub(start, window)) and l[S1] or 0
+  l[S1] = 0
+  l[S0] = start
+end
+
+local function previous_share(l)
+  local window = l[P1]
+  local left = sub(window, sub(now, l[S0]))
+  return ceil_mul_div(l[S2], left, window)
+end
+
+SlidingWindow.limit = Gcra.limit
+
+function SlidingWindow.remaining(l)
+  return max(0, sub(sub(l[P0], l[S1]), previous_share(l)))
+end
+
+local function first_fit(prev, room, window)
+  if eq(prev, 0) then
+    return 0
+  end
+  local fits = floor_mul_div(room, window, prev)
+  return le(window, fits) and 0 or sub(window, fits)
+end
+
+function SlidingWindow.retry_after(l, n)
+  local limit, window = l[P0], l[P1]
+  if lt(limit, n) then
+    return NEVER
+  end
+  local elapsed = sub(now, l[S0])
+  local room = sub(sub(limit, l[S1]), n)
+  if le(0, room) then
+    return max(0, sub(first_fit(l[S2], room, window), elapsed))
+  end
+  local to_next = sub(window, elapsed)
+  return add(to_next, first_fit(l[S1], sub(limit, n), window))
+end
+
+SlidingWindow.consume = FixedWindow.consume
+SlidingWindow.refund = FixedWindow.refund
+
+function SlidingWindow.reset_after(l)
+  local stop = add(l[S0], l[P1])
+  if lt(0, l[S1]) then
+    return sub(add(stop, l[P1]), now)
+  end
+  return lt(0, l[S2]) and sub(stop, now) or 0
+end
+
+function SlidingWindow.consumed(l)
+  return add(l[S1], previous_share(l))
+end
+
+function SlidingWindow.restore(l, consumed)
+  l[S0] = window_start(l[P1])
+  l[S1] = min(consumed, l[P0])
+  l[S2] = 0
+end
+
+local CalendarQuota = {}
+
+function CalendarQuota.normalize(l, zone)
+  if le(l[S0], now) then
+    l[S0], l[S1], l[S2] = period_end(l[P1], zone), 0, 0
+  end
+end
+
+function CalendarQuota.limit(l)
+  return min(add(l[P0], l[S2]), MAX) -- Arith.saturatedAdd
+end
+
+function CalendarQuota.remaining(l)
+  return max(0, sub(CalendarQuota.limit(l), l[S1]))
+end
+
+function CalendarQuota.retry_after(l, n)
+  if le(n, sub(CalendarQuota.limit(l), l[S1])) then
+    return 0
+  end
+  return le(n, l[P0]) and sub(l[S0], now) or NEVER
+end
+
+CalendarQuota.consume = FixedWindow.consume
+CalendarQuota.refund = FixedWindow.refund
+
+function CalendarQuota.top_up(l, n)
+  l[S2] = min(add(l[S2], n), MAX)
+end
+
+function CalendarQuota.reset_after(l)
+  if lt(0, l[S1]) or lt(0, l[S2]) then
+    return sub(l[S0], now)
+  end
+  return 0
+end
+
+function CalendarQuota.consumed(l)
+  return l[S1]
+end
+
+function CalendarQuota.restore(l, consumed, zone)
+  l[S0] = period_end(l[P1], zone)
+  l[S1] = consumed
+  l[S2] = 0
+end
+
+-- Limit.Kind ordinal + 1: TOKEN_BUCKET, LEAKY_BUCKET, GCRA, FIXED_WINDOW, SLIDING_WINDOW, QUOTA
+local ALGORITHMS = {Gcra, Gcra, Gcra, FixedWindow, SlidingWindow, CalendarQuota}
+
+local function algorithm(tag)
+  local a = type(tag) == 'number' and ALGORITHMS[tag]
+  if not a then
+    bad('unknown algorithm tag ' .. fmt(tag) .. '; it was written by a newer or foreign version')
+  end
+  return a
+end
+
+-- ------------------------------------------------------------------ the machine
+
+local function run()
+  -- The caller's limits and their zones.
+  local count = tonumber(ARGV[4])
+  local mine, zones = {}, {}
+  for i = 1, count do
+    local a = 4 + (i - 1) * 4
+    mine[i] = {parse(ARGV[a + 1]), parse(ARGV[a + 2]), parse(ARGV[a + 3]), 0, 0, 0}
+    if ARGV[a + 4] ~= '' then
+      local z = {}
+      for w in string.gmatch(ARGV[a + 4], '%S+') do
+        z[#z + 1] = tonumber(w)
+      end
+      zones[i] = z
+    end
+  end
+
+  -- LimiterMachine.full(): the caller's limits, untouched.
+  local function full()
+    local remaining, limit = MAX, 0
+    for i = 1, count do
+      if lt(mine[i][P0], remaining) then
+        remaining, limit = mine[i][P0], mine[i][P0]
+      end
+    end
+    return {'1', fmt(remaining), fmt(limit), '0', '0'}
+  end
+
+  local fields = redis.call('HGETALL', KEYS[1])
+  local text = {}
+  for i = 1, #fields, 2 do
+    text[fields[i]] = fields[i + 1]
+  end
+
+  if op == 'reset' then
+    if #fields > 0 then
+      redis.call('DEL', KEYS[1])
+    end
+    return full()
+  end
+
+  -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry.
+  local stored = nil
+  if text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then
+    stored = {}
+    local i = 1
+    while text[tostring(i)] do
+      local l = {}
+      for w in string.gmatch(text[tostring(i)], '%S+') do
+        l[#l + 1] = w
+      end
+      if #l ~= 6 then
+        bad('limit ' .. i .. ' has ' .. #l .. ' words, not 6; it was not written by this version of Tally')
+      end
+      l[1], l[P0], l[P1], l[S1], l[S2] = parse(l[1]), parse(l[P0]), parse(l[P1]), parse(l[S1]), parse(l[S2])
+      l[S0] = from_epoch(l[S0])
+      stored[i] = l
+      i = i + 1
+    end
+    if eq(stored[1][1], 0) then
+      stored = nil
+    else
+      for _, l in ipairs(stored) do
+        algorithm(l[1])
+        if cmp(l[P0], 0) < 0 or cmp(l[P1], 0) <= 0 then
+          bad('a limit has parameters ' .. fmt(l[P0]) .. ' and ' .. fmt(l[P1]))
+        end
+      end
+    end
+  end
+
+  local function fresh()
+    local r = {}
+    for i = 1, count do
+      local m = mine[i]
+      r[i] = {m[1], m[P0], m[P1], negate(NOW), 0, 0} -- s0 = 0: the epoch, in the frame
+    end
+    return r
+  end
+
+  local r = stored or fresh()
+  if op == 'reconfigure' and stored then
+    -- this caller's limits, carrying over what each same-kind stored limit had consumed
+    r = fresh()
+    for i = 1, count do
+      local old = stored[i]
+      if old then
+        local a = algorithm(old[1])
+        if a == algorithm(r[i][1]) then
+          a.normalize(old, zones[i])
+          a.restore(r[i], a.consumed(old), zones[i])
+        end
+      end
+    end
+  end
+
+  local n = #r
+  for i = 1, n do
+    algorithm(r[i][1]).normalize(r[i], zones[i])
+  end
+
+  local allowed, retry_after = true, 0
+  if op == 'acquire' then
+    if lt(0, permits) then
+      for i = 1, n do
+        retry_after = max(retry_after, algorithm(r[i][1]).retry_after(r[i], permits))
+      end
+      allowed = eq(retry_after, 0)
+      if allowed then
+        for i = 1, n do
+          algorithm(r[i][1]).consume(r[i], permits)
+        end
+      end
+    end
+  elseif op == 'peek' then
+    for i = 1, n do
+      retry_after = max(retry_after, algorithm(r[i][1]).retry_after(r[i], 1))
+    end
+    allowed = eq(retry_after, 0)
+  elseif op == 'refund' then
+    for i = 1, n do
+      algorithm(r[i][1]).refund(r[i], permits)
+    end
+  elseif op == 'topup' then
+    local any = false
+    for i = 1, n do
+      if algorithm(r[i][1]) == CalendarQuota then
+        CalendarQuota.top_up(r[i], permits)
+        any = true
+      end
+    end
+    if not any then
+      return error({err = 'TALLY_NO_QUOTA'})
+    end
+  elseif op ~= 'reconfigure' then
+    return error({err = 'TALLY_BAD_STATE unknown operation ' .. op})
+  end
+
+  local remaining, limit, reset_after = MAX, 0, 0
+  for i = 1, n do
+    local a = algorithm(r[i][1])
+    local rem = a.remaining(r[i])
+    if lt(rem, remaining) then
+      remaining, limit = rem, a.limit(r[i])
+    end
+    reset_after = max(reset_after, a.reset_after(r[i]))
+  end
+
+  -- Write what changed: nothing when the state is as stored (a denial, a peek), DEL when the
+  -- limiter is full again (no state is the same as this state).
+  if eq(reset_after, 0) then
+    if #fields > 0 then
+      redis.call('DEL', KEYS[1])
+    end
+  else
+    local changes = {}
+    for i = 1, n do
+      local l = r[i]
+      local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
+          .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
+      local field = tostring(i)
+      if text[field] ~= line then
+        changes[#changes + 1] = field
+        changes[#changes + 1] = line
+      end
+    end
+    local stale = {}
+    for field in pairs(text) do
+      local i = tonumber(field)
+      if (i and i > n) or (field == 'exp' and not overridden) then
+        stale[#stale + 1] = field
+      end
+    end
+    if overridden then
+      local exp = to_epoch(add(now, reset_after))
+      if text.exp ~= exp then
+        changes[#changes + 1] = 'exp'
+        changes[#changes + 1] = exp
+      end
+    end
+    if #stale > 0 then
+      redis.call('HDEL', KEYS[1], unpack(stale))
+    end
+    if #changes > 0 then
+      redis.call('HSET', KEYS[1], unpack(changes))
+      -- keepNanos in whole milliseconds, rounded up; under a caller's clock a day more, since
+      -- that clock may stand still while real time runs ("exp" decides, not Redis' expiry)
+      local ms, rest = fdivmod(reset_after, 1000000)
+      if not eq(rest, 0) then
+        ms = add(ms, 1)
+      end
+      if overridden then
+        ms = add(ms, 86400000)
+      end
+      redis.call('PEXPIRE', KEYS[1], fmt(ms))
+    end
+  end
+
+  return {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after)}
+end
+
+return run()
