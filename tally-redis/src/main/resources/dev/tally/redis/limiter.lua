@@ -318,7 +318,7 @@ local function fmt(v)
   return (v.neg and '-' or '') .. s
 end
 
-local MAX = parse('9223372036854775807') -- Long.MAX_VALUE
+local MAX = {neg = false, m = {16777215, 16777215, 32767}} -- Long.MAX_VALUE = 2^63 - 1
 local NEVER = MAX                         -- Decision.NEVER
 
 -- ------------------------------------------------------------------ the clock and the frame
@@ -338,8 +338,16 @@ else
   local t = redis.call('TIME')
   NOW_S, NOW_NS = tonumber(t[1]), tonumber(t[2]) * 1000
 end
-local NOW = add(mul(NOW_S, GIGA), NOW_NS)
 local now = 0 -- the machine's frame: every instant below is relative to NOW
+
+-- NOW itself, exactly (a big), for the rare paths that need it whole.
+local NOW
+local function now_big()
+  if not NOW then
+    NOW = add(mul(NOW_S, GIGA), NOW_NS)
+  end
+  return NOW
+end
 
 -- An instant s seconds + ns nanoseconds after the epoch, in the frame.
 local function frame(s, ns)
@@ -355,7 +363,7 @@ local function from_epoch(text)
   if string.find(text, '^%d%d%d%d%d%d%d%d%d%d+$') and #text <= 19 then
     return frame(tonumber(string.sub(text, 1, -10)), tonumber(string.sub(text, -9)))
   end
-  return sub(parse(text), NOW)
+  return sub(parse(text), now_big())
 end
 
 -- An instant of the frame as epoch nanoseconds, decimal.
@@ -374,7 +382,7 @@ local function to_epoch(v)
       return string.format('%.0f%09.0f', s, ns)
     end
   end
-  return fmt(add(NOW, v))
+  return fmt(add(now_big(), v))
 end
 
 -- ------------------------------------------------------------------ calendars
@@ -448,7 +456,7 @@ local function window_start(window)
     local _, s = fdivmod(NOW_S, window / GIGA)
     return negate(add(mul(s, GIGA), NOW_NS))
   end
-  local _, r = fdivmod(NOW, window)
+  local _, r = fdivmod(now_big(), window)
   return negate(r)
 end
 
@@ -466,133 +474,29 @@ local function ceil_mul_div(a, b, c)
   return min(q, MAX)
 end
 
-local Gcra = {}
+-- Each operation dispatches on the algorithm (Gcra.java for tags 1-3, FixedWindow.java,
+-- SlidingWindow.java, CalendarQuota.java), one function per operation rather than per algorithm
+-- and operation: Redis runs this file's body on every call, and every function defined here is
+-- a closure made anew each time.
+local GCRA, FIXED, SLIDING, QUOTA = 1, 2, 3, 4
+local KIND = {GCRA, GCRA, GCRA, FIXED, SLIDING, QUOTA} -- by tag: Limit.Kind ordinal + 1
 
-function Gcra.normalize(l)
-  if lt(l[S0], now) then
-    l[S0] = now -- full: time spent full earns nothing
+local function kind(tag)
+  local k = type(tag) == 'number' and KIND[tag]
+  if not k then
+    bad('unknown algorithm tag ' .. fmt(tag) .. '; it was written by a newer or foreign version')
   end
+  return k
 end
 
-function Gcra.limit(l)
-  return l[P0]
-end
-
-function Gcra.remaining(l)
-  local ahead = max(0, sub(l[S0], now))
-  local room = sub(mul(l[P0], l[P1]), ahead)
-  if le(room, 0) then
-    return 0
-  end
-  return (fdivmod(room, l[P1]))
-end
-
-function Gcra.retry_after(l, n)
-  if lt(l[P0], n) then
-    return NEVER
-  end
-  local excess = sub(sub(add(max(l[S0], now), mul(n, l[P1])), now), mul(l[P0], l[P1]))
-  return max(0, excess)
-end
-
-function Gcra.consume(l, n)
-  l[S0] = add(max(l[S0], now), mul(n, l[P1]))
-end
-
-function Gcra.refund(l, n)
-  local back = mul(min(n, l[P0]), l[P1])
-  l[S0] = max(now, sub(l[S0], back))
-end
-
-function Gcra.reset_after(l)
-  return max(0, sub(l[S0], now))
-end
-
-function Gcra.consumed(l)
-  local ahead = max(0, sub(l[S0], now))
-  local q, r = fdivmod(ahead, l[P1])
-  return eq(r, 0) and q or add(q, 1)
-end
-
-function Gcra.restore(l, consumed)
-  l[S0] = add(now, mul(min(consumed, l[P0]), l[P1]))
-end
-
-local FixedWindow = {}
-
-function FixedWindow.normalize(l)
-  local start = window_start(l[P1])
-  if not eq(l[S0], start) then
-    l[S0], l[S1] = start, 0
-  end
-end
-
-FixedWindow.limit = Gcra.limit
-
-function FixedWindow.remaining(l)
-  return max(0, sub(l[P0], l[S1]))
-end
-
-function FixedWindow.retry_after(l, n)
-  if lt(l[P0], n) then
-    return NEVER
-  end
-  if le(n, sub(l[P0], l[S1])) then
-    return 0
-  end
-  return sub(add(l[S0], l[P1]), now)
-end
-
-function FixedWindow.consume(l, n)
-  l[S1] = add(l[S1], n)
-end
-
-function FixedWindow.refund(l, n)
-  l[S1] = max(0, sub(l[S1], n))
-end
-
-function FixedWindow.reset_after(l)
-  if le(l[S1], 0) then
-    return 0
-  end
-  return sub(add(l[S0], l[P1]), now)
-end
-
-function FixedWindow.consumed(l)
-  return l[S1]
-end
-
-function FixedWindow.restore(l, consumed)
-  l[S0] = window_start(l[P1])
-  l[S1] = min(consumed, l[P0])
-end
-
-local SlidingWindow = {}
-
-function SlidingWindow.normalize(l)
-  local window = l[P1]
-  local start = window_start(window)
-  local stored = l[S0]
-  if eq(stored, start) then
-    return
-  end
-  l[S2] = eq(stored, sub(start, window)) and l[S1] or 0
-  l[S1] = 0
-  l[S0] = start
-end
-
+-- SlidingWindow.previousShare: the weighted share of the previous window still inside.
 local function previous_share(l)
   local window = l[P1]
   local left = sub(window, sub(now, l[S0]))
   return ceil_mul_div(l[S2], left, window)
 end
 
-SlidingWindow.limit = Gcra.limit
-
-function SlidingWindow.remaining(l)
-  return max(0, sub(sub(l[P0], l[S1]), previous_share(l)))
-end
-
+-- SlidingWindow.firstFit: the first offset e into a window at which prev*(W-e) <= room*W.
 local function first_fit(prev, room, window)
   if eq(prev, 0) then
     return 0
@@ -601,97 +505,164 @@ local function first_fit(prev, room, window)
   return le(window, fits) and 0 or sub(window, fits)
 end
 
-function SlidingWindow.retry_after(l, n)
-  local limit, window = l[P0], l[P1]
-  if lt(limit, n) then
-    return NEVER
+-- Algorithm.limit: the limit in force (a quota's with its top-ups, Arith.saturatedAdd).
+local function limit_of(l)
+  if kind(l[1]) == QUOTA then
+    return min(add(l[P0], l[S2]), MAX)
   end
-  local elapsed = sub(now, l[S0])
-  local room = sub(sub(limit, l[S1]), n)
-  if le(0, room) then
-    return max(0, sub(first_fit(l[S2], room, window), elapsed))
-  end
-  local to_next = sub(window, elapsed)
-  return add(to_next, first_fit(l[S1], sub(limit, n), window))
+  return l[P0]
 end
 
-SlidingWindow.consume = FixedWindow.consume
-SlidingWindow.refund = FixedWindow.refund
-
-function SlidingWindow.reset_after(l)
-  local stop = add(l[S0], l[P1])
-  if lt(0, l[S1]) then
-    return sub(add(stop, l[P1]), now)
-  end
-  return lt(0, l[S2]) and sub(stop, now) or 0
-end
-
-function SlidingWindow.consumed(l)
-  return add(l[S1], previous_share(l))
-end
-
-function SlidingWindow.restore(l, consumed)
-  l[S0] = window_start(l[P1])
-  l[S1] = min(consumed, l[P0])
-  l[S2] = 0
-end
-
-local CalendarQuota = {}
-
-function CalendarQuota.normalize(l, zone)
-  if le(l[S0], now) then
+-- Algorithm.normalize: brings the state up to now.
+local function normalize(l, zone)
+  local k = kind(l[1])
+  if k == GCRA then
+    if lt(l[S0], now) then
+      l[S0] = now -- full: time spent full earns nothing
+    end
+  elseif k == FIXED then
+    local start = window_start(l[P1])
+    if not eq(l[S0], start) then
+      l[S0], l[S1] = start, 0
+    end
+  elseif k == SLIDING then
+    local window = l[P1]
+    local start = window_start(window)
+    local stored = l[S0]
+    if not eq(stored, start) then
+      l[S2] = eq(stored, sub(start, window)) and l[S1] or 0
+      l[S1] = 0
+      l[S0] = start
+    end
+  elseif le(l[S0], now) then -- QUOTA
     l[S0], l[S1], l[S2] = period_end(l[P1], zone), 0, 0
   end
 end
 
-function CalendarQuota.limit(l)
-  return min(add(l[P0], l[S2]), MAX) -- Arith.saturatedAdd
+-- Algorithm.remaining: units available now.
+local function remaining_of(l)
+  local k = kind(l[1])
+  if k == GCRA then
+    local ahead = max(0, sub(l[S0], now))
+    local room = sub(mul(l[P0], l[P1]), ahead)
+    if le(room, 0) then
+      return 0
+    end
+    return (fdivmod(room, l[P1]))
+  elseif k == FIXED then
+    return max(0, sub(l[P0], l[S1]))
+  elseif k == SLIDING then
+    return max(0, sub(sub(l[P0], l[S1]), previous_share(l)))
+  end
+  return max(0, sub(limit_of(l), l[S1]))
 end
 
-function CalendarQuota.remaining(l)
-  return max(0, sub(CalendarQuota.limit(l), l[S1]))
-end
-
-function CalendarQuota.retry_after(l, n)
-  if le(n, sub(CalendarQuota.limit(l), l[S1])) then
+-- Algorithm.retryAfter: 0 if n units can be granted now, else when they could be, or NEVER.
+local function retry_after_of(l, n)
+  local k = kind(l[1])
+  if k == GCRA then
+    if lt(l[P0], n) then
+      return NEVER
+    end
+    local excess = sub(sub(add(max(l[S0], now), mul(n, l[P1])), now), mul(l[P0], l[P1]))
+    return max(0, excess)
+  elseif k == FIXED then
+    if lt(l[P0], n) then
+      return NEVER
+    end
+    if le(n, sub(l[P0], l[S1])) then
+      return 0
+    end
+    return sub(add(l[S0], l[P1]), now)
+  elseif k == SLIDING then
+    local limit, window = l[P0], l[P1]
+    if lt(limit, n) then
+      return NEVER
+    end
+    local elapsed = sub(now, l[S0])
+    local room = sub(sub(limit, l[S1]), n)
+    if le(0, room) then
+      return max(0, sub(first_fit(l[S2], room, window), elapsed))
+    end
+    -- not in this window: in the next one, the current count becomes the previous
+    local to_next = sub(window, elapsed)
+    return add(to_next, first_fit(l[S1], sub(limit, n), window))
+  end
+  if le(n, sub(limit_of(l), l[S1])) then
     return 0
   end
   return le(n, l[P0]) and sub(l[S0], now) or NEVER
 end
 
-CalendarQuota.consume = FixedWindow.consume
-CalendarQuota.refund = FixedWindow.refund
-
-function CalendarQuota.top_up(l, n)
-  l[S2] = min(add(l[S2], n), MAX)
+-- Algorithm.consume: grants n units (retry_after_of has returned 0).
+local function consume(l, n)
+  if kind(l[1]) == GCRA then
+    l[S0] = add(max(l[S0], now), mul(n, l[P1]))
+  else
+    l[S1] = add(l[S1], n)
+  end
 end
 
-function CalendarQuota.reset_after(l)
+-- Algorithm.refund: gives back up to n units, never beyond the limit.
+local function refund(l, n)
+  if kind(l[1]) == GCRA then
+    local back = mul(min(n, l[P0]), l[P1])
+    l[S0] = max(now, sub(l[S0], back))
+  else
+    l[S1] = max(0, sub(l[S1], n))
+  end
+end
+
+-- Algorithm.resetAfter: until the state is that of a fresh limiter; 0 if it is already.
+local function reset_after_of(l)
+  local k = kind(l[1])
+  if k == GCRA then
+    return max(0, sub(l[S0], now))
+  elseif k == FIXED then
+    if le(l[S1], 0) then
+      return 0
+    end
+    return sub(add(l[S0], l[P1]), now)
+  elseif k == SLIDING then
+    local stop = add(l[S0], l[P1])
+    if lt(0, l[S1]) then
+      return sub(add(stop, l[P1]), now) -- the current count still weighs through the next window
+    end
+    return lt(0, l[S2]) and sub(stop, now) or 0
+  end
   if lt(0, l[S1]) or lt(0, l[S2]) then
     return sub(l[S0], now)
   end
   return 0
 end
 
-function CalendarQuota.consumed(l)
+-- Algorithm.consumed: units consumed and not yet restored, for reconfiguration.
+local function consumed_of(l)
+  local k = kind(l[1])
+  if k == GCRA then
+    local ahead = max(0, sub(l[S0], now))
+    local q, r = fdivmod(ahead, l[P1])
+    return eq(r, 0) and q or add(q, 1)
+  elseif k == SLIDING then
+    return add(l[S1], previous_share(l))
+  end
   return l[S1]
 end
 
-function CalendarQuota.restore(l, consumed, zone)
-  l[S0] = period_end(l[P1], zone)
-  l[S1] = consumed
-  l[S2] = 0
-end
-
--- Limit.Kind ordinal + 1: TOKEN_BUCKET, LEAKY_BUCKET, GCRA, FIXED_WINDOW, SLIDING_WINDOW, QUOTA
-local ALGORITHMS = {Gcra, Gcra, Gcra, FixedWindow, SlidingWindow, CalendarQuota}
-
-local function algorithm(tag)
-  local a = type(tag) == 'number' and ALGORITHMS[tag]
-  if not a then
-    bad('unknown algorithm tag ' .. fmt(tag) .. '; it was written by a newer or foreign version')
+-- Algorithm.restore: the state of a freshly (re)configured limit with `consumed` units in use.
+local function restore(l, consumed, zone)
+  local k = kind(l[1])
+  if k == GCRA then
+    l[S0] = add(now, mul(min(consumed, l[P0]), l[P1]))
+  elseif k == QUOTA then
+    l[S0], l[S1], l[S2] = period_end(l[P1], zone), consumed, 0
+  else
+    l[S0] = window_start(l[P1])
+    l[S1] = min(consumed, l[P0])
+    if k == SLIDING then
+      l[S2] = 0
+    end
   end
-  return a
 end
 
 -- ------------------------------------------------------------------ the machine
@@ -742,23 +713,23 @@ local function run()
     stored = {}
     local i = 1
     while text[tostring(i)] do
-      local l = {}
-      for w in string.gmatch(text[tostring(i)], '%S+') do
-        l[#l + 1] = w
+      local line = text[tostring(i)]
+      local tag, p0, p1, s0, s1, s2 = string.match(line, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+      if not tag then
+        local words = 0
+        for _ in string.gmatch(line, '%S+') do
+          words = words + 1
+        end
+        bad('limit ' .. i .. ' has ' .. words .. ' words, not 6; it was not written by this version of Tally')
       end
-      if #l ~= 6 then
-        bad('limit ' .. i .. ' has ' .. #l .. ' words, not 6; it was not written by this version of Tally')
-      end
-      l[1], l[P0], l[P1], l[S1], l[S2] = parse(l[1]), parse(l[P0]), parse(l[P1]), parse(l[S1]), parse(l[S2])
-      l[S0] = from_epoch(l[S0])
-      stored[i] = l
+      stored[i] = {parse(tag), parse(p0), parse(p1), from_epoch(s0), parse(s1), parse(s2)}
       i = i + 1
     end
     if eq(stored[1][1], 0) then
       stored = nil
     else
       for _, l in ipairs(stored) do
-        algorithm(l[1])
+        kind(l[1])
         if cmp(l[P0], 0) < 0 or cmp(l[P1], 0) <= 0 then
           bad('a limit has parameters ' .. fmt(l[P0]) .. ' and ' .. fmt(l[P1]))
         end
@@ -770,7 +741,7 @@ local function run()
     local r = {}
     for i = 1, count do
       local m = mine[i]
-      r[i] = {m[1], m[P0], m[P1], negate(NOW), 0, 0} -- s0 = 0: the epoch, in the frame
+      r[i] = {m[1], m[P0], m[P1], negate(now_big()), 0, 0} -- s0 = 0: the epoch, in the frame
     end
     return r
   end
@@ -782,10 +753,9 @@ local function run()
     for i = 1, count do
       local old = stored[i]
       if old then
-        local a = algorithm(old[1])
-        if a == algorithm(r[i][1]) then
-          a.normalize(old, zones[i])
-          a.restore(r[i], a.consumed(old), zones[i])
+        if kind(old[1]) == kind(r[i][1]) then
+          normalize(old, zones[i])
+          restore(r[i], consumed_of(old), zones[i])
         end
       end
     end
@@ -793,36 +763,36 @@ local function run()
 
   local n = #r
   for i = 1, n do
-    algorithm(r[i][1]).normalize(r[i], zones[i])
+    normalize(r[i], zones[i])
   end
 
   local allowed, retry_after = true, 0
   if op == 'acquire' then
     if lt(0, permits) then
       for i = 1, n do
-        retry_after = max(retry_after, algorithm(r[i][1]).retry_after(r[i], permits))
+        retry_after = max(retry_after, retry_after_of(r[i], permits))
       end
       allowed = eq(retry_after, 0)
       if allowed then
         for i = 1, n do
-          algorithm(r[i][1]).consume(r[i], permits)
+          consume(r[i], permits)
         end
       end
     end
   elseif op == 'peek' then
     for i = 1, n do
-      retry_after = max(retry_after, algorithm(r[i][1]).retry_after(r[i], 1))
+      retry_after = max(retry_after, retry_after_of(r[i], 1))
     end
     allowed = eq(retry_after, 0)
   elseif op == 'refund' then
     for i = 1, n do
-      algorithm(r[i][1]).refund(r[i], permits)
+      refund(r[i], permits)
     end
   elseif op == 'topup' then
     local any = false
     for i = 1, n do
-      if algorithm(r[i][1]) == CalendarQuota then
-        CalendarQuota.top_up(r[i], permits)
+      if kind(r[i][1]) == QUOTA then
+        r[i][S2] = min(add(r[i][S2], permits), MAX) -- CalendarQuota.topUp
         any = true
       end
     end
@@ -835,12 +805,11 @@ local function run()
 
   local remaining, limit, reset_after = MAX, 0, 0
   for i = 1, n do
-    local a = algorithm(r[i][1])
-    local rem = a.remaining(r[i])
+    local rem = remaining_of(r[i])
     if lt(rem, remaining) then
-      remaining, limit = rem, a.limit(r[i])
+      remaining, limit = rem, limit_of(r[i])
     end
-    reset_after = max(reset_after, a.reset_after(r[i]))
+    reset_after = max(reset_after, reset_after_of(r[i]))
   end
 
   -- Write what changed: nothing when the state is as stored (a denial, a peek), DEL when the
