@@ -59,6 +59,7 @@ final class AsyncRedisStore implements AsyncStore {
   private final TimeSource clock;
   private final boolean clockOverridden;
   private final DenyCache denyCache; // null unless ?denyCache=true
+  private final LimiterBatches batches; // null under a supplied clock, or with ?batch=false
 
   AsyncRedisStore(RedisConnection connection, StoreContext context, RedisSettings settings) {
     this.commands = connection.commands();
@@ -68,6 +69,7 @@ final class AsyncRedisStore implements AsyncStore {
     this.clock = context.timeSource();
     this.clockOverridden = context.timeSourceOverridden();
     this.denyCache = settings.denyCache ? new DenyCache(settings.denyCacheSize, context.listener()) : null;
+    this.batches = settings.batch && !clockOverridden ? new LimiterBatches(this::runBatch) : null;
   }
 
   /** Completes with {@code map(value)}, or with the Tally exception for the failure. */
@@ -212,7 +214,8 @@ final class AsyncRedisStore implements AsyncStore {
    * <p>The script decides at the server's {@code TIME}, so clients with skewed clocks agree;
    * when the user supplied a clock ({@link StoreContext#timeSourceOverridden()}) it decides at
    * that clock's time instead, passed in {@code ARGV}. With the deny cache on, an acquisition it
-   * knows to be denied is answered without a call.
+   * knows to be denied is answered without a call. On the server's clock, concurrent
+   * acquisitions and peeks on one limiter share a call ({@link LimiterBatches}).
    */
   @Override
   public CompletableFuture<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
@@ -233,11 +236,15 @@ final class AsyncRedisStore implements AsyncStore {
         denyCache.invalidate(key);
       }
     }
-    String[] keys = {key};
-    String[] args = LimiterScript.args(call, operation, permits, clock.nanos(), clockOverridden);
-    CompletableFuture<Decision> decision = call(
-        scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
-        LimiterScript::decision);
+    CompletableFuture<Decision> decision;
+    if (batches != null && LimiterBatches.batchable(operation)) {
+      decision = batches.submit(call, operation, permits);
+    } else {
+      String[] keys = {key};
+      String[] args = LimiterScript.args(call, operation, permits, clock.nanos(), clockOverridden);
+      decision = call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
+          LimiterScript::decision);
+    }
     if (denyCache == null || operation == LimiterOperation.PEEK) {
       return decision;
     }
@@ -252,6 +259,26 @@ final class AsyncRedisStore implements AsyncStore {
         denyCache.invalidate(key); // again, in case a denial was cached while this was in flight
       }
     });
+  }
+
+  /** Runs {@code limiter.lua} once for a batch of acquisitions and peeks on one limiter. */
+  private CompletableFuture<List<Object>> runBatch(List<LimiterBatches.Pending> batch) {
+    LimiterBatches.Pending first = batch.get(0);
+    String[] keys = {first.call().key()};
+    String[] args;
+    if (batch.size() == 1) {
+      args = LimiterScript.args(first.call(), first.op(), first.permits(), clock.nanos(), false);
+    } else {
+      List<LimiterOperation> ops = new ArrayList<>(batch.size());
+      List<Long> permits = new ArrayList<>(batch.size());
+      for (LimiterBatches.Pending p : batch) {
+        ops.add(p.op());
+        permits.add(p.permits());
+      }
+      args = LimiterScript.batchArgs(first.call(), ops, permits, clock.nanos(), false);
+    }
+    return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
+        Function.identity());
   }
 
   /**

@@ -67,11 +67,33 @@ final class LimiterScript {
     return args;
   }
 
+  /**
+   * {@code ARGV} for a batch: several acquisitions or peeks with the same limits, which the
+   * script decides one after the other at one instant of the server's clock.
+   */
+  static String[] batchArgs(LimiterCall call, List<LimiterOperation> ops, List<Long> permits, long clientNow,
+      boolean passClock) {
+    String[] args = args(call, LimiterOperation.PEEK, 0, clientNow, passClock);
+    StringBuilder list = new StringBuilder(ops.size() * 10);
+    for (int i = 0; i < ops.size(); i++) {
+      list.append(i == 0 ? "" : " ").append(code(ops.get(i))).append(' ').append(permits.get(i));
+    }
+    args[0] = "batch";
+    args[1] = list.toString();
+    return args;
+  }
+
   /** The script's reply: allowed, remaining, limit, retryAfter, resetAfter. */
   static Decision decision(List<Object> reply) {
-    return new Decision("1".equals(reply.get(0)), Long.parseLong((String) reply.get(1)),
-        Long.parseLong((String) reply.get(2)), Long.parseLong((String) reply.get(3)),
-        Long.parseLong((String) reply.get(4)));
+    return decision(reply, 0);
+  }
+
+  /** The decision of the {@code index}th operation of a batch's reply. */
+  static Decision decision(List<Object> reply, int index) {
+    int o = 5 * index;
+    return new Decision("1".equals(reply.get(o)), Long.parseLong((String) reply.get(o + 1)),
+        Long.parseLong((String) reply.get(o + 2)), Long.parseLong((String) reply.get(o + 3)),
+        Long.parseLong((String) reply.get(o + 4)));
   }
 
   /**

@@ -31,7 +31,8 @@ import java.util.regex.Pattern;
  * {@code 500ms}; default {@value #DEFAULT_TIMEOUT_TEXT}), {@code clientName},
  * {@code denyCache=true|false} (serve repeated rate-limiter denials from a local cache until
  * their retry-after; default false) with {@code denyCacheSize} (most limiters cached, default
- * {@value #DEFAULT_DENY_CACHE_SIZE}), and for TLS {@code verifyPeer=full|ca|none}. A password
+ * {@value #DEFAULT_DENY_CACHE_SIZE}), {@code batch=true|false} (concurrent calls on one limiter
+ * share a script run; default true), and for TLS {@code verifyPeer=full|ca|none}. A password
  * applies to the Redis servers, not to Sentinels.
  */
 final class RedisSettings {
@@ -57,14 +58,17 @@ final class RedisSettings {
   final boolean denyCache;
   /** The most limiters the deny cache holds. */
   final int denyCacheSize;
+  /** Whether concurrent calls on one limiter share a script run ({@link LimiterBatches}). */
+  final boolean batch;
 
   private RedisSettings(Topology topology, List<RedisURI> uris, Duration timeout, boolean denyCache,
-      int denyCacheSize) {
+      int denyCacheSize, boolean batch) {
     this.topology = topology;
     this.uris = List.copyOf(uris);
     this.timeout = timeout;
     this.denyCache = denyCache;
     this.denyCacheSize = denyCacheSize;
+    this.batch = batch;
   }
 
   static RedisSettings parse(String uri) {
@@ -126,17 +130,15 @@ final class RedisSettings {
     SslVerifyMode verify = SslVerifyMode.FULL;
     boolean denyCache = false;
     int denyCacheSize = DEFAULT_DENY_CACHE_SIZE;
+    boolean batch = true;
     for (Map.Entry<String, String> o : options.entrySet()) {
       String value = o.getValue();
       switch (o.getKey()) {
         case "timeout" -> timeout = timeout(uri, value);
         case "sentinelMasterId" -> masterId = value;
         case "clientName" -> clientName = value;
-        case "denyCache" -> denyCache = switch (value.toLowerCase(Locale.ROOT)) {
-          case "true" -> true;
-          case "false" -> false;
-          default -> throw bad(uri, "denyCache must be true or false, not '" + value + "'");
-        };
+        case "denyCache" -> denyCache = bool(uri, "denyCache", value);
+        case "batch" -> batch = bool(uri, "batch", value);
         case "denyCacheSize" -> {
           try {
             denyCacheSize = Integer.parseInt(value);
@@ -159,7 +161,7 @@ final class RedisSettings {
           };
         }
         default -> throw bad(uri, "unknown option '" + o.getKey()
-            + "'; known: timeout, clientName, denyCache, denyCacheSize, sentinelMasterId, verifyPeer");
+            + "'; known: timeout, clientName, denyCache, denyCacheSize, batch, sentinelMasterId, verifyPeer");
       }
     }
 
@@ -198,7 +200,7 @@ final class RedisSettings {
         uris.add(finish(b, tls, verify, database, user, password, clientName, timeout));
       }
     }
-    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize);
+    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch);
   }
 
   private static RedisURI finish(RedisURI.Builder b, boolean tls, SslVerifyMode verify, int database,
@@ -239,6 +241,14 @@ final class RedisSettings {
       hosts.add(new String[] {host, Integer.toString(port)});
     }
     return hosts;
+  }
+
+  private static boolean bool(String uri, String name, String value) {
+    return switch (value.toLowerCase(Locale.ROOT)) {
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw bad(uri, name + " must be true or false, not '" + value + "'");
+    };
   }
 
   private static Duration timeout(String uri, String text) {

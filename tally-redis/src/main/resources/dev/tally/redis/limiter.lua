@@ -10,13 +10,15 @@ KEYS[1]  the limiter's hash (docs/redis.md):
            "exp"          only under a caller's clock: the instant (on that clock) at which the
                           record is full and counts as absent
 ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone
-  op       acquire | peek | refund | reset | reconfigure | topup
-  permits  a decimal
+  op       acquire | peek | refund | reset | reconfigure | topup, or batch
+  permits  a decimal; for a batch, "op permits op permits ...": concurrent calls with the same
+           limits, decided one after the other at the same instant
   clock    '' to decide at the server's TIME; else the caller's clock, epoch nanoseconds
   zone     '' for none (a quota then follows UTC), or eight epoch seconds "d1 d2 d3 d4 m1 m2 m3 m4":
            consecutive starts of days, then of months, in the quota's zone around the caller's
            time, computed by the caller with java.time (Lua knows no time zones)
-Reply    {allowed "1"|"0", remaining, limit, retryAfter, resetAfter}, decimal strings
+Reply    {allowed "1"|"0", remaining, limit, retryAfter, resetAfter}, decimal strings; for a
+         batch, five such strings per operation
 Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW
 
 Arithmetic. Lua numbers are doubles, exact for integers below 2^53, while instants (about 1.8e18
@@ -323,7 +325,7 @@ local NEVER = MAX                         -- Decision.NEVER
 
 -- ------------------------------------------------------------------ the clock and the frame
 
-local op, permits, clock = ARGV[1], parse(ARGV[2]), ARGV[3]
+local clock = ARGV[3]
 local overridden = clock ~= ''
 
 -- now = NOW_S * 10^9 + NOW_NS exactly, 0 <= NOW_NS < 10^9
@@ -683,33 +685,16 @@ local function run()
     end
   end
 
-  -- LimiterMachine.full(): the caller's limits, untouched.
-  local function full()
-    local remaining, limit = MAX, 0
-    for i = 1, count do
-      if lt(mine[i][P0], remaining) then
-        remaining, limit = mine[i][P0], mine[i][P0]
-      end
-    end
-    return {'1', fmt(remaining), fmt(limit), '0', '0'}
-  end
-
   local fields = redis.call('HGETALL', KEYS[1])
   local text = {}
   for i = 1, #fields, 2 do
     text[fields[i]] = fields[i + 1]
   end
 
-  if op == 'reset' then
-    if #fields > 0 then
-      redis.call('DEL', KEYS[1])
-    end
-    return full()
-  end
-
-  -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry.
+  -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry. A reset
+  -- does not read it, so that it clears even a record it could not read.
   local stored = nil
-  if text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then
+  if ARGV[1] ~= 'reset' and text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then
     stored = {}
     local i = 1
     while text[tostring(i)] do
@@ -737,6 +722,7 @@ local function run()
     end
   end
 
+  -- LimiterMachine.fresh(): the caller's limits, full.
   local function fresh()
     local r = {}
     for i = 1, count do
@@ -746,123 +732,159 @@ local function run()
     return r
   end
 
-  local r = stored or fresh()
-  if op == 'reconfigure' and stored then
-    -- this caller's limits, carrying over what each same-kind stored limit had consumed
-    r = fresh()
-    for i = 1, count do
-      local old = stored[i]
-      if old then
-        if kind(old[1]) == kind(r[i][1]) then
+  -- LimiterMachine.apply: one operation on the stored record (nil for none); returns the record
+  -- to store (nil: the limiter is full again, so no state), the decision, and resetAfter.
+  local function apply(stored, op, permits)
+    if op == 'reset' then
+      -- LimiterMachine.full(): the caller's limits, untouched
+      local remaining, limit = MAX, 0
+      for i = 1, count do
+        if lt(mine[i][P0], remaining) then
+          remaining, limit = mine[i][P0], mine[i][P0]
+        end
+      end
+      return nil, {'1', fmt(remaining), fmt(limit), '0', '0'}, 0
+    end
+    local r = stored or fresh()
+    if op == 'reconfigure' and stored then
+      -- this caller's limits, carrying over what each same-kind stored limit had consumed
+      r = fresh()
+      for i = 1, count do
+        local old = stored[i]
+        if old and kind(old[1]) == kind(r[i][1]) then
           normalize(old, zones[i])
           restore(r[i], consumed_of(old), zones[i])
         end
       end
     end
-  end
 
-  local n = #r
-  for i = 1, n do
-    normalize(r[i], zones[i])
-  end
+    local n = #r
+    for i = 1, n do
+      normalize(r[i], zones[i])
+    end
 
-  local allowed, retry_after = true, 0
-  if op == 'acquire' then
-    if lt(0, permits) then
-      for i = 1, n do
-        retry_after = max(retry_after, retry_after_of(r[i], permits))
-      end
-      allowed = eq(retry_after, 0)
-      if allowed then
+    local allowed, retry_after = true, 0
+    if op == 'acquire' then
+      if lt(0, permits) then
         for i = 1, n do
-          consume(r[i], permits)
+          retry_after = max(retry_after, retry_after_of(r[i], permits))
+        end
+        allowed = eq(retry_after, 0)
+        if allowed then
+          for i = 1, n do
+            consume(r[i], permits)
+          end
         end
       end
-    end
-  elseif op == 'peek' then
-    for i = 1, n do
-      retry_after = max(retry_after, retry_after_of(r[i], 1))
-    end
-    allowed = eq(retry_after, 0)
-  elseif op == 'refund' then
-    for i = 1, n do
-      refund(r[i], permits)
-    end
-  elseif op == 'topup' then
-    local any = false
-    for i = 1, n do
-      if kind(r[i][1]) == QUOTA then
-        r[i][S2] = min(add(r[i][S2], permits), MAX) -- CalendarQuota.topUp
-        any = true
+    elseif op == 'peek' then
+      for i = 1, n do
+        retry_after = max(retry_after, retry_after_of(r[i], 1))
       end
+      allowed = eq(retry_after, 0)
+    elseif op == 'refund' then
+      for i = 1, n do
+        refund(r[i], permits)
+      end
+    elseif op == 'topup' then
+      local any = false
+      for i = 1, n do
+        if kind(r[i][1]) == QUOTA then
+          r[i][S2] = min(add(r[i][S2], permits), MAX) -- CalendarQuota.topUp
+          any = true
+        end
+      end
+      if not any then
+        return error({err = 'TALLY_NO_QUOTA'})
+      end
+    elseif op ~= 'reconfigure' then
+      return error({err = 'TALLY_BAD_STATE unknown operation ' .. op})
     end
-    if not any then
-      return error({err = 'TALLY_NO_QUOTA'})
+
+    local remaining, limit, reset_after = MAX, 0, 0
+    for i = 1, n do
+      local rem = remaining_of(r[i])
+      if lt(rem, remaining) then
+        remaining, limit = rem, limit_of(r[i])
+      end
+      reset_after = max(reset_after, reset_after_of(r[i]))
     end
-  elseif op ~= 'reconfigure' then
-    return error({err = 'TALLY_BAD_STATE unknown operation ' .. op})
+    local decision = {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after)}
+    if eq(reset_after, 0) then
+      return nil, decision, 0
+    end
+    return r, decision, reset_after
   end
 
-  local remaining, limit, reset_after = MAX, 0, 0
-  for i = 1, n do
-    local rem = remaining_of(r[i])
-    if lt(rem, remaining) then
-      remaining, limit = rem, limit_of(r[i])
+  -- One operation, or a batch of them ("batch", then "op permits op permits ..." in ARGV[2]):
+  -- the client sends concurrent calls on one limiter together, and they are decided one after
+  -- the other at the same instant, exactly as if they had arrived together.
+  local reply, reset_after = {}, 0
+  local state = stored
+  if ARGV[1] == 'batch' then
+    for op, permits in string.gmatch(ARGV[2], '(%S+) (%S+)') do
+      local decision
+      state, decision, reset_after = apply(state, op, parse(permits))
+      for j = 1, 5 do
+        reply[#reply + 1] = decision[j]
+      end
     end
-    reset_after = max(reset_after, reset_after_of(r[i]))
+  else
+    state, reply, reset_after = apply(state, ARGV[1], parse(ARGV[2]))
   end
 
   -- Write what changed: nothing when the state is as stored (a denial, a peek), DEL when the
   -- limiter is full again (no state is the same as this state).
-  if eq(reset_after, 0) then
+  if not state then
     if #fields > 0 then
       redis.call('DEL', KEYS[1])
     end
-  else
-    local changes = {}
-    for i = 1, n do
-      local l = r[i]
-      local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
-          .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
-      local field = tostring(i)
-      if text[field] ~= line then
-        changes[#changes + 1] = field
-        changes[#changes + 1] = line
-      end
-    end
-    local stale = {}
-    for field in pairs(text) do
-      local i = tonumber(field)
-      if (i and i > n) or (field == 'exp' and not overridden) then
-        stale[#stale + 1] = field
-      end
-    end
-    if overridden then
-      local exp = to_epoch(add(now, reset_after))
-      if text.exp ~= exp then
-        changes[#changes + 1] = 'exp'
-        changes[#changes + 1] = exp
-      end
-    end
-    if #stale > 0 then
-      redis.call('HDEL', KEYS[1], unpack(stale))
-    end
-    if #changes > 0 then
-      redis.call('HSET', KEYS[1], unpack(changes))
-      -- keepNanos in whole milliseconds, rounded up; under a caller's clock a day more, since
-      -- that clock may stand still while real time runs ("exp" decides, not Redis' expiry)
-      local ms, rest = fdivmod(reset_after, 1000000)
-      if not eq(rest, 0) then
-        ms = add(ms, 1)
-      end
-      if overridden then
-        ms = add(ms, 86400000)
-      end
-      redis.call('PEXPIRE', KEYS[1], fmt(ms))
+    return reply
+  end
+  local n = #state
+  local changes = {}
+  for i = 1, n do
+    local l = state[i]
+    local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
+        .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
+    local field = tostring(i)
+    if text[field] ~= line then
+      changes[#changes + 1] = field
+      changes[#changes + 1] = line
     end
   end
-
-  return {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after)}
+  local stale = {}
+  for field in pairs(text) do
+    local i = tonumber(field)
+    if (i and i > n) or (field == 'exp' and not overridden) then
+      stale[#stale + 1] = field
+    end
+  end
+  if overridden then
+    local exp = to_epoch(add(now, reset_after))
+    if text.exp ~= exp then
+      changes[#changes + 1] = 'exp'
+      changes[#changes + 1] = exp
+    end
+  end
+  if #stale > 0 then
+    redis.call('HDEL', KEYS[1], unpack(stale))
+  end
+  if #changes > 0 or #stale > 0 then
+    if #changes > 0 then
+      redis.call('HSET', KEYS[1], unpack(changes))
+    end
+    -- keepNanos in whole milliseconds, rounded up; under a caller's clock a day more, since
+    -- that clock may stand still while real time runs ("exp" decides, not Redis' expiry)
+    local ms, rest = fdivmod(reset_after, 1000000)
+    if not eq(rest, 0) then
+      ms = add(ms, 1)
+    end
+    if overridden then
+      ms = add(ms, 86400000)
+    end
+    redis.call('PEXPIRE', KEYS[1], fmt(ms))
+  end
+  return reply
 end
 
 return run()

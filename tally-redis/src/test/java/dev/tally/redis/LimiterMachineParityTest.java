@@ -11,6 +11,9 @@ import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.Store;
 import dev.tally.tck.ManualTimeSource;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulRedisConnection;
 import java.math.BigInteger;
 import java.time.Duration;
 import java.time.Instant;
@@ -270,6 +273,58 @@ class LimiterMachineParityTest {
         return Math.min(far, last == null ? 0 : last.resetAfterNanos());
       default:
         return rnd.nextLong(1_000_000);
+    }
+  }
+
+  /**
+   * A batch (concurrent calls sent together) is decided as the machine would decide its calls
+   * one after the other at the same instant, whatever the state before it.
+   */
+  @Test
+  void aBatchDecidesAsTheMachineOneCallAfterTheOther() {
+    SplittableRandom rnd = new SplittableRandom(Long.getLong("parity.seed", 20261108L) + 1);
+    RedisClient client = RedisClient.create(SharedServers.standalone().uri());
+    try (StatefulRedisConnection<String, String> connection = client.connect()) {
+      ScriptRunner scripts = new ScriptRunner(connection.async());
+      for (int trial = 0; trial < 300; trial++) {
+        clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())));
+        String key = "parity-batch-" + trial + "-" + rnd.nextInt(1 << 30);
+        LimiterCall call = CoreAccess.machine(key, randomLimits(rnd));
+        long now = clock.nanos();
+        long[] record = null;
+        try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
+          Store s = CoreAccess.store(tally);
+          for (int i = rnd.nextInt(4); i > 0; i--) { // some state first
+            long p = randomPermits(rnd, call.limits());
+            s.limit(call, LimiterOperation.ACQUIRE, p);
+            record = call.apply(record, now, LimiterOperation.ACQUIRE, p).record();
+          }
+        }
+        int size = 2 + rnd.nextInt(20);
+        List<LimiterOperation> ops = new ArrayList<>();
+        List<Long> permits = new ArrayList<>();
+        List<Decision> expected = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+          LimiterOperation op = rnd.nextInt(4) == 0 ? LimiterOperation.PEEK : LimiterOperation.ACQUIRE;
+          long p = randomPermits(rnd, call.limits());
+          ops.add(op);
+          permits.add(p);
+          LimiterOutcome out = call.apply(record, now, op, p);
+          record = out.record();
+          expected.add(out.decision());
+        }
+        List<Object> reply = scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, new String[] {key},
+            LimiterScript.batchArgs(call, ops, permits, now, true)).join();
+        List<Decision> actual = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+          actual.add(LimiterScript.decision(reply, i));
+        }
+        assertThat(actual).as("trial %d: %s %s with %s", trial, ops, permits, call.limits()).isEqualTo(expected);
+        assertThat(storedRecord(key)).as("trial %d: the record", trial).isEqualTo(record);
+        server.call("DEL", key);
+      }
+    } finally {
+      client.shutdown();
     }
   }
 
