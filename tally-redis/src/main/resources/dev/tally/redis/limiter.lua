@@ -211,6 +211,12 @@ local function negate(a)
 end
 
 local function sub(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    local d = a - b
+    if d > -SAFE and d < SAFE then
+      return d
+    end
+  end
   return add(a, negate(b))
 end
 
@@ -241,11 +247,41 @@ local function cmp(a, b)
   return a.neg and -c or c
 end
 
-local function lt(a, b) return cmp(a, b) < 0 end
-local function le(a, b) return cmp(a, b) <= 0 end
-local function eq(a, b) return cmp(a, b) == 0 end
-local function max(a, b) return cmp(a, b) >= 0 and a or b end
-local function min(a, b) return cmp(a, b) <= 0 and a or b end
+-- The comparisons, with the common case (two numbers) first.
+local function lt(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a < b
+  end
+  return cmp(a, b) < 0
+end
+
+local function le(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a <= b
+  end
+  return cmp(a, b) <= 0
+end
+
+local function eq(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a == b
+  end
+  return cmp(a, b) == 0
+end
+
+local function max(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a >= b and a or b
+  end
+  return cmp(a, b) >= 0 and a or b
+end
+
+local function min(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a <= b and a or b
+  end
+  return cmp(a, b) <= 0 and a or b
+end
 
 -- floor(a / b) and the non-negative remainder, for b > 0 (Math.floorDiv, Math.floorMod).
 local function fdivmod(a, b)
@@ -269,10 +305,8 @@ end
 
 local TEN7 = limbs(10000000)
 
-local function parse(s)
-  if not string.find(s, '^%-?%d+$') then
-    bad('not an integer: ' .. s)
-  end
+-- The integer written in s, which has been checked to be an optional minus and digits.
+local function num(s)
   if #s <= 15 then
     return tonumber(s)
   end
@@ -284,6 +318,13 @@ local function parse(s)
     pos, len = pos + len, 7
   end
   return make(negative, m)
+end
+
+local function parse(s)
+  if not string.find(s, '^%-?%d+$') then
+    bad('not an integer: ' .. s)
+  end
+  return num(s)
 end
 
 local function fmt(v)
@@ -360,12 +401,12 @@ local function frame(s, ns)
   return add(mul(ds, GIGA), ns - NOW_NS)
 end
 
--- A stored instant (epoch nanoseconds, decimal) in the frame.
+-- A stored instant (epoch nanoseconds, a checked decimal) in the frame.
 local function from_epoch(text)
-  if string.find(text, '^%d%d%d%d%d%d%d%d%d%d+$') and #text <= 19 then
+  if #text >= 10 and #text <= 19 and string.byte(text, 1) ~= 45 then -- 45: '-'
     return frame(tonumber(string.sub(text, 1, -10)), tonumber(string.sub(text, -9)))
   end
-  return sub(parse(text), now_big())
+  return sub(num(text), now_big())
 end
 
 -- An instant of the frame as epoch nanoseconds, decimal.
@@ -675,7 +716,7 @@ local function run()
   local mine, zones = {}, {}
   for i = 1, count do
     local a = 4 + (i - 1) * 4
-    mine[i] = {parse(ARGV[a + 1]), parse(ARGV[a + 2]), parse(ARGV[a + 3]), 0, 0, 0}
+    mine[i] = {num(ARGV[a + 1]), num(ARGV[a + 2]), num(ARGV[a + 3]), 0, 0, 0}
     if ARGV[a + 4] ~= '' then
       local z = {}
       for w in string.gmatch(ARGV[a + 4], '%S+') do
@@ -693,21 +734,30 @@ local function run()
 
   -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry. A reset
   -- does not read it, so that it clears even a record it could not read.
-  local stored = nil
+  local stored, as_read = nil, {}
+  if text.exp and not string.find(text.exp, '^%-?%d+$') then
+    bad('exp is not an integer: ' .. text.exp)
+  end
   if ARGV[1] ~= 'reset' and text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then
     stored = {}
     local i = 1
     while text[tostring(i)] do
       local line = text[tostring(i)]
-      local tag, p0, p1, s0, s1, s2 = string.match(line, '^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+      local tag, p0, p1, s0, s1, s2 =
+          string.match(line, '^(%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
       if not tag then
         local words = 0
         for _ in string.gmatch(line, '%S+') do
           words = words + 1
         end
+        if words == 6 then
+          bad('limit ' .. i .. ' holds something other than six integers: ' .. line)
+        end
         bad('limit ' .. i .. ' has ' .. words .. ' words, not 6; it was not written by this version of Tally')
       end
-      stored[i] = {parse(tag), parse(p0), parse(p1), from_epoch(s0), parse(s1), parse(s2)}
+      local l = {num(tag), num(p0), num(p1), from_epoch(s0), num(s1), num(s2)}
+      stored[i] = l
+      as_read[i] = {l[1], l[2], l[3], l[4], l[5], l[6]}
       i = i + 1
     end
     if eq(stored[1][1], 0) then
@@ -843,13 +893,16 @@ local function run()
   local n = #state
   local changes = {}
   for i = 1, n do
-    local l = state[i]
-    local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
-        .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
-    local field = tostring(i)
-    if text[field] ~= line then
-      changes[#changes + 1] = field
-      changes[#changes + 1] = line
+    local l, was = state[i], as_read[i]
+    if not (was and eq(l[1], was[1]) and eq(l[2], was[2]) and eq(l[3], was[3]) and eq(l[4], was[4])
+        and eq(l[5], was[5]) and eq(l[6], was[6])) then
+      local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
+          .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
+      local field = tostring(i)
+      if text[field] ~= line then
+        changes[#changes + 1] = field
+        changes[#changes + 1] = line
+      end
     end
   end
   local stale = {}
