@@ -44,147 +44,158 @@ end
 
 -- ------------------------------------------------------------------ magnitudes (limb arrays)
 
-local function trim(m)
-  local n = #m
-  while n > 0 and m[n] == 0 do
-    m[n] = nil
-    n = n - 1
-  end
-  return m
-end
+-- Defined on first use: Redis runs this file's body, making each function anew, on every call,
+-- and most calls never meet a number of 2^53 or more.
+local trim, limbs, mcmp, madd, msub, mmul, mdouble, mdivmod, make, big, TEN7
 
--- The limbs of a non-negative integer-valued double (exact at any size: fmod and division by a
--- power of two are exact).
-local function limbs(x)
-  local m, i = {}, 0
-  while x > 0 do
-    i = i + 1
-    local l = math.fmod(x, B)
-    m[i] = l
-    x = (x - l) / B
+local function bigs()
+  if make then
+    return
   end
-  return m
-end
-
-local function mcmp(a, b)
-  local na, nb = #a, #b
-  if na ~= nb then
-    return na < nb and -1 or 1
-  end
-  for i = na, 1, -1 do
-    if a[i] ~= b[i] then
-      return a[i] < b[i] and -1 or 1
+  function trim(m)
+    local n = #m
+    while n > 0 and m[n] == 0 do
+      m[n] = nil
+      n = n - 1
     end
+    return m
   end
-  return 0
-end
 
-local function madd(a, b)
-  local r, carry = {}, 0
-  for i = 1, math.max(#a, #b) do
-    local s = (a[i] or 0) + (b[i] or 0) + carry
-    if s >= B then
-      r[i], carry = s - B, 1
-    else
-      r[i], carry = s, 0
+  -- The limbs of a non-negative integer-valued double (exact at any size: fmod and division by a
+  -- power of two are exact).
+  function limbs(x)
+    local m, i = {}, 0
+    while x > 0 do
+      i = i + 1
+      local l = math.fmod(x, B)
+      m[i] = l
+      x = (x - l) / B
     end
+    return m
   end
-  if carry > 0 then
-    r[#r + 1] = carry
-  end
-  return r
-end
 
-local function msub(a, b) -- a >= b
-  local r, borrow = {}, 0
-  for i = 1, #a do
-    local s = a[i] - (b[i] or 0) - borrow
-    if s < 0 then
-      r[i], borrow = s + B, 1
-    else
-      r[i], borrow = s, 0
+  function mcmp(a, b)
+    local na, nb = #a, #b
+    if na ~= nb then
+      return na < nb and -1 or 1
     end
-  end
-  return trim(r)
-end
-
-local function mmul(a, b)
-  local na, nb = #a, #b
-  local r = {}
-  for k = 1, na + nb do
-    r[k] = 0
-  end
-  for i = 1, na do
-    local ai, carry = a[i], 0
-    if ai ~= 0 then
-      for j = 1, nb do
-        local s = r[i + j - 1] + ai * b[j] + carry -- < 2^24 + 2^48 + 2^25: exact
-        local l = math.fmod(s, B)
-        r[i + j - 1], carry = l, (s - l) / B
-      end
-      local k = i + nb
-      while carry > 0 do
-        local s = r[k] + carry
-        local l = math.fmod(s, B)
-        r[k], carry = l, (s - l) / B
-        k = k + 1
+    for i = na, 1, -1 do
+      if a[i] ~= b[i] then
+        return a[i] < b[i] and -1 or 1
       end
     end
+    return 0
   end
-  return trim(r)
-end
 
-local function mdouble(m)
-  local v = 0
-  for i = #m, 1, -1 do
-    v = v * B + m[i]
-  end
-  return v
-end
-
--- floor(a / b) and a mod b, b not zero. Each round subtracts an underestimate of the quotient
--- taken from doubles (relative error far below the 1e-10 margin), so the remainder never goes
--- negative and shrinks by about 2^-33 per round.
-local function mdivmod(a, b)
-  local q, r = {}, a
-  local db = mdouble(b)
-  while mcmp(r, b) >= 0 do
-    local est = math.floor(mdouble(r) / db * 0.9999999999)
-    if est < 1 then
-      est = 1
+  function madd(a, b)
+    local r, carry = {}, 0
+    for i = 1, math.max(#a, #b) do
+      local s = (a[i] or 0) + (b[i] or 0) + carry
+      if s >= B then
+        r[i], carry = s - B, 1
+      else
+        r[i], carry = s, 0
+      end
     end
-    local e = limbs(est)
-    r = msub(r, mmul(e, b))
-    q = madd(q, e)
+    if carry > 0 then
+      r[#r + 1] = carry
+    end
+    return r
   end
-  return trim(q), r
-end
 
--- ------------------------------------------------------------------ signed integers
+  function msub(a, b) -- a >= b
+    local r, borrow = {}, 0
+    for i = 1, #a do
+      local s = a[i] - (b[i] or 0) - borrow
+      if s < 0 then
+        r[i], borrow = s + B, 1
+      else
+        r[i], borrow = s, 0
+      end
+    end
+    return trim(r)
+  end
 
--- A value from a sign and limbs: a Lua number when below 2^53 in magnitude, else a big.
-local function make(negative, m)
-  trim(m)
-  local n = #m
-  if n <= 2 or (n == 3 and m[3] < 32) then
-    local v = (m[3] or 0) * B2 + (m[2] or 0) * B + (m[1] or 0)
-    if negative and v ~= 0 then
-      return -v
+  function mmul(a, b)
+    local na, nb = #a, #b
+    local r = {}
+    for k = 1, na + nb do
+      r[k] = 0
+    end
+    for i = 1, na do
+      local ai, carry = a[i], 0
+      if ai ~= 0 then
+        for j = 1, nb do
+          local s = r[i + j - 1] + ai * b[j] + carry -- < 2^24 + 2^48 + 2^25: exact
+          local l = math.fmod(s, B)
+          r[i + j - 1], carry = l, (s - l) / B
+        end
+        local k = i + nb
+        while carry > 0 do
+          local s = r[k] + carry
+          local l = math.fmod(s, B)
+          r[k], carry = l, (s - l) / B
+          k = k + 1
+        end
+      end
+    end
+    return trim(r)
+  end
+
+  function mdouble(m)
+    local v = 0
+    for i = #m, 1, -1 do
+      v = v * B + m[i]
     end
     return v
   end
-  return {neg = negative, m = m}
+
+  -- floor(a / b) and a mod b, b not zero. Each round subtracts an underestimate of the quotient
+  -- taken from doubles (relative error far below the 1e-10 margin), so the remainder never goes
+  -- negative and shrinks by about 2^-33 per round.
+  function mdivmod(a, b)
+    local q, r = {}, a
+    local db = mdouble(b)
+    while mcmp(r, b) >= 0 do
+      local est = math.floor(mdouble(r) / db * 0.9999999999)
+      if est < 1 then
+        est = 1
+      end
+      local e = limbs(est)
+      r = msub(r, mmul(e, b))
+      q = madd(q, e)
+    end
+    return trim(q), r
+  end
+
+  -- A value from a sign and limbs: a Lua number when below 2^53 in magnitude, else a big.
+  function make(negative, m)
+    trim(m)
+    local n = #m
+    if n <= 2 or (n == 3 and m[3] < 32) then
+      local v = (m[3] or 0) * B2 + (m[2] or 0) * B + (m[1] or 0)
+      if negative and v ~= 0 then
+        return -v
+      end
+      return v
+    end
+    return {neg = negative, m = m}
+  end
+
+  function big(x)
+    if type(x) == 'table' then
+      return x
+    end
+    if x < 0 then
+      return {neg = true, m = limbs(-x)}
+    end
+    return {neg = false, m = limbs(x)}
+  end
+
+  TEN7 = limbs(10000000)
 end
 
-local function big(x)
-  if type(x) == 'table' then
-    return x
-  end
-  if x < 0 then
-    return {neg = true, m = limbs(-x)}
-  end
-  return {neg = false, m = limbs(x)}
-end
+-- ------------------------------------------------------------------ signed integers
 
 local function add(a, b)
   if type(a) == 'number' and type(b) == 'number' then
@@ -193,6 +204,7 @@ local function add(a, b)
       return s
     end
   end
+  bigs()
   a, b = big(a), big(b)
   if a.neg == b.neg then
     return make(a.neg, madd(a.m, b.m))
@@ -227,6 +239,7 @@ local function mul(a, b)
       return p
     end
   end
+  bigs()
   a, b = big(a), big(b)
   return make(a.neg ~= b.neg, mmul(a.m, b.m))
 end
@@ -243,6 +256,7 @@ local function cmp(a, b)
   elseif a.neg ~= b.neg then
     return a.neg and -1 or 1
   end
+  bigs()
   local c = mcmp(a.m, b.m)
   return a.neg and -c or c
 end
@@ -295,6 +309,7 @@ local function fdivmod(a, b)
     end
     return q, r
   end
+  bigs()
   local x, y = big(a), big(b)
   local q, r = mdivmod(x.m, y.m)
   if x.neg and #r > 0 then
@@ -303,13 +318,13 @@ local function fdivmod(a, b)
   return make(x.neg, q), make(false, r)
 end
 
-local TEN7 = limbs(10000000)
 
 -- The integer written in s, which has been checked to be an optional minus and digits.
 local function num(s)
   if #s <= 15 then
     return tonumber(s)
   end
+  bigs()
   local negative = string.sub(s, 1, 1) == '-'
   local digits = negative and string.sub(s, 2) or s
   local m, pos, len = {}, 1, (#digits - 1) % 7 + 1
@@ -334,6 +349,7 @@ local function fmt(v)
     end
     return string.format('%.0f', v)
   end
+  bigs()
   local m, parts = v.m, {}
   while #m > 0 do
     local q, rem = {}, 0
@@ -430,33 +446,6 @@ end
 
 -- ------------------------------------------------------------------ calendars
 
-local function days_from_civil(y, m, d)
-  if m <= 2 then
-    y = y - 1
-  end
-  local era = math.floor(y / 400)
-  local yoe = y - era * 400
-  local mp = m > 2 and m - 3 or m + 9
-  local doy = math.floor((153 * mp + 2) / 5) + d - 1
-  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
-  return era * 146097 + doe - 719468
-end
-
-local function civil_from_days(z)
-  z = z + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local m = mp < 10 and mp + 3 or mp - 9
-  local y = yoe + era * 400
-  if m <= 2 then
-    y = y + 1
-  end
-  return y, m
-end
-
 local MONTH = 2 -- Limit.Period.MONTH.ordinal() + 1; any other code is a day
 
 -- CalendarQuota.periodEnd: the end of the period containing now. With the caller's boundaries
@@ -475,6 +464,34 @@ local function period_end(code, zone)
     end
     return error({err = 'TALLY_CLOCK_SKEW'})
   end
+  -- UTC, with Howard Hinnant's algorithms for civil dates
+  local function days_from_civil(y, m, d)
+    if m <= 2 then
+      y = y - 1
+    end
+    local era = math.floor(y / 400)
+    local yoe = y - era * 400
+    local mp = m > 2 and m - 3 or m + 9
+    local doy = math.floor((153 * mp + 2) / 5) + d - 1
+    local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+    return era * 146097 + doe - 719468
+  end
+
+  local function civil_from_days(z)
+    z = z + 719468
+    local era = math.floor(z / 146097)
+    local doe = z - era * 146097
+    local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+    local mp = math.floor((5 * doy + 2) / 153)
+    local m = mp < 10 and mp + 3 or mp - 9
+    local y = yoe + era * 400
+    if m <= 2 then
+      y = y + 1
+    end
+    return y, m
+  end
+
   local day = math.floor(NOW_S / 86400)
   if code == MONTH then
     local y, m = civil_from_days(day)
