@@ -38,6 +38,153 @@ local SAFE = 9007199254740992    -- 2^53
 local HALF = 4503599627370496    -- 2^52
 local GIGA = 1000000000
 
+-- ------------------------------------------------------------------ the clock
+
+-- now = NOW_S * 10^9 + NOW_NS exactly, 0 <= NOW_NS < 10^9. A caller's clock that is not a plain
+-- decimal of 10 to 19 digits is read further down, with the exact arithmetic.
+local clock = ARGV[3]
+local overridden = clock ~= ''
+local NOW_S, NOW_NS
+if not overridden then
+  local t = redis.call('TIME')
+  NOW_S, NOW_NS = tonumber(t[1]), tonumber(t[2]) * 1000
+elseif string.find(clock, '^%d%d%d%d%d%d%d%d%d%d+$') and #clock <= 19 then
+  NOW_S, NOW_NS = tonumber(string.sub(clock, 1, -10)), tonumber(string.sub(clock, -9))
+end
+
+-- ------------------------------------------------------------------ the fast path
+
+-- The common call, an acquisition or a peek on one token bucket, leaky bucket or GCRA limit whose
+-- numbers are all below 2^52, is decided here before anything else is defined (Redis runs this
+-- body, making every function below anew, on each call). It takes exactly the steps of the
+-- general machine further down (Gcra.java) in plain double arithmetic, which is exact below
+-- 2^53, in the frame where now is 0. Anything else falls through, with the hash already read.
+local FIELDS
+do
+  local op = ARGV[1]
+  local tag = ARGV[5]
+  if NOW_S and NOW_S > 0 and (op == 'acquire' or op == 'peek') and ARGV[4] == '1'
+      and (tag == '1' or tag == '2' or tag == '3') and #ARGV[2] <= 15 and #ARGV[6] <= 15 and #ARGV[7] <= 15 then
+    local fields = redis.call('HGETALL', KEYS[1])
+    local line, exp
+    local ok = true
+    for i = 1, #fields, 2 do
+      local f = fields[i]
+      if f == '1' then
+        line = fields[i + 1]
+      elseif f == 'exp' and overridden then
+        exp = fields[i + 1]
+      else
+        ok = false -- more limits, or an "exp" to remove: the general path
+      end
+    end
+    -- An instant written as epoch nanoseconds, in the frame, if it is near now.
+    local function rel(text)
+      if #text < 10 or #text > 19 or not string.find(text, '^%d+$') then
+        return nil
+      end
+      local ds = tonumber(string.sub(text, 1, -10)) - NOW_S
+      if ds <= -4000000 or ds >= 4000000 then
+        return nil
+      end
+      return ds * 1000000000 + (tonumber(string.sub(text, -9)) - NOW_NS)
+    end
+    local live = line ~= nil
+    if ok and live and exp then
+      local e = rel(exp)
+      if not e then
+        ok = false
+      elseif e <= 0 then
+        live = false -- past its logical expiry: absent
+      end
+    end
+    local k, C, T, S0, S1, S2, read
+    if ok and live then
+      local t, p0, p1, s0, s1, s2 = string.match(line, '^([123]) (%d+) (%d+) (%d+) (%d+) (%d+)$')
+      read = t and #p0 <= 15 and #p1 <= 15 and #s1 <= 15 and #s2 <= 15 and rel(s0)
+      if read then
+        k, C, T, S0, S1, S2 = t, tonumber(p0), tonumber(p1), read, tonumber(s1), tonumber(s2)
+      else
+        ok = false
+      end
+    elseif ok then
+      k, C, T, S0, S1, S2 = tag, tonumber(ARGV[6]), tonumber(ARGV[7]), nil, 0, 0 -- fresh: s0 is the epoch
+    end
+    if ok and T > 0 and C * T < 4503599627370496 then
+      local permits = op == 'peek' and 1 or tonumber(ARGV[2])
+      if not S0 or S0 < 0 then
+        S0 = 0 -- Gcra.normalize: full, and time spent full earns nothing
+      end
+      local allowed, retry = true, 0
+      if op == 'peek' or permits > 0 then
+        if permits > C then
+          retry = nil -- NEVER
+        else
+          local excess = S0 + permits * T - C * T -- Gcra.retryAfter
+          retry = excess > 0 and excess or 0
+        end
+        allowed = retry == 0
+        if allowed and op == 'acquire' then
+          S0 = S0 + permits * T -- Gcra.consume
+        end
+      end
+      local function floor_div(a, b)
+        local q = math.floor(a / b)
+        local r = a - q * b
+        if r < 0 then
+          q = q - 1
+        elseif r >= b then
+          q = q + 1
+        end
+        return q
+      end
+      local function dec(x)
+        return x == 0 and '0' or string.format('%.0f', x)
+      end
+      local function epoch(v)
+        local t = NOW_NS + v
+        local q = floor_div(t, 1000000000)
+        return string.format('%.0f%09.0f', NOW_S + q, t - q * 1000000000)
+      end
+      local room = C * T - S0 -- Gcra.remaining
+      local remaining = room <= 0 and 0 or floor_div(room, T)
+      local reset_after = S0 -- Gcra.resetAfter, S0 >= 0
+      if reset_after == 0 then
+        if #fields > 0 then
+          redis.call('DEL', KEYS[1])
+        end
+      else
+        local changes = {}
+        if S0 ~= read then
+          local new = k .. ' ' .. dec(C) .. ' ' .. dec(T) .. ' ' .. epoch(S0) .. ' ' .. dec(S1) .. ' ' .. dec(S2)
+          if new ~= line then
+            changes[1], changes[2] = '1', new
+          end
+        end
+        if overridden then
+          local e = epoch(reset_after)
+          if e ~= exp then
+            changes[#changes + 1], changes[#changes + 2] = 'exp', e
+          end
+        end
+        if #changes > 0 then
+          redis.call('HSET', KEYS[1], unpack(changes))
+          local ms = floor_div(reset_after, 1000000)
+          if ms * 1000000 < reset_after then
+            ms = ms + 1
+          end
+          redis.call('PEXPIRE', KEYS[1], dec(overridden and ms + 86400000 or ms))
+        end
+      end
+      return {allowed and '1' or '0', dec(remaining), dec(C), retry and dec(retry) or '9223372036854775807',
+          dec(reset_after)}
+    end
+    FIELDS = fields
+  end
+end
+
+-- ------------------------------------------------------------------ the general path
+
 local function bad(why)
   return error({err = 'TALLY_BAD_STATE ' .. why})
 end
@@ -382,20 +529,8 @@ local NEVER = MAX                         -- Decision.NEVER
 
 -- ------------------------------------------------------------------ the clock and the frame
 
-local clock = ARGV[3]
-local overridden = clock ~= ''
-
--- now = NOW_S * 10^9 + NOW_NS exactly, 0 <= NOW_NS < 10^9
-local NOW_S, NOW_NS
-if overridden then
-  if string.find(clock, '^%d%d%d%d%d%d%d%d%d%d+$') and #clock <= 24 then
-    NOW_S, NOW_NS = tonumber(string.sub(clock, 1, -10)), tonumber(string.sub(clock, -9))
-  else
-    NOW_S, NOW_NS = fdivmod(parse(clock), GIGA)
-  end
-else
-  local t = redis.call('TIME')
-  NOW_S, NOW_NS = tonumber(t[1]), tonumber(t[2]) * 1000
+if not NOW_S then
+  NOW_S, NOW_NS = fdivmod(parse(clock), GIGA)
 end
 local now = 0 -- the machine's frame: every instant below is relative to NOW
 
@@ -743,7 +878,7 @@ local function run()
     end
   end
 
-  local fields = redis.call('HGETALL', KEYS[1])
+  local fields = FIELDS or redis.call('HGETALL', KEYS[1])
   local text = {}
   for i = 1, #fields, 2 do
     text[fields[i]] = fields[i + 1]
