@@ -3,11 +3,12 @@ package dev.tally.redis;
 import dev.tally.Decision;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
 /**
@@ -19,8 +20,13 @@ import java.util.function.Function;
  * by the state machine after the ones before it, none is retried, and none waits longer than
  * the call in flight ahead of it. A call alone on its limiter goes at once, as one call, so
  * uncontended limiters see no difference; a hot one costs Redis one script run per round trip
- * instead of one per caller. Only calls with the same limits share a batch, at most
- * {@value #MAX_BATCH}. Refunds, resets, reconfigurations and top-ups always go alone.
+ * instead of one per caller. Only calls with the same limits share a batch (others go at once,
+ * on their own), at most {@value #MAX_BATCH}. Refunds, resets, reconfigurations and top-ups
+ * always go alone.
+ *
+ * <p>Lock-free, so that callers of a hot limiter do not queue on a monitor: a caller enqueues
+ * itself, then whoever sets the limiter's in-flight flag sends everything queued; whoever
+ * completes a call clears the flag and sends what queued meanwhile.
  */
 final class LimiterBatches {
   static final int MAX_BATCH = 128;
@@ -30,9 +36,8 @@ final class LimiterBatches {
 
   /** The calls on one limiter: whether one is in flight, and who waits behind it. */
   private static final class Lane {
-    boolean inFlight;
-    boolean retired;
-    final ArrayDeque<Pending> waiting = new ArrayDeque<>();
+    final AtomicBoolean inFlight = new AtomicBoolean();
+    final ConcurrentLinkedQueue<Pending> waiting = new ConcurrentLinkedQueue<>();
   }
 
   private final ConcurrentHashMap<String, Lane> lanes = new ConcurrentHashMap<>();
@@ -50,20 +55,44 @@ final class LimiterBatches {
   CompletableFuture<Decision> submit(LimiterCall call, LimiterOperation op, long permits) {
     Pending p = new Pending(call, op, permits, new CompletableFuture<>());
     String key = call.key();
-    while (true) {
-      Lane lane = lanes.computeIfAbsent(key, k -> new Lane());
-      synchronized (lane) {
-        if (lane.retired) {
-          continue; // it was just emptied and removed: take the next one
+    Lane lane = lanes.computeIfAbsent(key, k -> new Lane());
+    lane.waiting.add(p);
+    drain(key, lane);
+    return p.result;
+  }
+
+  /** Sends what waits, unless a call on the limiter is in flight (its completion will). */
+  private void drain(String key, Lane lane) {
+    while (!lane.waiting.isEmpty() && lane.inFlight.compareAndSet(false, true)) {
+      List<Pending> batch = new ArrayList<>();
+      List<Pending> others = null;
+      Pending p;
+      while (batch.size() < MAX_BATCH && (p = lane.waiting.poll()) != null) {
+        if (batch.isEmpty() || p.call().limits().equals(batch.get(0).call().limits())) {
+          batch.add(p);
+        } else {
+          if (others == null) {
+            others = new ArrayList<>();
+          }
+          others.add(p);
         }
-        if (lane.inFlight) {
-          lane.waiting.add(p);
-          return p.result;
-        }
-        lane.inFlight = true;
       }
-      send(key, lane, List.of(p));
-      return p.result;
+      if (others != null) {
+        for (Pending other : others) {
+          send(other.call().key(), null, List.of(other)); // other limits on this key: on their own
+        }
+      }
+      if (batch.isEmpty()) {
+        lane.inFlight.set(false); // another caller took them first
+        continue;
+      }
+      send(key, lane, batch);
+      return;
+    }
+    if (lane.waiting.isEmpty() && !lane.inFlight.get()) {
+      // Idle: forget the lane. A caller holding it still works through it (its flag and queue
+      // are its own); one arriving later makes a new one.
+      lanes.remove(key, lane);
     }
   }
 
@@ -75,9 +104,9 @@ final class LimiterBatches {
       reply = CompletableFuture.failedFuture(e);
     }
     reply.whenComplete((values, failure) -> {
-      List<Pending> next = next(key, lane);
-      if (next != null) {
-        send(key, lane, next);
+      if (lane != null) {
+        lane.inFlight.set(false);
+        drain(key, lane);
       }
       for (int i = 0; i < batch.size(); i++) {
         CompletableFuture<Decision> result = batch.get(i).result();
@@ -92,25 +121,5 @@ final class LimiterBatches {
         }
       }
     });
-  }
-
-  /** The next batch: the oldest waiting call and those behind it with the same limits. */
-  private List<Pending> next(String key, Lane lane) {
-    synchronized (lane) {
-      Pending first = lane.waiting.poll();
-      if (first == null) {
-        lane.inFlight = false;
-        lane.retired = true;
-        lanes.remove(key, lane);
-        return null;
-      }
-      List<Pending> batch = new ArrayList<>();
-      batch.add(first);
-      while (batch.size() < MAX_BATCH && !lane.waiting.isEmpty()
-          && lane.waiting.peek().call().limits().equals(first.call().limits())) {
-        batch.add(lane.waiting.poll());
-      }
-      return batch;
-    }
   }
 }
