@@ -54,17 +54,33 @@ end
 
 -- ------------------------------------------------------------------ the fast path
 
--- The common call, an acquisition or a peek on one token bucket, leaky bucket or GCRA limit whose
--- numbers are all below 2^52, is decided here before anything else is defined (Redis runs this
--- body, making every function below anew, on each call). It takes exactly the steps of the
--- general machine further down (Gcra.java) in plain double arithmetic, which is exact below
--- 2^53, in the frame where now is 0. Anything else falls through, with the hash already read.
+-- The common call, acquisitions or peeks (alone or a batch) on one token bucket, leaky bucket
+-- or GCRA limit whose numbers are all below 2^52, is decided here before anything else is
+-- defined (Redis runs this body, making every function below anew, on each call). It takes
+-- exactly the steps of the general machine further down (LimiterMachine with Gcra.java) in plain
+-- double arithmetic, which is exact below 2^53, in the frame where now is 0. Anything else falls
+-- through, with the hash already read.
 local FIELDS
 do
   local op = ARGV[1]
   local tag = ARGV[5]
-  if NOW_S and NOW_S > 0 and (op == 'acquire' or op == 'peek') and ARGV[4] == '1'
-      and (tag == '1' or tag == '2' or tag == '3') and #ARGV[2] <= 15 and #ARGV[6] <= 15 and #ARGV[7] <= 15 then
+  local ops
+  if NOW_S and NOW_S > 0 and ARGV[4] == '1' and (tag == '1' or tag == '2' or tag == '3')
+      and #ARGV[6] <= 15 and #ARGV[7] <= 15 then
+    if op == 'batch' then
+      ops = {}
+      for o, p in string.gmatch(ARGV[2], '(%S+) (%S+)') do
+        if (o ~= 'acquire' and o ~= 'peek') or #p > 15 then
+          ops = nil
+          break
+        end
+        ops[#ops + 1], ops[#ops + 2] = o, tonumber(p)
+      end
+    elseif (op == 'acquire' or op == 'peek') and #ARGV[2] <= 15 then
+      ops = {op, tonumber(ARGV[2])}
+    end
+  end
+  if ops then
     local fields = redis.call('HGETALL', KEYS[1])
     local line, exp
     local ok = true
@@ -98,6 +114,7 @@ do
         live = false -- past its logical expiry: absent
       end
     end
+    local MINE_C, MINE_T = tonumber(ARGV[6]), tonumber(ARGV[7])
     local k, C, T, S0, S1, S2, read
     if ok and live then
       local t, p0, p1, s0, s1, s2 = string.match(line, '^([123]) (%d+) (%d+) (%d+) (%d+) (%d+)$')
@@ -107,27 +124,8 @@ do
       else
         ok = false
       end
-    elseif ok then
-      k, C, T, S0, S1, S2 = tag, tonumber(ARGV[6]), tonumber(ARGV[7]), nil, 0, 0 -- fresh: s0 is the epoch
     end
-    if ok and T > 0 and C * T < 4503599627370496 then
-      local permits = op == 'peek' and 1 or tonumber(ARGV[2])
-      if not S0 or S0 < 0 then
-        S0 = 0 -- Gcra.normalize: full, and time spent full earns nothing
-      end
-      local allowed, retry = true, 0
-      if op == 'peek' or permits > 0 then
-        if permits > C then
-          retry = nil -- NEVER
-        else
-          local excess = S0 + permits * T - C * T -- Gcra.retryAfter
-          retry = excess > 0 and excess or 0
-        end
-        allowed = retry == 0
-        if allowed and op == 'acquire' then
-          S0 = S0 + permits * T -- Gcra.consume
-        end
-      end
+    if ok and MINE_T > 0 and MINE_C * MINE_T < 4503599627370496 and (not read or (T > 0 and C * T < 4503599627370496)) then
       local function floor_div(a, b)
         local q = math.floor(a / b)
         local r = a - q * b
@@ -146,38 +144,71 @@ do
         local q = floor_div(t, 1000000000)
         return string.format('%.0f%09.0f', NOW_S + q, t - q * 1000000000)
       end
-      local room = C * T - S0 -- Gcra.remaining
-      local remaining = room <= 0 and 0 or floor_div(room, T)
-      local reset_after = S0 -- Gcra.resetAfter, S0 >= 0
-      if reset_after == 0 then
+      local reply, fresh = {}, not read
+      for j = 1, #ops, 2 do
+        local o, permits = ops[j], ops[j + 1]
+        if not S0 then
+          k, C, T, S0, S1, S2 = tag, MINE_C, MINE_T, 0, 0, 0 -- LimiterMachine.fresh(): the caller's limit
+          fresh = true
+        end
+        if S0 < 0 then
+          S0 = 0 -- Gcra.normalize: full, and time spent full earns nothing
+        end
+        if o == 'peek' then
+          permits = 1
+        end
+        local allowed, retry = true, 0
+        if o == 'peek' or permits > 0 then
+          if permits > C then
+            retry = nil -- NEVER
+          else
+            local excess = S0 + permits * T - C * T -- Gcra.retryAfter
+            retry = excess > 0 and excess or 0
+          end
+          allowed = retry == 0
+          if allowed and o == 'acquire' then
+            S0 = S0 + permits * T -- Gcra.consume
+          end
+        end
+        local room = C * T - S0 -- Gcra.remaining
+        local n = #reply
+        reply[n + 1] = allowed and '1' or '0'
+        reply[n + 2] = room <= 0 and '0' or dec(floor_div(room, T))
+        reply[n + 3] = dec(C)
+        reply[n + 4] = retry and dec(retry) or '9223372036854775807'
+        reply[n + 5] = dec(S0) -- Gcra.resetAfter, S0 >= 0
+        if S0 == 0 then
+          S0 = nil -- full again: no state
+        end
+      end
+      if not S0 then
         if #fields > 0 then
           redis.call('DEL', KEYS[1])
         end
       else
         local changes = {}
-        if S0 ~= read then
+        if fresh or S0 ~= read then
           local new = k .. ' ' .. dec(C) .. ' ' .. dec(T) .. ' ' .. epoch(S0) .. ' ' .. dec(S1) .. ' ' .. dec(S2)
           if new ~= line then
             changes[1], changes[2] = '1', new
           end
         end
         if overridden then
-          local e = epoch(reset_after)
+          local e = epoch(S0)
           if e ~= exp then
             changes[#changes + 1], changes[#changes + 2] = 'exp', e
           end
         end
         if #changes > 0 then
           redis.call('HSET', KEYS[1], unpack(changes))
-          local ms = floor_div(reset_after, 1000000)
-          if ms * 1000000 < reset_after then
+          local ms = floor_div(S0, 1000000)
+          if ms * 1000000 < S0 then
             ms = ms + 1
           end
           redis.call('PEXPIRE', KEYS[1], dec(overridden and ms + 86400000 or ms))
         end
       end
-      return {allowed and '1' or '0', dec(remaining), dec(C), retry and dec(retry) or '9223372036854775807',
-          dec(reset_after)}
+      return reply
     end
     FIELDS = fields
   end
