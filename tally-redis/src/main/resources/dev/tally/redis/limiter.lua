@@ -918,7 +918,7 @@ local function run()
   -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry. A reset
   -- does not read it, so that it clears even a record it could not read.
   local stored, as_read = nil, {}
-  if text.exp and not string.find(text.exp, '^%-?%d+$') then
+  if ARGV[1] ~= 'reset' and text.exp and not string.find(text.exp, '^%-?%d+$') then
     bad('exp is not an integer: ' .. text.exp)
   end
   if ARGV[1] ~= 'reset' and text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then

@@ -106,10 +106,13 @@ class LimiterLayoutTest {
     server.call("HSET", key, "1", "9 1 1 1 0 0");
     assertThatThrownBy(l::tryAcquire).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("unknown algorithm tag 9");
-    server.call("HSET", key, "1", "1 1 1");
+    server.call("HSET", key, "1", "1 1 1", "exp", "soon");
+    assertThatThrownBy(l::tryAcquire).isInstanceOf(IllegalStateException.class);
+    server.call("HDEL", key, "exp");
     assertThatThrownBy(l::tryAcquire).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("3 words, not 6");
-    server.call("DEL", key);
+    l.reset();
+    assertThat(server.call("EXISTS", key)).as("reset clears what it cannot read").isEqualTo(0L);
     assertThat(l.tryAcquire()).isTrue();
   }
 
