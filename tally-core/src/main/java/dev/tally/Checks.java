@@ -46,8 +46,20 @@ final class Checks {
   }
 
   private static void checkBytes(String s, String what) {
+    int n = s.length();
+    // The common case, checked first: a key short enough that even at 3 bytes a char it fits,
+    // with no char from the surrogate range up (ASCII, Latin, CJK...), is valid without counting.
+    if (n <= Counters.MAX_KEY_BYTES / 3) {
+      int i = 0;
+      while (i < n && s.charAt(i) < Character.MIN_SURROGATE) {
+        i++;
+      }
+      if (i == n) {
+        return;
+      }
+    }
     int bytes = 0;
-    for (int i = 0, n = s.length(); i < n; i++) {
+    for (int i = 0; i < n; i++) {
       char c = s.charAt(i);
       if (c < 0x80) {
         bytes += 1;

@@ -152,19 +152,20 @@ public final class Limit {
 
   /**
    * Nanoseconds per unit of refill (buckets, GCRA), the window length (windows), or a code for
-   * the calendar period (quotas).
+   * the calendar period (quotas: {@code DAY} 1, {@code MONTH} 2): the {@code p1} word of the
+   * limiter record, for stores that run the algorithms in their own language.
    */
-  long intervalNanos() {
+  public long intervalNanos() {
     return intervalNanos;
   }
 
   /** The calendar period of a quota, or null. */
-  Period period() {
+  public Period period() {
     return period;
   }
 
   /** The time zone of a quota, or null. */
-  ZoneId zone() {
+  public ZoneId zone() {
     return zone;
   }
 

@@ -8,6 +8,7 @@ import java.util.Iterator;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Predicate;
 
 /**
  * Rate limiter state for the {@code mem:} store.
@@ -41,11 +42,40 @@ final class MemoryLimiters {
 
   private final ConcurrentHashMap<String, Object> cells = new ConcurrentHashMap<>();
   private final TimeSource time;
+  private final Predicate<String> isCounter;
   private final AtomicBoolean sweeping = new AtomicBoolean();
   private Iterator<Map.Entry<String, Object>> sweepCursor; // guarded by sweeping
 
-  MemoryLimiters(TimeSource time) {
+  /**
+   * @param isCounter whether a key holds a live counter: counters and limiters share one key
+   *     space on every store, so a limiter may not be created over a counter
+   */
+  MemoryLimiters(TimeSource time, Predicate<String> isCounter) {
     this.time = time;
+    this.isCounter = isCounter;
+  }
+
+  /** Whether {@code key} holds limiter state that is not yet full (and so not yet droppable). */
+  boolean holds(String key) {
+    Object c = cells.get(key);
+    if (c == null) {
+      return false;
+    }
+    long now = time.nanos();
+    if (c instanceof BucketCell b) {
+      long f = b.fullAt;
+      return f == SEALED || f > now;
+    }
+    RecordCell rc = (RecordCell) c;
+    synchronized (rc) {
+      return !rc.removed && rc.expiresAt - now > 0;
+    }
+  }
+
+  static TallyException clash(String key, String existing) {
+    return new TallyException("key '" + key + "' holds a " + existing + "; counters and rate"
+        + " limiters share one key space, so use another name for the " + (existing.equals("counter")
+        ? "limiter" : "counter"));
   }
 
   static final class BucketCell {
@@ -131,6 +161,9 @@ final class MemoryLimiters {
       Object c = cells.get(key);
       if (c == null) {
         LimiterOutcome out = machine.apply(null, now, op, permits);
+        if (out.record() != null && isCounter.test(key)) {
+          throw clash(key, "counter");
+        }
         if (out.record() == null || cells.putIfAbsent(key, newCell(out, now)) == null) {
           if (out.record() != null) {
             sweepSome(2);

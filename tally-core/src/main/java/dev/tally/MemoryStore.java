@@ -76,7 +76,7 @@ final class MemoryStore implements Store {
 
   MemoryStore(TimeSource time) {
     this.time = time;
-    this.limiters = new MemoryLimiters(time);
+    this.limiters = new MemoryLimiters(time, key -> get(key) != null);
   }
 
   /** The limiter state, which {@link DefaultRateLimiter} reaches directly for its fast path. */
@@ -362,9 +362,19 @@ final class MemoryStore implements Store {
     for (TxOp op : ops) {
       sorted.add(op.key());
     }
-    Map<String, Locked> locked = new HashMap<>();
     for (String key : sorted) {
-      locked.put(key, lock(key));
+      if (cells.get(key) == null && limiters.holds(key)) {
+        throw MemoryLimiters.clash(key, "rate limiter");
+      }
+    }
+    Map<String, Locked> locked = new HashMap<>();
+    try {
+      for (String key : sorted) {
+        locked.put(key, lock(key));
+      }
+    } catch (RuntimeException e) {
+      locked.values().forEach(this::unlock);
+      throw e;
     }
     // Working state per key: absent, or a cell that is not yet installed.
     Map<String, Cell> working = new HashMap<>();
@@ -425,6 +435,9 @@ final class MemoryStore implements Store {
     for (int spins = 0; ; spins++) {
       Cell c = cells.get(key);
       if (c == null) {
+        if (limiters.holds(key)) {
+          throw MemoryLimiters.clash(key, "rate limiter");
+        }
         Cell placeholder = Cell.placeholder();
         if (cells.putIfAbsent(key, placeholder) == null) {
           sweepSome(SWEEP_PER_INSERT);

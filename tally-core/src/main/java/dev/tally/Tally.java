@@ -216,7 +216,7 @@ public final class Tally implements AutoCloseable {
     public Tally build() {
       String scheme = scheme(uri);
       LazyExecutor executor = new LazyExecutor();
-      StoreContext context = new StoreContext(timeSource, timeSourceOverridden, executor);
+      StoreContext context = new StoreContext(timeSource, timeSourceOverridden, executor, listener);
       Store store = switch (scheme) {
         case "mem" -> {
           requireEmptyPart(uri, "mem:");

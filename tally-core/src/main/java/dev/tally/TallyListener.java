@@ -1,11 +1,12 @@
 package dev.tally;
 
 /**
- * Receives the events an operator needs to see: answers given on behalf of a failed store.
+ * Receives the events an operator needs to see: answers given on behalf of a failed store, and
+ * denials a store served from a local cache.
  *
- * <p>Kept to a single callback with a default, like Caffeine's {@code Ticker}, so the core
- * needs no metrics library; the server module adapts it to Micrometer. Implementations are
- * called on the caller's thread and must be fast and must not throw.
+ * <p>Kept to a few callbacks with defaults, like Caffeine's {@code Ticker}, so the core needs
+ * no metrics library; the server module adapts it to Micrometer. Implementations are called on
+ * the caller's thread (or a store's I/O thread) and must be fast and must not throw.
  */
 public interface TallyListener {
 
@@ -22,4 +23,12 @@ public interface TallyListener {
    */
   default void onFailurePolicyApplied(
       String operation, String key, FailurePolicy policy, StoreException cause) {}
+
+  /**
+   * A store answered a rate limiter's request with a denial it already knew of, without asking
+   * its backend (Redis' optional local cache of denied limiters, {@code ?denyCache=true}).
+   *
+   * @param key the limiter's full key
+   */
+  default void onLocalDenial(String key) {}
 }

@@ -1,5 +1,6 @@
 package dev.tally.spi;
 
+import dev.tally.TallyListener;
 import dev.tally.TimeSource;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -17,6 +18,7 @@ public final class StoreContext {
   private final TimeSource timeSource;
   private final boolean timeSourceOverridden;
   private final Executor blockingExecutor;
+  private final TallyListener listener;
 
   /**
    * @param timeSource the clock to use when the store has none, or when overridden
@@ -24,9 +26,21 @@ public final class StoreContext {
    * @param blockingExecutor where blocking work may run (the async adapter's executor)
    */
   public StoreContext(TimeSource timeSource, boolean timeSourceOverridden, Executor blockingExecutor) {
+    this(timeSource, timeSourceOverridden, blockingExecutor, TallyListener.NONE);
+  }
+
+  /**
+   * @param timeSource the clock to use when the store has none, or when overridden
+   * @param timeSourceOverridden whether the user chose {@code timeSource} explicitly
+   * @param blockingExecutor where blocking work may run (the async adapter's executor)
+   * @param listener where the store reports events of its own (e.g. locally served denials)
+   */
+  public StoreContext(TimeSource timeSource, boolean timeSourceOverridden, Executor blockingExecutor,
+      TallyListener listener) {
     this.timeSource = Objects.requireNonNull(timeSource, "timeSource");
     this.timeSourceOverridden = timeSourceOverridden;
     this.blockingExecutor = Objects.requireNonNull(blockingExecutor, "blockingExecutor");
+    this.listener = Objects.requireNonNull(listener, "listener");
   }
 
   /** The clock for stores without one of their own, and for all stores when overridden. */
@@ -42,5 +56,10 @@ public final class StoreContext {
   /** An executor for blocking work that a store wants off the caller's thread. */
   public Executor blockingExecutor() {
     return blockingExecutor;
+  }
+
+  /** The user's listener, for events a store reports itself; never null. */
+  public TallyListener listener() {
+    return listener;
   }
 }

@@ -1,5 +1,7 @@
 package dev.tally.dynamodb;
 
+import dev.tally.TallyException;
+
 import static dev.tally.dynamodb.Items.n;
 import static dev.tally.dynamodb.Table.values;
 
@@ -70,8 +72,8 @@ final class CounterExchanges {
         + ") leaves the signed 64-bit range; the value is unchanged");
   }
 
-  static IllegalStateException limiterHere(String key) {
-    return new IllegalStateException("key '" + key + "' holds rate limiter state, not a counter:"
+  static TallyException limiterHere(String key) {
+    return new TallyException("key '" + key + "' holds rate limiter state, not a counter:"
         + " counters and rate limiters share the table's keys, so give them different names");
   }
 

@@ -1,5 +1,7 @@
 package dev.tally.dynamodb;
 
+import dev.tally.TallyException;
+
 import static dev.tally.dynamodb.Items.n;
 import static dev.tally.dynamodb.Table.values;
 
@@ -188,8 +190,8 @@ final class LimiterExchange extends Exchange<Decision> {
     plan();
   }
 
-  private IllegalStateException counterHere() {
-    return new IllegalStateException("key '" + key + "' holds a counter, not rate limiter state:"
+  private TallyException counterHere() {
+    return new TallyException("key '" + key + "' holds a counter, not rate limiter state:"
         + " counters and rate limiters share the table's keys, so give them different names");
   }
 

@@ -98,16 +98,16 @@ class BadInputTest {
       String name = "shared-" + UUID.randomUUID();
       tally.counters().incr(name);
       RateLimiter l = tally.limiter(name, Limit.tokenBucket(5, Duration.ofMinutes(1)));
-      assertThatThrownBy(l::tryAcquire).isInstanceOf(IllegalStateException.class)
+      assertThatThrownBy(l::tryAcquire).isInstanceOf(dev.tally.TallyException.class)
           .hasMessageContaining("holds a counter");
       assertThat(tally.counters().get(name)).hasValue(1);
 
       String other = "shared-" + UUID.randomUUID();
       assertThat(tally.limiter(other, Limit.tokenBucket(5, Duration.ofMinutes(1))).tryAcquire()).isTrue();
-      assertThatThrownBy(() -> tally.counters().incr(other)).isInstanceOf(IllegalStateException.class)
+      assertThatThrownBy(() -> tally.counters().incr(other)).isInstanceOf(dev.tally.TallyException.class)
           .hasMessageContaining("rate limiter state");
-      assertThatThrownBy(() -> tally.counters().put(other, 1)).isInstanceOf(IllegalStateException.class);
-      assertThatThrownBy(() -> tally.counters().delete(other)).isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> tally.counters().put(other, 1)).isInstanceOf(dev.tally.TallyException.class);
+      assertThatThrownBy(() -> tally.counters().delete(other)).isInstanceOf(dev.tally.TallyException.class);
       assertThat(tally.counters().get(other)).isEmpty();
       assertThat(tally.counters().add(other, 1, null)).isFalse();
       assertThat(tally.limiter(other, Limit.tokenBucket(5, Duration.ofMinutes(1))).available()).isEqualTo(4);

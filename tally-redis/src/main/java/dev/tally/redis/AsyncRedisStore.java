@@ -1,10 +1,12 @@
 package dev.tally.redis;
 
 import dev.tally.Decision;
+import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
+import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
 import io.lettuce.core.GetExArgs;
 import io.lettuce.core.KeyScanArgs;
@@ -42,6 +44,8 @@ import java.util.function.Function;
  *   <tr><td>ttl</td><td>{@code PTTL}</td></tr>
  *   <tr><td>keys</td><td>{@code SCAN MATCH TYPE string} on every primary</td></tr>
  *   <tr><td>transaction</td><td>{@code EVALSHA counters.lua} with every key</td></tr>
+ *   <tr><td>every rate limiter call</td><td>{@code EVALSHA limiter.lua} (or nothing, for a
+ *       denial the optional {@link DenyCache} already knows)</td></tr>
  * </table>
  *
  * <p>Expiry is Redis' own ({@code PX}, on the server clock). Stages complete on Lettuce's I/O
@@ -52,12 +56,20 @@ final class AsyncRedisStore implements AsyncStore {
   private final ScriptRunner scripts;
   private final boolean cluster;
   private final Duration timeout;
+  private final TimeSource clock;
+  private final boolean clockOverridden;
+  private final DenyCache denyCache; // null unless ?denyCache=true
+  private final LimiterBatches batches; // null under a supplied clock, or with ?batch=false
 
-  AsyncRedisStore(RedisConnection connection) {
+  AsyncRedisStore(RedisConnection connection, StoreContext context, RedisSettings settings) {
     this.commands = connection.commands();
     this.scripts = new ScriptRunner(commands);
     this.cluster = connection.cluster();
     this.timeout = connection.timeout();
+    this.clock = context.timeSource();
+    this.clockOverridden = context.timeSourceOverridden();
+    this.denyCache = settings.denyCache ? new DenyCache(settings.denyCacheSize, context.listener()) : null;
+    this.batches = settings.batch && !clockOverridden ? new LimiterBatches(this::runBatch) : null;
   }
 
   /** Completes with {@code map(value)}, or with the Tally exception for the failure. */
@@ -195,14 +207,91 @@ final class AsyncRedisStore implements AsyncStore {
   }
 
   /**
-   * Rate limiters on Redis are not written yet. Each will be one {@code .lua} resource run by
-   * {@link ScriptRunner} in one {@code EVALSHA}, reading the server's {@code TIME} (or the
-   * supplied clock's time passed in {@code ARGV} when the user set one).
+   * One {@code EVALSHA} of {@code limiter.lua}: the limiter's state machine, run inside Redis on
+   * the hash at the limiter's key, deciding and writing in one atomic step. No retry loop: there
+   * is nothing to retry, since no other caller can interleave with a script.
+   *
+   * <p>The script decides at the server's {@code TIME}, so clients with skewed clocks agree;
+   * when the user supplied a clock ({@link StoreContext#timeSourceOverridden()}) it decides at
+   * that clock's time instead, passed in {@code ARGV}. With the deny cache on, an acquisition it
+   * knows to be denied is answered without a call. On the server's clock, concurrent
+   * acquisitions and peeks on one limiter share a call ({@link LimiterBatches}).
    */
   @Override
   public CompletableFuture<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
-    return CompletableFuture.failedFuture(new UnsupportedOperationException(
-        "the Redis store has counters only so far; its rate limiters are not written yet"));
+    String key = call.key();
+    long stamp = 0;
+    long sentAt = 0;
+    if (denyCache != null) {
+      if (operation == LimiterOperation.ACQUIRE) {
+        if (permits > 0) {
+          sentAt = guardClock();
+          Decision known = denyCache.lookup(key, permits, sentAt);
+          if (known != null) {
+            return CompletableFuture.completedFuture(known);
+          }
+          stamp = denyCache.stamp();
+        }
+      } else if (operation != LimiterOperation.PEEK) {
+        denyCache.invalidate(key);
+      }
+    }
+    CompletableFuture<Decision> decision;
+    if (batches != null && LimiterBatches.batchable(operation)) {
+      decision = batches.submit(call, operation, permits);
+    } else {
+      String[] keys = {key};
+      String[] args = LimiterScript.args(call, operation, permits, clock.nanos(), clockOverridden);
+      decision = call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
+          LimiterScript::decision);
+    }
+    if (denyCache == null || operation == LimiterOperation.PEEK) {
+      return decision;
+    }
+    long sent = sentAt;
+    long since = stamp;
+    return decision.whenComplete((d, failure) -> {
+      if (operation == LimiterOperation.ACQUIRE) {
+        if (d != null && permits > 0) {
+          denyCache.denied(key, permits, sent, since, d);
+        }
+      } else {
+        denyCache.invalidate(key); // again, in case a denial was cached while this was in flight
+      }
+    });
+  }
+
+  /** Runs {@code limiter.lua} once for a batch of acquisitions and peeks on one limiter. */
+  private CompletableFuture<List<Object>> runBatch(List<LimiterBatches.Pending> batch) {
+    LimiterBatches.Pending first = batch.get(0);
+    String[] keys = {first.call().key()};
+    String[] args;
+    if (batch.size() == 1) {
+      args = LimiterScript.args(first.call(), first.op(), first.permits(), clock.nanos(), false);
+    } else {
+      List<LimiterOperation> ops = new ArrayList<>(batch.size());
+      List<Long> permits = new ArrayList<>(batch.size());
+      for (LimiterBatches.Pending p : batch) {
+        ops.add(p.op());
+        permits.add(p.permits());
+      }
+      args = LimiterScript.batchArgs(first.call(), ops, permits, clock.nanos(), false);
+    }
+    return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
+        Function.identity());
+  }
+
+  /**
+   * The deny cache's clock: the supplied clock when there is one (so tests can script it),
+   * else the monotonic {@link System#nanoTime()}.
+   */
+  private long guardClock() {
+    return clockOverridden ? clock.nanos() : System.nanoTime();
+  }
+
+  /** The deny cache, or null when it is off. */
+  DenyCache denyCache() {
+    return denyCache;
   }
 
   /**

@@ -72,7 +72,8 @@ final class RedisFailures {
     int space = message.indexOf(' ');
     String code = space < 0 ? message : message.substring(0, space);
     if (code.startsWith("TALLY_")) {
-      String key = keyAt(message, space, keys);
+      String key = code.equals("TALLY_BAD_STATE") || code.equals("TALLY_NO_QUOTA")
+          || code.equals("TALLY_CLOCK_SKEW") ? keys[0] : keyAt(message, space, keys);
       switch (code) {
         case "TALLY_OVERFLOW":
           return integerOverflow(key);
@@ -85,6 +86,15 @@ final class RedisFailures {
           return new NotAnIntegerException(key);
         case "TALLY_NOT_A_COUNTER":
           return CounterValues.notACounter(key, null);
+        case "TALLY_NO_QUOTA":
+          return new IllegalStateException("limiter '" + key + "' has no quota limit to top up");
+        case "TALLY_BAD_STATE":
+          return new IllegalStateException("stored state of limiter '" + key + "': "
+              + scriptMessage(message, space));
+        case "TALLY_CLOCK_SKEW":
+          return new StoreException("limiter '" + key + "': this client's clock and the Redis"
+              + " server's differ by more than a day, so the client's calendar boundaries for its"
+              + " quota do not cover the server's time; fix the clocks", t);
         default:
           return new StoreException("Tally script error: " + message, t);
       }
@@ -113,6 +123,13 @@ final class RedisFailures {
         break;
     }
     return new StoreException("Redis refused the command on " + describe(keys) + ": " + message, t);
+  }
+
+  /** The text after the code of a script error, without the "script: ..." Redis appends. */
+  private static String scriptMessage(String message, int space) {
+    String text = space < 0 ? "" : message.substring(space + 1);
+    int script = text.indexOf(" script: ");
+    return (script < 0 ? text : text.substring(0, script)).trim();
   }
 
   private static String keyAt(String message, int space, String[] keys) {

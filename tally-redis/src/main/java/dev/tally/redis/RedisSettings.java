@@ -28,12 +28,17 @@ import java.util.regex.Pattern;
  * </pre>
  *
  * Options: {@code timeout} (per command and per connection attempt, e.g. {@code 2s},
- * {@code 500ms}; default {@value #DEFAULT_TIMEOUT_TEXT}), {@code clientName}, and for TLS
- * {@code verifyPeer=full|ca|none}. A password applies to the Redis servers, not to Sentinels.
+ * {@code 500ms}; default {@value #DEFAULT_TIMEOUT_TEXT}), {@code clientName},
+ * {@code denyCache=true|false} (serve repeated rate-limiter denials from a local cache until
+ * their retry-after; default false) with {@code denyCacheSize} (most limiters cached, default
+ * {@value #DEFAULT_DENY_CACHE_SIZE}), {@code batch=true|false} (concurrent calls on one limiter
+ * share a script run; default true), and for TLS {@code verifyPeer=full|ca|none}. A password
+ * applies to the Redis servers, not to Sentinels.
  */
 final class RedisSettings {
   static final String DEFAULT_TIMEOUT_TEXT = "2s";
   static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+  static final int DEFAULT_DENY_CACHE_SIZE = 10_000;
   static final Set<String> SCHEMES = Set.of(
       "redis", "rediss", "redis-sentinel", "rediss-sentinel", "redis-cluster", "rediss-cluster");
 
@@ -49,11 +54,21 @@ final class RedisSettings {
   /** One URI for a server or a Sentinel group (which lists the Sentinels); the seeds of a Cluster. */
   final List<RedisURI> uris;
   final Duration timeout;
+  /** Whether limiter denials are cached locally until their retry-after ({@link DenyCache}). */
+  final boolean denyCache;
+  /** The most limiters the deny cache holds. */
+  final int denyCacheSize;
+  /** Whether concurrent calls on one limiter share a script run ({@link LimiterBatches}). */
+  final boolean batch;
 
-  private RedisSettings(Topology topology, List<RedisURI> uris, Duration timeout) {
+  private RedisSettings(Topology topology, List<RedisURI> uris, Duration timeout, boolean denyCache,
+      int denyCacheSize, boolean batch) {
     this.topology = topology;
     this.uris = List.copyOf(uris);
     this.timeout = timeout;
+    this.denyCache = denyCache;
+    this.denyCacheSize = denyCacheSize;
+    this.batch = batch;
   }
 
   static RedisSettings parse(String uri) {
@@ -113,12 +128,27 @@ final class RedisSettings {
     String masterId = fragment;
     String clientName = null;
     SslVerifyMode verify = SslVerifyMode.FULL;
+    boolean denyCache = false;
+    int denyCacheSize = DEFAULT_DENY_CACHE_SIZE;
+    boolean batch = true;
     for (Map.Entry<String, String> o : options.entrySet()) {
       String value = o.getValue();
       switch (o.getKey()) {
         case "timeout" -> timeout = timeout(uri, value);
         case "sentinelMasterId" -> masterId = value;
         case "clientName" -> clientName = value;
+        case "denyCache" -> denyCache = bool(uri, "denyCache", value);
+        case "batch" -> batch = bool(uri, "batch", value);
+        case "denyCacheSize" -> {
+          try {
+            denyCacheSize = Integer.parseInt(value);
+          } catch (NumberFormatException e) {
+            denyCacheSize = 0;
+          }
+          if (denyCacheSize <= 0) {
+            throw bad(uri, "denyCacheSize must be a positive number of limiters, not '" + value + "'");
+          }
+        }
         case "verifyPeer" -> {
           if (!tls) {
             throw bad(uri, "verifyPeer applies to TLS only (rediss schemes)");
@@ -131,7 +161,7 @@ final class RedisSettings {
           };
         }
         default -> throw bad(uri, "unknown option '" + o.getKey()
-            + "'; known: timeout, clientName, sentinelMasterId, verifyPeer");
+            + "'; known: timeout, clientName, denyCache, denyCacheSize, batch, sentinelMasterId, verifyPeer");
       }
     }
 
@@ -170,7 +200,7 @@ final class RedisSettings {
         uris.add(finish(b, tls, verify, database, user, password, clientName, timeout));
       }
     }
-    return new RedisSettings(topology, uris, timeout);
+    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch);
   }
 
   private static RedisURI finish(RedisURI.Builder b, boolean tls, SslVerifyMode verify, int database,
@@ -213,6 +243,14 @@ final class RedisSettings {
     return hosts;
   }
 
+  private static boolean bool(String uri, String name, String value) {
+    return switch (value.toLowerCase(Locale.ROOT)) {
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw bad(uri, name + " must be true or false, not '" + value + "'");
+    };
+  }
+
   private static Duration timeout(String uri, String text) {
     Matcher m = TIMEOUT.matcher(text);
     if (!m.matches()) {
@@ -250,6 +288,6 @@ final class RedisSettings {
     String where = String.join(",", nodes.stream().map(u -> u.getHost() + ":" + u.getPort()).toList());
     return topology.name().toLowerCase(Locale.ROOT) + " " + where
         + (topology == Topology.SENTINEL ? " primary " + uris.get(0).getSentinelMasterId() : "")
-        + ", timeout " + timeout;
+        + ", timeout " + timeout + (denyCache ? ", deny cache of " + denyCacheSize : "");
   }
 }

@@ -7,6 +7,7 @@ import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
+import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
 import java.time.Duration;
 import java.util.List;
@@ -32,10 +33,10 @@ final class RedisStore implements Store {
   private final long waitNanos;
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  RedisStore(String uri, RedisConnection connection) {
+  RedisStore(String uri, RedisConnection connection, StoreContext context, RedisSettings settings) {
     this.uri = uri;
     this.connection = connection;
-    this.async = new AsyncRedisStore(connection);
+    this.async = new AsyncRedisStore(connection, context, settings);
     this.waitNanos = connection.timeout().plus(SLACK).toNanos();
   }
 
@@ -125,6 +126,11 @@ final class RedisStore implements Store {
   @Override
   public AsyncStore async() {
     return async;
+  }
+
+  /** The hot-key guard, or null when it is off; for tests. */
+  DenyCache denyCache() {
+    return async.denyCache();
   }
 
   @Override

@@ -33,6 +33,6 @@ public final class RedisStoreProvider implements StoreProvider {
   @Override
   public Store open(String uri, StoreContext context) {
     RedisSettings settings = RedisSettings.parse(uri);
-    return new RedisStore(uri, RedisConnection.open(settings));
+    return new RedisStore(uri, RedisConnection.open(settings), context, settings);
   }
 }

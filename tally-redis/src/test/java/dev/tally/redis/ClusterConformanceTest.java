@@ -4,6 +4,7 @@ import dev.tally.Tally;
 import dev.tally.tck.CounterConcurrencyContract;
 import dev.tally.tck.CounterContract;
 import dev.tally.tck.InputValidationContract;
+import dev.tally.tck.LimiterContract;
 import dev.tally.tck.ManualTimeSource;
 import dev.tally.tck.SeedExamplesContract;
 import java.time.Duration;
@@ -14,7 +15,8 @@ import org.junit.jupiter.api.Nested;
  * The whole counter kit against a three-primary Redis Cluster. Each test's group is a hash tag,
  * {@code {tck-1234abcd}:}, so that its keys share a slot and its transactions can run; the
  * kit's other groups (and the root group) spread over all three primaries, which {@code keys}
- * must therefore scan.
+ * must therefore scan. A limiter is one key, so it needs no hash tag: the kit's limiters land on
+ * all three primaries.
  */
 class ClusterConformanceTest {
 
@@ -78,6 +80,14 @@ class ClusterConformanceTest {
 
   @Nested
   class InputValidation extends InputValidationContract {
+    @Override
+    protected Tally open(ManualTimeSource clock) {
+      return ClusterConformanceTest.open(clock);
+    }
+  }
+
+  @Nested
+  class Limiters extends LimiterContract {
     @Override
     protected Tally open(ManualTimeSource clock) {
       return ClusterConformanceTest.open(clock);

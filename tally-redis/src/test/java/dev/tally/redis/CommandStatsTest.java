@@ -2,9 +2,15 @@ package dev.tally.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tally.CoreAccess;
 import dev.tally.Counters;
+import dev.tally.Limit;
+import dev.tally.RateLimiter;
 import dev.tally.Tally;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.AfterAll;
@@ -120,5 +126,60 @@ class CommandStatsTest {
         .isEqualTo(Map.of("evalsha", 1L, "eval", 1L, "get", 1L, "set", 1L));
     assertThat(commandsOf(() -> counters.incr("live", 1, 100)))
         .isEqualTo(Map.of("evalsha", 1L, "get", 1L, "set", 1L));
+  }
+
+  // ------------------------------------------------------------------ rate limiters
+
+  /** Inside the script: the server clock, the state, and (when it changed) its write and expiry. */
+  private static final Map<String, Long> DECIDED_AND_WRITTEN =
+      Map.of("evalsha", 1L, "time", 1L, "hgetall", 1L, "hset", 1L, "pexpire", 1L);
+  private static final Map<String, Long> DECIDED_UNCHANGED = Map.of("evalsha", 1L, "time", 1L, "hgetall", 1L);
+
+  @Test
+  void everyLimiterCallIsOneEvalsha() {
+    RateLimiter l = tally.limiter("stats-limiter", Limit.tokenBucket(3, Duration.ofMinutes(1)));
+    l.available(); // caches the script
+    assertThat(commandsOf(() -> l.tryAcquire())).isEqualTo(DECIDED_AND_WRITTEN);
+    assertThat(commandsOf(() -> l.decide(1))).isEqualTo(DECIDED_AND_WRITTEN);
+    assertThat(commandsOf(() -> l.available())).isEqualTo(DECIDED_UNCHANGED);
+    assertThat(commandsOf(() -> l.refund(1))).isEqualTo(DECIDED_AND_WRITTEN);
+    assertThat(commandsOf(() -> l.tryAcquire(3))).as("a denial writes nothing").isEqualTo(DECIDED_UNCHANGED);
+    assertThat(commandsOf(() -> l.reset())).isEqualTo(Map.of("evalsha", 1L, "time", 1L, "hgetall", 1L, "del", 1L));
+    assertThat(commandsOf(() -> l.decide(0))).as("a full limiter has no state").isEqualTo(DECIDED_UNCHANGED);
+  }
+
+  @Test
+  void manyDecisionsAreAsManyEvalshasAndNothingElseFromTheClient() {
+    RateLimiter l = tally.limiter("stats-many", Limit.gcra(9, 10, Duration.ofSeconds(1)),
+        Limit.slidingWindow(1000, Duration.ofHours(1)));
+    l.available();
+    Map<String, Long> calls = commandsOf(() -> {
+      for (int i = 0; i < 100; i++) {
+        l.tryAcquire();
+      }
+    });
+    assertThat(calls.get("evalsha")).isEqualTo(100L);
+    assertThat(calls.get("time")).isEqualTo(100L);
+    assertThat(calls.get("hgetall")).isEqualTo(100L);
+    assertThat(calls.keySet()).isSubsetOf("evalsha", "time", "hgetall", "hset", "pexpire", "del");
+  }
+
+  @Test
+  void theAsynchronousLimiterCostsTheSame() {
+    LimiterCall call = CoreAccess.machine("stats-async", List.of(Limit.tokenBucket(3, Duration.ofMinutes(1))));
+    var async = CoreAccess.store(tally).async();
+    async.limit(call, LimiterOperation.PEEK, 1).toCompletableFuture().join();
+    assertThat(commandsOf(() -> async.limit(call, LimiterOperation.ACQUIRE, 1).toCompletableFuture().join()))
+        .isEqualTo(DECIDED_AND_WRITTEN);
+  }
+
+  @Test
+  void aSuppliedClockReplacesTime() {
+    try (Tally clocked = Tally.builder(server.uri()).timeSource(new dev.tally.tck.ManualTimeSource()).build()) {
+      RateLimiter l = clocked.limiter("stats-clocked", Limit.tokenBucket(3, Duration.ofMinutes(1)));
+      l.available();
+      assertThat(commandsOf(() -> l.tryAcquire()))
+          .isEqualTo(Map.of("evalsha", 1L, "hgetall", 1L, "hset", 1L, "pexpire", 1L));
+    }
   }
 }

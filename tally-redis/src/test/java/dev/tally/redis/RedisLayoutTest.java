@@ -198,10 +198,13 @@ class RedisLayoutTest {
   }
 
   @Test
-  void rateLimitersSayTheyAreNotAvailableYet() {
+  void aRateLimiterIsAHashThatCounterListingsSkip() {
+    counters.incr("views");
     var limiter = tally.limiter(prefix + "api", Limit.tokenBucket(10, Duration.ofMinutes(1)));
-    assertThatThrownBy(limiter::tryAcquire).isInstanceOf(UnsupportedOperationException.class)
-        .hasMessageContaining("counters only");
+    assertThat(limiter.tryAcquire(3)).isTrue();
+    assertThat(raw("TYPE", prefix + "api")).isEqualTo("hash");
+    assertThat(counters.keys("")).containsExactly("views");
+    assertThatThrownBy(() -> counters.get("api")).isInstanceOf(TallyException.class);
   }
 
   @Test

@@ -74,6 +74,20 @@ class RedisSettingsTest {
   }
 
   @Test
+  void limiterOptions() {
+    RedisSettings plain = RedisSettings.parse("redis://h");
+    assertThat(plain.denyCache).isFalse();
+    assertThat(plain.batch).isTrue();
+    RedisSettings s = RedisSettings.parse("redis://h?denyCache=true&denyCacheSize=50&batch=false");
+    assertThat(s.denyCache).isTrue();
+    assertThat(s.denyCacheSize).isEqualTo(50);
+    assertThat(s.batch).isFalse();
+    assertThatThrownBy(() -> RedisSettings.parse("redis://h?denyCache=yes")).hasMessageContaining("true or false");
+    assertThatThrownBy(() -> RedisSettings.parse("redis://h?denyCacheSize=0")).hasMessageContaining("positive");
+    assertThatThrownBy(() -> RedisSettings.parse("redis://h?batch=1")).hasMessageContaining("true or false");
+  }
+
+  @Test
   void mistakesAreExplained() {
     assertThatThrownBy(() -> RedisSettings.parse("redis://h:1/x")).hasMessageContaining("database number");
     assertThatThrownBy(() -> RedisSettings.parse("redis://h1,h2")).hasMessageContaining("redis-cluster://");

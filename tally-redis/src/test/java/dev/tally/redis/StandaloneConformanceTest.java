@@ -4,14 +4,16 @@ import dev.tally.Tally;
 import dev.tally.tck.CounterConcurrencyContract;
 import dev.tally.tck.CounterContract;
 import dev.tally.tck.InputValidationContract;
+import dev.tally.tck.LimiterContract;
 import dev.tally.tck.ManualTimeSource;
 import dev.tally.tck.SeedExamplesContract;
 import java.time.Duration;
 import org.junit.jupiter.api.Nested;
 
 /**
- * The whole counter kit against one real Redis server. Expiry is Redis' own, on its clock, so
- * letting time pass means sleeping ({@link #sleep}).
+ * The whole kit against one real Redis server. Counter expiry is Redis' own, on its clock, so
+ * letting time pass means sleeping ({@link #sleep}); rate limiters decide at the kit's manual
+ * clock, which the store passes to its script because the clock was supplied.
  */
 class StandaloneConformanceTest {
 
@@ -65,6 +67,14 @@ class StandaloneConformanceTest {
 
   @Nested
   class InputValidation extends InputValidationContract {
+    @Override
+    protected Tally open(ManualTimeSource clock) {
+      return StandaloneConformanceTest.open(clock);
+    }
+  }
+
+  @Nested
+  class Limiters extends LimiterContract {
     @Override
     protected Tally open(ManualTimeSource clock) {
       return StandaloneConformanceTest.open(clock);

@@ -422,6 +422,26 @@ public abstract class LimiterContract extends TallyFixture {
     assertThat(added).hasValue(100);
   }
 
+  // ------------------------------------------------------------------ one key space
+
+  @Test
+  public void aKeyIsEitherACounterOrALimiter() {
+    String counter = name();
+    tally.counters().incr(counter);
+    RateLimiter overCounter = tally.limiter(counter, Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    assertThatThrownBy(overCounter::tryAcquire)
+        .isInstanceOf(dev.tally.TallyException.class)
+        .isNotInstanceOf(dev.tally.StoreException.class);
+    assertThat(tally.counters().get(counter)).hasValue(1);
+
+    String limiter = name();
+    assertThat(tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1))).tryAcquire()).isTrue();
+    assertThatThrownBy(() -> tally.counters().incr(limiter))
+        .isInstanceOf(dev.tally.TallyException.class)
+        .isNotInstanceOf(dev.tally.StoreException.class);
+    assertThat(tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1))).available()).isEqualTo(4);
+  }
+
   // ------------------------------------------------------------------ bad input
 
   @Test

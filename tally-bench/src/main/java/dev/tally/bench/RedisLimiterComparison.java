@@ -1,0 +1,457 @@
+package dev.tally.bench;
+
+import dev.tally.Counters;
+import dev.tally.Limit;
+import dev.tally.RateLimiter;
+import dev.tally.Tally;
+import io.github.bucket4j.Bucket;
+import io.github.bucket4j.BucketConfiguration;
+import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
+import io.github.bucket4j.distributed.proxy.ProxyManager;
+import io.github.bucket4j.distributed.proxy.optimization.Optimizations;
+import io.github.bucket4j.redis.lettuce.Bucket4jLettuce;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Rate limiting on one Redis, in one run, by five clients: the seed's WATCH/MULTI token bucket
+ * ported to Lettuce ({@link SeedTokenBucket}), Bucket4j 8.14.0's Lettuce proxy manager with and
+ * without its batching optimization, and Tally's token bucket and GCRA; then Tally's
+ * {@code incr} against {@code redis-benchmark -t incr} at the same concurrency. Run on demand
+ * (docs/benchmarks.md, section Redis):
+ *
+ * <pre>
+ * mvn -B -q package -pl tally-bench -am -DskipTests
+ * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisLimiterComparison [--seconds 3]
+ *     [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA,Bucket4j"] [--uri redis://127.0.0.1:6379]
+ * </pre>
+ *
+ * Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
+ * persistence) and stops it at the end. Every limiter has the same limit: a burst of
+ * {@value #CAPACITY} and {@value #RATE} per second, and every run checks, per key, that no more
+ * was granted than {@code capacity + rate * elapsed}. Redis commands are counted with
+ * {@code CONFIG RESETSTAT} and {@code INFO commandstats} around each run (scripts' inner
+ * commands included).
+ */
+public final class RedisLimiterComparison {
+  static final long CAPACITY = 100;
+  static final long RATE = 1000; // per second
+
+  private RedisLimiterComparison() {}
+
+  /** One client under test. */
+  private interface Limiter extends AutoCloseable {
+    boolean tryAcquire(int thread, String key) throws Exception;
+
+    /** Extra facts for the report (attempts, local answers). */
+    default String note(long decisions) {
+      return "";
+    }
+
+    @Override
+    default void close() {}
+  }
+
+  private record Result(String name, int threads, int keys, long decisions, double seconds, double p50us,
+      double p99us, Map<String, Long> commands, long granted, long worstKeyGranted, double allowedPerKey,
+      String note) {
+    double rate() {
+      return decisions / seconds;
+    }
+
+    boolean withinLimit() {
+      return worstKeyGranted <= allowedPerKey;
+    }
+
+    long total() {
+      return commands.values().stream().mapToLong(Long::longValue).sum();
+    }
+
+    long scripts() {
+      return commands.getOrDefault("evalsha", 0L) + commands.getOrDefault("eval", 0L);
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    Map<String, String> options = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+    }
+    double seconds = Double.parseDouble(options.getOrDefault("seconds", "3"));
+    int[] threadCounts = Arrays.stream(options.getOrDefault("threads", "1,8,32").split(","))
+        .mapToInt(Integer::parseInt).toArray();
+    Process server = null;
+    String uri = options.get("uri");
+    if (uri == null) {
+      int port = freePort();
+      Path dir = Files.createTempDirectory("tally-bench-redis");
+      server = new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
+          "--save", "", "--appendonly", "no", "--dir", dir.toString())
+          .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
+      uri = "redis://127.0.0.1:" + port;
+    }
+    RedisClient client = RedisClient.create(uri);
+    try (StatefulRedisConnection<String, String> admin = connect(client)) {
+      RedisCommands<String, String> redis = admin.sync();
+      System.out.println("# " + redis.info("server").lines().filter(l -> l.startsWith("redis_version")).findFirst().orElse("")
+          + ", " + uri + ", uptime: " + uptime());
+      List<Result> results = new ArrayList<>();
+      List<String> names = List.of("seed WATCH/MULTI", "Bucket4j", "Bucket4j batching", "Tally token bucket",
+          "Tally GCRA", "Tally token bucket, denyCache");
+      if (options.containsKey("only")) {
+        names = names.stream().filter(n -> Arrays.asList(options.get("only").split(",")).contains(n)).toList();
+      }
+      int[] keyCounts = Arrays.stream(options.getOrDefault("keys", "1,1000").split(","))
+          .mapToInt(Integer::parseInt).toArray();
+      for (String name : names) {
+        try (Limiter warm = open(name, client, uri, 32)) {
+          measure(redis, name, warm, 8, 10, Math.min(1, seconds)); // JIT warm-up, not reported
+        }
+      }
+      for (int keys : keyCounts) {
+        for (int threads : threadCounts) {
+          for (String name : names) {
+            if (name.endsWith("denyCache") && keys != 1) {
+              continue;
+            }
+            try (Limiter limiter = open(name, client, uri, threads)) {
+              Result r = measure(redis, name, limiter, threads, keys, seconds);
+              results.add(r);
+              System.out.println(row(r));
+            }
+          }
+        }
+      }
+      System.out.println();
+      System.out.println(table(results));
+      System.out.println();
+      if (!options.containsKey("only")) {
+        System.out.println(incr(redis, uri, threadCounts, seconds));
+      }
+      System.out.println("# uptime after: " + uptime());
+    } finally {
+      client.shutdown();
+      if (server != null) {
+        server.destroy();
+        server.waitFor(10, TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  private static StatefulRedisConnection<String, String> connect(RedisClient client) {
+    return client.connect();
+  }
+
+  private static Limiter open(String name, RedisClient client, String uri, int threads) {
+    switch (name) {
+      case "seed WATCH/MULTI": {
+        SeedTokenBucket[] perThread = new SeedTokenBucket[threads];
+        for (int t = 0; t < threads; t++) {
+          perThread[t] = SeedTokenBucket.forThread(client, RATE, CAPACITY);
+        }
+        return new Limiter() {
+          @Override
+          public boolean tryAcquire(int thread, String key) throws Exception {
+            return perThread[thread].tokenBucket(1, key);
+          }
+
+          @Override
+          public String note(long decisions) {
+            long attempts = Arrays.stream(perThread).mapToLong(b -> b.attempts).sum();
+            return String.format(Locale.ROOT, "%.2f attempts/decision (4-5 round trips each)", (double) attempts / decisions);
+          }
+
+          @Override
+          public void close() {
+            Arrays.stream(perThread).forEach(SeedTokenBucket::close);
+          }
+        };
+      }
+      case "Bucket4j":
+      case "Bucket4j batching": {
+        StatefulRedisConnection<byte[], byte[]> connection = client.connect(ByteArrayCodec.INSTANCE);
+        ProxyManager<byte[]> proxies = Bucket4jLettuce.casBasedBuilder(connection)
+            .expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
+            .build();
+        BucketConfiguration config = BucketConfiguration.builder()
+            .addLimit(limit -> limit.capacity(CAPACITY).refillGreedy(RATE, Duration.ofSeconds(1)))
+            .build();
+        boolean batching = name.endsWith("batching");
+        Map<String, Bucket> buckets = new ConcurrentHashMap<>();
+        return new Limiter() {
+          @Override
+          public boolean tryAcquire(int thread, String key) {
+            return buckets.computeIfAbsent(key, k -> batching
+                ? proxies.builder().withOptimization(Optimizations.batching()).build(k.getBytes(StandardCharsets.UTF_8), () -> config)
+                : proxies.builder().build(k.getBytes(StandardCharsets.UTF_8), () -> config)).tryConsume(1);
+          }
+
+          @Override
+          public void close() {
+            connection.close();
+          }
+        };
+      }
+      default: {
+        boolean guard = name.endsWith("denyCache");
+        Tally tally = Tally.open(guard ? uri + "?denyCache=true" : uri);
+        Limit limit = name.contains("GCRA") ? Limit.gcra(CAPACITY - 1, RATE, Duration.ofSeconds(1))
+            : Limit.tokenBucket(CAPACITY, RATE, Duration.ofSeconds(1));
+        Map<String, RateLimiter> limiters = new ConcurrentHashMap<>();
+        return new Limiter() {
+          @Override
+          public boolean tryAcquire(int thread, String key) {
+            return limiters.computeIfAbsent(key, k -> tally.limiter(k, limit)).tryAcquire();
+          }
+
+          @Override
+          public void close() {
+            tally.close();
+          }
+        };
+      }
+    }
+  }
+
+  private static final AtomicLong RUNS = new AtomicLong();
+
+  private static Result measure(RedisCommands<String, String> redis, String name, Limiter limiter, int threads,
+      int keyCount, double seconds) throws InterruptedException {
+    String prefix = "bench" + RUNS.incrementAndGet() + "-" + System.nanoTime() + ":";
+    String[] keys = new String[keyCount];
+    for (int i = 0; i < keyCount; i++) {
+      keys[i] = prefix + i;
+    }
+    AtomicLongArray grantedPerKey = new AtomicLongArray(keyCount);
+    long[][] latencies = new long[threads][];
+    long[] counts = new long[threads];
+    AtomicLong firstStart = new AtomicLong(Long.MAX_VALUE);
+    AtomicLong lastEnd = new AtomicLong();
+    CountDownLatch ready = new CountDownLatch(threads);
+    CountDownLatch go = new CountDownLatch(1);
+    CountDownLatch done = new CountDownLatch(threads);
+    long runNanos = (long) (seconds * 1e9);
+    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    redis.configResetstat();
+    for (int t = 0; t < threads; t++) {
+      int thread = t;
+      Thread worker = new Thread(() -> {
+        long[] lat = new long[1 << 20];
+        int n = 0;
+        ThreadLocalRandom rnd = ThreadLocalRandom.current();
+        ready.countDown();
+        try {
+          go.await();
+          long start = System.nanoTime();
+          firstStart.accumulateAndGet(start, Math::min);
+          long deadline = start + runNanos;
+          long now = start;
+          while (now < deadline) {
+            int k = keyCount == 1 ? 0 : rnd.nextInt(keyCount);
+            boolean ok = limiter.tryAcquire(thread, keys[k]);
+            long end = System.nanoTime();
+            if (ok) {
+              grantedPerKey.incrementAndGet(k);
+            }
+            lat[n++ & (lat.length - 1)] = end - now;
+            now = end;
+          }
+          lastEnd.accumulateAndGet(now, Math::max);
+        } catch (Throwable e) {
+          failures.add(e);
+        } finally {
+          latencies[thread] = Arrays.copyOf(lat, Math.min(n, lat.length));
+          counts[thread] = n;
+          done.countDown();
+        }
+      }, "bench-" + t);
+      worker.start();
+    }
+    ready.await();
+    go.countDown();
+    done.await();
+    if (!failures.isEmpty()) {
+      throw new IllegalStateException(name + " failed", failures.get(0));
+    }
+    Map<String, Long> commands = commandStats(redis);
+    long decisions = Arrays.stream(counts).sum();
+    long[] all = Arrays.stream(latencies).flatMapToLong(Arrays::stream).sorted().toArray();
+    double elapsed = (lastEnd.get() - firstStart.get()) / 1e9;
+    long granted = 0;
+    long worst = 0;
+    for (int i = 0; i < keyCount; i++) {
+      granted += grantedPerKey.get(i);
+      worst = Math.max(worst, grantedPerKey.get(i));
+    }
+    return new Result(name, threads, keyCount, decisions, elapsed, percentile(all, 0.50) / 1e3,
+        percentile(all, 0.99) / 1e3, commands, granted, worst, CAPACITY + RATE * elapsed, limiter.note(decisions));
+  }
+
+  private static long percentile(long[] sorted, double p) {
+    return sorted.length == 0 ? 0 : sorted[Math.min(sorted.length - 1, (int) Math.floor(p * sorted.length))];
+  }
+
+  private static Map<String, Long> commandStats(RedisCommands<String, String> redis) {
+    Map<String, Long> calls = new TreeMap<>();
+    Pattern stat = Pattern.compile("cmdstat_([^:]+):calls=(\\d+)");
+    for (String line : redis.info("commandstats").split("\r?\n")) {
+      Matcher m = stat.matcher(line);
+      if (m.find() && !m.group(1).equals("info") && !m.group(1).startsWith("config")) {
+        calls.put(m.group(1), Long.parseLong(m.group(2)));
+      }
+    }
+    return calls;
+  }
+
+  private static String row(Result r) {
+    return String.format(Locale.ROOT, "| %s | %d | %d | %,.0f | %.0f | %.0f | %.2f | %.2f | %s | %,d / %,.0f | %s |",
+        r.name(), r.threads(), r.keys(), r.rate(), r.p50us(), r.p99us(), (double) r.total() / r.decisions(),
+        (double) r.scripts() / r.decisions(), perDecision(r), r.worstKeyGranted(), r.allowedPerKey(),
+        (r.withinLimit() ? "yes" : "**NO**") + (r.note().isEmpty() ? "" : "; " + r.note()));
+  }
+
+  private static String perDecision(Result r) {
+    StringBuilder b = new StringBuilder();
+    r.commands().entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(6).forEach(e -> {
+      if (b.length() > 0) {
+        b.append(' ');
+      }
+      b.append(e.getKey()).append('=').append(String.format(Locale.ROOT, "%.2f", (double) e.getValue() / r.decisions()));
+    });
+    return b.toString();
+  }
+
+  private static String table(List<Result> results) {
+    StringBuilder b = new StringBuilder();
+    b.append("| client | threads | keys | decisions/s | p50 µs | p99 µs | Redis commands/decision | scripts/decision"
+        + " | commands/decision by name | granted (worst key) / allowed per key | within limit |\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (Result r : results) {
+      b.append(row(r)).append('\n');
+    }
+    return b.toString();
+  }
+
+  /** Tally's incr (INCRBY) against redis-benchmark -t incr at the same concurrency. */
+  private static String incr(RedisCommands<String, String> redis, String uri, int[] threadCounts, double seconds)
+      throws Exception {
+    String host = uri.replaceFirst("redis://", "").split(":")[0];
+    String port = uri.replaceFirst("redis://", "").split(":")[1].replaceAll("[^0-9].*", "");
+    StringBuilder b = new StringBuilder();
+    b.append("| concurrency | redis-benchmark -t incr -c N (req/s) | Tally incr, N threads on one connection (req/s) | ratio"
+        + " | Tally incr async, N in flight from one thread (req/s) | ratio |\n|---|---|---|---|---|---|\n");
+    try (Tally tally = Tally.open(uri)) {
+      Counters counters = tally.counters("bench-incr");
+      for (int i = 0; i < 20_000; i++) {
+        counters.incr("warm"); // JIT
+      }
+      for (int c : threadCounts) {
+        double benchmark = redisBenchmark(host, port, c, (long) (Math.max(20_000, 60_000 * c) * seconds / 3));
+        double threaded = incrThreads(counters, c, seconds);
+        double async = incrAsync(counters, c, seconds);
+        b.append(String.format(Locale.ROOT, "| %d | %,.0f | %,.0f | %.2f | %,.0f | %.2f |%n", c, benchmark, threaded,
+            threaded / benchmark, async, async / benchmark));
+      }
+    }
+    return b.toString();
+  }
+
+  private static double redisBenchmark(String host, String port, int clients, long requests) throws Exception {
+    Process p = new ProcessBuilder("redis-benchmark", "-h", host, "-p", port, "-t", "incr", "-c",
+        Integer.toString(clients), "-n", Long.toString(requests), "-q").redirectErrorStream(true).start();
+    String out;
+    try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      out = r.lines().reduce("", (a, x) -> a + "\n" + x);
+    }
+    p.waitFor();
+    Matcher m = Pattern.compile("INCR: ([0-9.]+) requests per second").matcher(out.replace("\r", "\n"));
+    double last = Double.NaN;
+    while (m.find()) {
+      last = Double.parseDouble(m.group(1));
+    }
+    if (Double.isNaN(last)) {
+      throw new IllegalStateException("unexpected redis-benchmark output: " + out);
+    }
+    return last;
+  }
+
+  private static double incrThreads(Counters counters, int threads, double seconds) throws InterruptedException {
+    AtomicLong total = new AtomicLong();
+    long deadline = System.nanoTime() + (long) (seconds * 1e9);
+    List<Thread> workers = new ArrayList<>();
+    long start = System.nanoTime();
+    for (int t = 0; t < threads; t++) {
+      Thread w = new Thread(() -> {
+        long n = 0;
+        while (System.nanoTime() < deadline) {
+          counters.incr("k");
+          n++;
+        }
+        total.addAndGet(n);
+      });
+      workers.add(w);
+      w.start();
+    }
+    for (Thread w : workers) {
+      w.join();
+    }
+    return total.get() / ((System.nanoTime() - start) / 1e9);
+  }
+
+  private static double incrAsync(Counters counters, int inFlight, double seconds) throws InterruptedException {
+    Semaphore window = new Semaphore(inFlight);
+    AtomicLong done = new AtomicLong();
+    long start = System.nanoTime();
+    long deadline = start + (long) (seconds * 1e9);
+    while (System.nanoTime() < deadline) {
+      window.acquire();
+      counters.async().incr("a").whenComplete((v, e) -> {
+        done.incrementAndGet();
+        window.release();
+      });
+    }
+    window.acquire(inFlight);
+    return done.get() / ((System.nanoTime() - start) / 1e9);
+  }
+
+  private static String uptime() {
+    try {
+      return Files.readString(Path.of("/proc/loadavg")).trim() + " (load 1/5/15 min, running/total, last pid)";
+    } catch (IOException e) {
+      return "?";
+    }
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+}

@@ -1,0 +1,133 @@
+package dev.tally.redis;
+
+import dev.tally.Decision;
+import dev.tally.Limit;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.ZoneId;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The arguments of one call of {@code limiter.lua}, and its reply as a {@link Decision}. The
+ * script's header describes both; in short: {@code KEYS = [limiter key]},
+ * {@code ARGV = [op, permits, clock, count, then tag p0 p1 zone per limit]}.
+ *
+ * <p>Lua knows no time zones, so for each quota limit the caller sends the starts of four
+ * consecutive days and of four consecutive months in the quota's zone around its own clock
+ * (java.time, DST included); the script, deciding on the server's clock, takes the first one
+ * after its now. Client and server clocks may thus disagree by up to a day before the script
+ * refuses ({@code TALLY_CLOCK_SKEW}).
+ */
+final class LimiterScript {
+  static final Script SCRIPT = Script.load("limiter.lua");
+  private static final long NANOS = 1_000_000_000L;
+
+  /** Boundaries by zone, each valid while the client's day lasts: recomputed once a day. */
+  private static final ConcurrentHashMap<ZoneId, Boundaries> BOUNDARIES = new ConcurrentHashMap<>();
+
+  private LimiterScript() {}
+
+  static String code(LimiterOperation op) {
+    return switch (op) {
+      case ACQUIRE -> "acquire";
+      case PEEK -> "peek";
+      case REFUND -> "refund";
+      case RESET -> "reset";
+      case RECONFIGURE -> "reconfigure";
+      case TOP_UP -> "topup";
+    };
+  }
+
+  /**
+   * {@code ARGV} for one call.
+   *
+   * @param clientNow the client's time, for quota boundaries and, when {@code passClock}, as the
+   *     time to decide at
+   * @param passClock whether the script decides at {@code clientNow} (a supplied clock) rather
+   *     than the server's {@code TIME}
+   */
+  static String[] args(LimiterCall call, LimiterOperation op, long permits, long clientNow, boolean passClock) {
+    List<Limit> limits = call.limits();
+    String[] args = new String[4 + 4 * limits.size()];
+    args[0] = code(op);
+    args[1] = Long.toString(permits);
+    args[2] = passClock ? Long.toString(clientNow) : "";
+    args[3] = Integer.toString(limits.size());
+    for (int i = 0; i < limits.size(); i++) {
+      Limit l = limits.get(i);
+      int a = 4 + 4 * i;
+      args[a] = Integer.toString(l.kind().ordinal() + 1);
+      args[a + 1] = Long.toString(l.limit());
+      args[a + 2] = Long.toString(l.intervalNanos());
+      args[a + 3] = l.zone() == null ? "" : boundaries(l.zone(), clientNow);
+    }
+    return args;
+  }
+
+  /**
+   * {@code ARGV} for a batch: several acquisitions or peeks with the same limits, which the
+   * script decides one after the other at one instant of the server's clock.
+   */
+  static String[] batchArgs(LimiterCall call, List<LimiterOperation> ops, List<Long> permits, long clientNow,
+      boolean passClock) {
+    String[] args = args(call, LimiterOperation.PEEK, 0, clientNow, passClock);
+    StringBuilder list = new StringBuilder(ops.size() * 10);
+    for (int i = 0; i < ops.size(); i++) {
+      list.append(i == 0 ? "" : " ").append(code(ops.get(i))).append(' ').append(permits.get(i));
+    }
+    args[0] = "batch";
+    args[1] = list.toString();
+    return args;
+  }
+
+  /** The script's reply: allowed, remaining, limit, retryAfter, resetAfter. */
+  static Decision decision(List<Object> reply) {
+    return decision(reply, 0);
+  }
+
+  /** The decision of the {@code index}th operation of a batch's reply. */
+  static Decision decision(List<Object> reply, int index) {
+    int o = 5 * index;
+    return new Decision("1".equals(reply.get(o)), Long.parseLong((String) reply.get(o + 1)),
+        Long.parseLong((String) reply.get(o + 2)), Long.parseLong((String) reply.get(o + 3)),
+        Long.parseLong((String) reply.get(o + 4)));
+  }
+
+  /**
+   * "d1 d2 d3 d4 m1 m2 m3 m4": epoch seconds at which the day before, this day, the next two
+   * days, and likewise the month before, this month and the next two months start in
+   * {@code zone}, "this" being the one containing {@code now}. Exactly the instants
+   * {@code CalendarQuota.periodEnd} can return for a time within a day of {@code now}.
+   */
+  static String boundaries(ZoneId zone, long now) {
+    Boundaries b = BOUNDARIES.get(zone);
+    if (b == null || now < b.from || now >= b.until) {
+      b = Boundaries.around(zone, now);
+      BOUNDARIES.put(zone, b);
+    }
+    return b.text;
+  }
+
+  private record Boundaries(long from, long until, String text) {
+    static Boundaries around(ZoneId zone, long now) {
+      LocalDate day = Instant.ofEpochSecond(Math.floorDiv(now, NANOS), Math.floorMod(now, NANOS))
+          .atZone(zone).toLocalDate();
+      LocalDate month = day.withDayOfMonth(1);
+      StringBuilder s = new StringBuilder(96);
+      for (int i = -1; i <= 2; i++) {
+        s.append(start(day.plusDays(i), zone)).append(' ');
+      }
+      for (int i = -1; i <= 2; i++) {
+        s.append(start(month.plusMonths(i), zone)).append(i < 2 ? " " : "");
+      }
+      return new Boundaries(start(day, zone) * NANOS, start(day.plusDays(1), zone) * NANOS, s.toString());
+    }
+
+    private static long start(LocalDate date, ZoneId zone) {
+      return date.atStartOfDay(zone).toEpochSecond();
+    }
+  }
+}

@@ -1,0 +1,1126 @@
+--[[
+Tally rate limiters: runs a limiter's state machine once, atomically, on KEYS[1]. This is
+tally-core's LimiterMachine with its algorithms (Gcra.java, FixedWindow.java, SlidingWindow.java,
+CalendarQuota.java), line for line, over the same record; LimiterMachineParityTest runs random
+timelines through both and requires identical decisions and records.
+
+KEYS[1]  the limiter's hash (docs/redis.md):
+           "1", "2", ...  one field per limit: the record's six words "tag p0 p1 s0 s1 s2" as
+                          decimals, s0 an instant in epoch nanoseconds
+           "exp"          only under a caller's clock: the instant (on that clock) at which the
+                          record is full and counts as absent
+ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone
+  op       acquire | peek | refund | reset | reconfigure | topup, or batch
+  permits  a decimal; for a batch, "op permits op permits ...": concurrent calls with the same
+           limits, decided one after the other at the same instant
+  clock    '' to decide at the server's TIME; else the caller's clock, epoch nanoseconds
+  zone     '' for none (a quota then follows UTC), or eight epoch seconds "d1 d2 d3 d4 m1 m2 m3 m4":
+           consecutive starts of days, then of months, in the quota's zone around the caller's
+           time, computed by the caller with java.time (Lua knows no time zones)
+Reply    {allowed "1"|"0", remaining, limit, retryAfter, resetAfter}, decimal strings; for a
+         batch, five such strings per operation
+Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW
+
+Arithmetic. Lua numbers are doubles, exact for integers below 2^53, while instants (about 1.8e18
+ns) need 61 bits and the sliding window multiplies counts by durations (up to 2^124). So:
+  * every integer is a Lua number while its magnitude is below 2^53, otherwise a "big": a sign and
+    base-2^24 limbs; add, sub, mul, cmp and floor division take either and are exact, with a fast
+    path when both operands and the result are small;
+  * the machine runs in a frame where now is 0: instants are read as (stored - now) and written
+    back as (now + value). Differences of instants are small for any realistic limit, so the
+    arithmetic stays on the fast path; absolute nanoseconds are only ever split as seconds and
+    nanoseconds (as TIME gives them) or handled as bigs.
+]]
+
+local B = 16777216               -- 2^24, the limb base
+local B2 = 281474976710656       -- 2^48
+local SAFE = 9007199254740992    -- 2^53
+local HALF = 4503599627370496    -- 2^52
+local GIGA = 1000000000
+
+-- ------------------------------------------------------------------ the clock
+
+-- now = NOW_S * 10^9 + NOW_NS exactly, 0 <= NOW_NS < 10^9. A caller's clock that is not a plain
+-- decimal of 10 to 19 digits is read further down, with the exact arithmetic.
+local clock = ARGV[3]
+local overridden = clock ~= ''
+local NOW_S, NOW_NS
+if not overridden then
+  local t = redis.call('TIME')
+  NOW_S, NOW_NS = tonumber(t[1]), tonumber(t[2]) * 1000
+elseif string.find(clock, '^%d%d%d%d%d%d%d%d%d%d+$') and #clock <= 19 then
+  NOW_S, NOW_NS = tonumber(string.sub(clock, 1, -10)), tonumber(string.sub(clock, -9))
+end
+
+-- ------------------------------------------------------------------ the fast path
+
+-- The common call, acquisitions or peeks (alone or a batch) on one token bucket, leaky bucket
+-- or GCRA limit whose numbers are all below 2^52, is decided here before anything else is
+-- defined (Redis runs this body, making every function below anew, on each call). It takes
+-- exactly the steps of the general machine further down (LimiterMachine with Gcra.java) in plain
+-- double arithmetic, which is exact below 2^53, in the frame where now is 0. Anything else falls
+-- through, with the hash already read.
+local FIELDS
+do
+  local op = ARGV[1]
+  local tag = ARGV[5]
+  local ops
+  if NOW_S and NOW_S > 0 and ARGV[4] == '1' and (tag == '1' or tag == '2' or tag == '3')
+      and #ARGV[6] <= 15 and #ARGV[7] <= 15 then
+    if op == 'batch' then
+      ops = {}
+      for o, p in string.gmatch(ARGV[2], '(%S+) (%S+)') do
+        if (o ~= 'acquire' and o ~= 'peek') or #p > 15 then
+          ops = nil
+          break
+        end
+        ops[#ops + 1], ops[#ops + 2] = o, tonumber(p)
+      end
+    elseif (op == 'acquire' or op == 'peek') and #ARGV[2] <= 15 then
+      ops = {op, tonumber(ARGV[2])}
+    end
+  end
+  if ops then
+    local fields = redis.call('HGETALL', KEYS[1])
+    local line, exp
+    local ok = true
+    for i = 1, #fields, 2 do
+      local f = fields[i]
+      if f == '1' then
+        line = fields[i + 1]
+      elseif f == 'exp' and overridden then
+        exp = fields[i + 1]
+      else
+        ok = false -- more limits, or an "exp" to remove: the general path
+      end
+    end
+    -- An instant written as epoch nanoseconds, in the frame, if it is near now.
+    local function rel(text)
+      if #text < 10 or #text > 19 or not string.find(text, '^%d+$') then
+        return nil
+      end
+      local ds = tonumber(string.sub(text, 1, -10)) - NOW_S
+      if ds <= -4000000 or ds >= 4000000 then
+        return nil
+      end
+      return ds * 1000000000 + (tonumber(string.sub(text, -9)) - NOW_NS)
+    end
+    local live = line ~= nil
+    if ok and live and exp then
+      local e = rel(exp)
+      if not e then
+        ok = false
+      elseif e <= 0 then
+        live = false -- past its logical expiry: absent
+      end
+    end
+    local MINE_C, MINE_T = tonumber(ARGV[6]), tonumber(ARGV[7])
+    local k, C, T, S0, S1, S2, read
+    if ok and live then
+      local t, p0, p1, s0, s1, s2 = string.match(line, '^([123]) (%d+) (%d+) (%d+) (%d+) (%d+)$')
+      read = t and #p0 <= 15 and #p1 <= 15 and #s1 <= 15 and #s2 <= 15 and rel(s0)
+      if read then
+        k, C, T, S0, S1, S2 = t, tonumber(p0), tonumber(p1), read, tonumber(s1), tonumber(s2)
+      else
+        ok = false
+      end
+    end
+    if ok and MINE_T > 0 and MINE_C * MINE_T < 4503599627370496 and (not read or (T > 0 and C * T < 4503599627370496)) then
+      local function floor_div(a, b)
+        local q = math.floor(a / b)
+        local r = a - q * b
+        if r < 0 then
+          q = q - 1
+        elseif r >= b then
+          q = q + 1
+        end
+        return q
+      end
+      local function dec(x)
+        return x == 0 and '0' or string.format('%.0f', x)
+      end
+      local function epoch(v)
+        local t = NOW_NS + v
+        local q = floor_div(t, 1000000000)
+        return string.format('%.0f%09.0f', NOW_S + q, t - q * 1000000000)
+      end
+      local reply, fresh = {}, not read
+      for j = 1, #ops, 2 do
+        local o, permits = ops[j], ops[j + 1]
+        if not S0 then
+          k, C, T, S0, S1, S2 = tag, MINE_C, MINE_T, 0, 0, 0 -- LimiterMachine.fresh(): the caller's limit
+          fresh = true
+        end
+        if S0 < 0 then
+          S0 = 0 -- Gcra.normalize: full, and time spent full earns nothing
+        end
+        if o == 'peek' then
+          permits = 1
+        end
+        local allowed, retry = true, 0
+        if o == 'peek' or permits > 0 then
+          if permits > C then
+            retry = nil -- NEVER
+          else
+            local excess = S0 + permits * T - C * T -- Gcra.retryAfter
+            retry = excess > 0 and excess or 0
+          end
+          allowed = retry == 0
+          if allowed and o == 'acquire' then
+            S0 = S0 + permits * T -- Gcra.consume
+          end
+        end
+        local room = C * T - S0 -- Gcra.remaining
+        local n = #reply
+        reply[n + 1] = allowed and '1' or '0'
+        reply[n + 2] = room <= 0 and '0' or dec(floor_div(room, T))
+        reply[n + 3] = dec(C)
+        reply[n + 4] = retry and dec(retry) or '9223372036854775807'
+        reply[n + 5] = dec(S0) -- Gcra.resetAfter, S0 >= 0
+        if S0 == 0 then
+          S0 = nil -- full again: no state
+        end
+      end
+      if not S0 then
+        if #fields > 0 then
+          redis.call('DEL', KEYS[1])
+        end
+      else
+        local changes = {}
+        if fresh or S0 ~= read then
+          local new = k .. ' ' .. dec(C) .. ' ' .. dec(T) .. ' ' .. epoch(S0) .. ' ' .. dec(S1) .. ' ' .. dec(S2)
+          if new ~= line then
+            changes[1], changes[2] = '1', new
+          end
+        end
+        if overridden then
+          local e = epoch(S0)
+          if e ~= exp then
+            changes[#changes + 1], changes[#changes + 2] = 'exp', e
+          end
+        end
+        if #changes > 0 then
+          redis.call('HSET', KEYS[1], unpack(changes))
+          local ms = floor_div(S0, 1000000)
+          if ms * 1000000 < S0 then
+            ms = ms + 1
+          end
+          redis.call('PEXPIRE', KEYS[1], dec(overridden and ms + 86400000 or ms))
+        end
+      end
+      return reply
+    end
+    FIELDS = fields
+  end
+end
+
+-- ------------------------------------------------------------------ the general path
+
+local function bad(why)
+  return error({err = 'TALLY_BAD_STATE ' .. why})
+end
+
+-- ------------------------------------------------------------------ magnitudes (limb arrays)
+
+-- Defined on first use: Redis runs this file's body, making each function anew, on every call,
+-- and most calls never meet a number of 2^53 or more.
+local trim, limbs, mcmp, madd, msub, mmul, mdouble, mdivmod, make, big, TEN7
+
+local function bigs()
+  if make then
+    return
+  end
+  function trim(m)
+    local n = #m
+    while n > 0 and m[n] == 0 do
+      m[n] = nil
+      n = n - 1
+    end
+    return m
+  end
+
+  -- The limbs of a non-negative integer-valued double (exact at any size: fmod and division by a
+  -- power of two are exact).
+  function limbs(x)
+    local m, i = {}, 0
+    while x > 0 do
+      i = i + 1
+      local l = math.fmod(x, B)
+      m[i] = l
+      x = (x - l) / B
+    end
+    return m
+  end
+
+  function mcmp(a, b)
+    local na, nb = #a, #b
+    if na ~= nb then
+      return na < nb and -1 or 1
+    end
+    for i = na, 1, -1 do
+      if a[i] ~= b[i] then
+        return a[i] < b[i] and -1 or 1
+      end
+    end
+    return 0
+  end
+
+  function madd(a, b)
+    local r, carry = {}, 0
+    for i = 1, math.max(#a, #b) do
+      local s = (a[i] or 0) + (b[i] or 0) + carry
+      if s >= B then
+        r[i], carry = s - B, 1
+      else
+        r[i], carry = s, 0
+      end
+    end
+    if carry > 0 then
+      r[#r + 1] = carry
+    end
+    return r
+  end
+
+  function msub(a, b) -- a >= b
+    local r, borrow = {}, 0
+    for i = 1, #a do
+      local s = a[i] - (b[i] or 0) - borrow
+      if s < 0 then
+        r[i], borrow = s + B, 1
+      else
+        r[i], borrow = s, 0
+      end
+    end
+    return trim(r)
+  end
+
+  function mmul(a, b)
+    local na, nb = #a, #b
+    local r = {}
+    for k = 1, na + nb do
+      r[k] = 0
+    end
+    for i = 1, na do
+      local ai, carry = a[i], 0
+      if ai ~= 0 then
+        for j = 1, nb do
+          local s = r[i + j - 1] + ai * b[j] + carry -- < 2^24 + 2^48 + 2^25: exact
+          local l = math.fmod(s, B)
+          r[i + j - 1], carry = l, (s - l) / B
+        end
+        local k = i + nb
+        while carry > 0 do
+          local s = r[k] + carry
+          local l = math.fmod(s, B)
+          r[k], carry = l, (s - l) / B
+          k = k + 1
+        end
+      end
+    end
+    return trim(r)
+  end
+
+  function mdouble(m)
+    local v = 0
+    for i = #m, 1, -1 do
+      v = v * B + m[i]
+    end
+    return v
+  end
+
+  -- floor(a / b) and a mod b, b not zero. Each round subtracts an underestimate of the quotient
+  -- taken from doubles (relative error far below the 1e-10 margin), so the remainder never goes
+  -- negative and shrinks by about 2^-33 per round.
+  function mdivmod(a, b)
+    local q, r = {}, a
+    local db = mdouble(b)
+    while mcmp(r, b) >= 0 do
+      local est = math.floor(mdouble(r) / db * 0.9999999999)
+      if est < 1 then
+        est = 1
+      end
+      local e = limbs(est)
+      r = msub(r, mmul(e, b))
+      q = madd(q, e)
+    end
+    return trim(q), r
+  end
+
+  -- A value from a sign and limbs: a Lua number when below 2^53 in magnitude, else a big.
+  function make(negative, m)
+    trim(m)
+    local n = #m
+    if n <= 2 or (n == 3 and m[3] < 32) then
+      local v = (m[3] or 0) * B2 + (m[2] or 0) * B + (m[1] or 0)
+      if negative and v ~= 0 then
+        return -v
+      end
+      return v
+    end
+    return {neg = negative, m = m}
+  end
+
+  function big(x)
+    if type(x) == 'table' then
+      return x
+    end
+    if x < 0 then
+      return {neg = true, m = limbs(-x)}
+    end
+    return {neg = false, m = limbs(x)}
+  end
+
+  TEN7 = limbs(10000000)
+end
+
+-- ------------------------------------------------------------------ signed integers
+
+local function add(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    local s = a + b
+    if s > -SAFE and s < SAFE then
+      return s
+    end
+  end
+  bigs()
+  a, b = big(a), big(b)
+  if a.neg == b.neg then
+    return make(a.neg, madd(a.m, b.m))
+  end
+  if mcmp(a.m, b.m) >= 0 then
+    return make(a.neg, msub(a.m, b.m))
+  end
+  return make(b.neg, msub(b.m, a.m))
+end
+
+local function negate(a)
+  if type(a) == 'number' then
+    return 0 - a
+  end
+  return {neg = not a.neg, m = a.m}
+end
+
+local function sub(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    local d = a - b
+    if d > -SAFE and d < SAFE then
+      return d
+    end
+  end
+  return add(a, negate(b))
+end
+
+local function mul(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    local p = a * b
+    if p > -SAFE and p < SAFE then
+      return p
+    end
+  end
+  bigs()
+  a, b = big(a), big(b)
+  return make(a.neg ~= b.neg, mmul(a.m, b.m))
+end
+
+-- A big is always at least 2^53 in magnitude, so against a number its sign decides.
+local function cmp(a, b)
+  local na, nb = type(a) == 'number', type(b) == 'number'
+  if na and nb then
+    return a < b and -1 or (a > b and 1 or 0)
+  elseif nb then
+    return a.neg and -1 or 1
+  elseif na then
+    return b.neg and 1 or -1
+  elseif a.neg ~= b.neg then
+    return a.neg and -1 or 1
+  end
+  bigs()
+  local c = mcmp(a.m, b.m)
+  return a.neg and -c or c
+end
+
+-- The comparisons, with the common case (two numbers) first.
+local function lt(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a < b
+  end
+  return cmp(a, b) < 0
+end
+
+local function le(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a <= b
+  end
+  return cmp(a, b) <= 0
+end
+
+local function eq(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a == b
+  end
+  return cmp(a, b) == 0
+end
+
+local function max(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a >= b and a or b
+  end
+  return cmp(a, b) >= 0 and a or b
+end
+
+local function min(a, b)
+  if type(a) == 'number' and type(b) == 'number' then
+    return a <= b and a or b
+  end
+  return cmp(a, b) <= 0 and a or b
+end
+
+-- floor(a / b) and the non-negative remainder, for b > 0 (Math.floorDiv, Math.floorMod).
+local function fdivmod(a, b)
+  if type(a) == 'number' and type(b) == 'number' and a > -HALF and a < HALF and b < HALF then
+    local q = math.floor(a / b)
+    local r = a - q * b -- |q * b| <= |a| + b < 2^53: exact
+    if r < 0 then
+      q, r = q - 1, r + b
+    elseif r >= b then
+      q, r = q + 1, r - b
+    end
+    return q, r
+  end
+  bigs()
+  local x, y = big(a), big(b)
+  local q, r = mdivmod(x.m, y.m)
+  if x.neg and #r > 0 then
+    return make(true, madd(q, {1})), make(false, msub(y.m, r))
+  end
+  return make(x.neg, q), make(false, r)
+end
+
+
+-- The integer written in s, which has been checked to be an optional minus and digits.
+local function num(s)
+  if #s <= 15 then
+    return tonumber(s)
+  end
+  bigs()
+  local negative = string.sub(s, 1, 1) == '-'
+  local digits = negative and string.sub(s, 2) or s
+  local m, pos, len = {}, 1, (#digits - 1) % 7 + 1
+  while pos <= #digits do
+    m = madd(mmul(m, TEN7), limbs(tonumber(string.sub(digits, pos, pos + len - 1))))
+    pos, len = pos + len, 7
+  end
+  return make(negative, m)
+end
+
+local function parse(s)
+  if not string.find(s, '^%-?%d+$') then
+    bad('not an integer: ' .. s)
+  end
+  return num(s)
+end
+
+local function fmt(v)
+  if type(v) == 'number' then
+    if v == 0 then
+      return '0'
+    end
+    return string.format('%.0f', v)
+  end
+  bigs()
+  local m, parts = v.m, {}
+  while #m > 0 do
+    local q, rem = {}, 0
+    for i = 1, #m do
+      q[i] = 0
+    end
+    for i = #m, 1, -1 do
+      local cur = rem * B + m[i] -- < 10^7 * 2^24 + 2^24: exact
+      local d = math.floor(cur / 10000000)
+      local r = cur - d * 10000000
+      if r < 0 then
+        d, r = d - 1, r + 10000000
+      elseif r >= 10000000 then
+        d, r = d + 1, r - 10000000
+      end
+      q[i], rem = d, r
+    end
+    parts[#parts + 1] = rem
+    m = trim(q)
+  end
+  local s = string.format('%.0f', parts[#parts])
+  for i = #parts - 1, 1, -1 do
+    s = s .. string.format('%07.0f', parts[i])
+  end
+  return (v.neg and '-' or '') .. s
+end
+
+local MAX = {neg = false, m = {16777215, 16777215, 32767}} -- Long.MAX_VALUE = 2^63 - 1
+local NEVER = MAX                         -- Decision.NEVER
+
+-- ------------------------------------------------------------------ the clock and the frame
+
+if not NOW_S then
+  NOW_S, NOW_NS = fdivmod(parse(clock), GIGA)
+end
+local now = 0 -- the machine's frame: every instant below is relative to NOW
+
+-- NOW itself, exactly (a big), for the rare paths that need it whole.
+local NOW
+local function now_big()
+  if not NOW then
+    NOW = add(mul(NOW_S, GIGA), NOW_NS)
+  end
+  return NOW
+end
+
+-- An instant s seconds + ns nanoseconds after the epoch, in the frame.
+local function frame(s, ns)
+  local ds = s - NOW_S
+  if ds > -9000000 and ds < 9000000 then
+    return ds * GIGA + (ns - NOW_NS) -- below 2^53: exact
+  end
+  return add(mul(ds, GIGA), ns - NOW_NS)
+end
+
+-- A stored instant (epoch nanoseconds, a checked decimal) in the frame.
+local function from_epoch(text)
+  if #text >= 10 and #text <= 19 and string.byte(text, 1) ~= 45 then -- 45: '-'
+    return frame(tonumber(string.sub(text, 1, -10)), tonumber(string.sub(text, -9)))
+  end
+  return sub(num(text), now_big())
+end
+
+-- An instant of the frame as epoch nanoseconds, decimal.
+local function to_epoch(v)
+  if type(v) == 'number' and v > -HALF and v < HALF then
+    local t = NOW_NS + v
+    local q = math.floor(t / GIGA)
+    local ns = t - q * GIGA
+    if ns < 0 then
+      q, ns = q - 1, ns + GIGA
+    elseif ns >= GIGA then
+      q, ns = q + 1, ns - GIGA
+    end
+    local s = NOW_S + q
+    if s >= 1 then
+      return string.format('%.0f%09.0f', s, ns)
+    end
+  end
+  return fmt(add(now_big(), v))
+end
+
+-- ------------------------------------------------------------------ calendars
+
+local MONTH = 2 -- Limit.Period.MONTH.ordinal() + 1; any other code is a day
+
+-- CalendarQuota.periodEnd: the end of the period containing now. With the caller's boundaries
+-- for the zone: the first one after now. Without a zone: UTC, computed here.
+local function period_end(code, zone)
+  if zone then
+    local first = code == MONTH and 5 or 1
+    if lt(now, frame(zone[first], 0)) then
+      return error({err = 'TALLY_CLOCK_SKEW'})
+    end
+    for i = first + 1, first + 3 do
+      local b = frame(zone[i], 0)
+      if lt(now, b) then
+        return b
+      end
+    end
+    return error({err = 'TALLY_CLOCK_SKEW'})
+  end
+  -- UTC, with Howard Hinnant's algorithms for civil dates
+  local function days_from_civil(y, m, d)
+    if m <= 2 then
+      y = y - 1
+    end
+    local era = math.floor(y / 400)
+    local yoe = y - era * 400
+    local mp = m > 2 and m - 3 or m + 9
+    local doy = math.floor((153 * mp + 2) / 5) + d - 1
+    local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+    return era * 146097 + doe - 719468
+  end
+
+  local function civil_from_days(z)
+    z = z + 719468
+    local era = math.floor(z / 146097)
+    local doe = z - era * 146097
+    local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+    local mp = math.floor((5 * doy + 2) / 153)
+    local m = mp < 10 and mp + 3 or mp - 9
+    local y = yoe + era * 400
+    if m <= 2 then
+      y = y + 1
+    end
+    return y, m
+  end
+
+  local day = math.floor(NOW_S / 86400)
+  if code == MONTH then
+    local y, m = civil_from_days(day)
+    if m == 12 then
+      y, m = y + 1, 1
+    else
+      m = m + 1
+    end
+    return frame(days_from_civil(y, m, 1) * 86400, 0)
+  end
+  return frame((day + 1) * 86400, 0)
+end
+
+-- ------------------------------------------------------------------ the algorithms
+
+-- A limit is a table {tag, p0, p1, s0, s1, s2} (s0 in the frame) with its zone (or nil).
+local P0, P1, S0, S1, S2 = 2, 3, 4, 5, 6
+
+-- FixedWindow.windowStart(now, window): now - floorMod(now, window), in the frame.
+local function window_start(window)
+  if type(window) == 'number' and math.fmod(window, GIGA) == 0 then
+    local _, s = fdivmod(NOW_S, window / GIGA)
+    return negate(add(mul(s, GIGA), NOW_NS))
+  end
+  local _, r = fdivmod(now_big(), window)
+  return negate(r)
+end
+
+-- Arith.floorMulDiv and Arith.ceilMulDiv: exact, saturating at Long.MAX_VALUE.
+local function floor_mul_div(a, b, c)
+  local q = fdivmod(mul(a, b), c)
+  return min(q, MAX)
+end
+
+local function ceil_mul_div(a, b, c)
+  local q, r = fdivmod(mul(a, b), c)
+  if not eq(r, 0) then
+    q = add(q, 1)
+  end
+  return min(q, MAX)
+end
+
+-- Each operation dispatches on the algorithm (Gcra.java for tags 1-3, FixedWindow.java,
+-- SlidingWindow.java, CalendarQuota.java), one function per operation rather than per algorithm
+-- and operation: Redis runs this file's body on every call, and every function defined here is
+-- a closure made anew each time.
+local GCRA, FIXED, SLIDING, QUOTA = 1, 2, 3, 4
+local KIND = {GCRA, GCRA, GCRA, FIXED, SLIDING, QUOTA} -- by tag: Limit.Kind ordinal + 1
+
+local function kind(tag)
+  local k = type(tag) == 'number' and KIND[tag]
+  if not k then
+    bad('unknown algorithm tag ' .. fmt(tag) .. '; it was written by a newer or foreign version')
+  end
+  return k
+end
+
+-- SlidingWindow.previousShare: the weighted share of the previous window still inside.
+local function previous_share(l)
+  local window = l[P1]
+  local left = sub(window, sub(now, l[S0]))
+  return ceil_mul_div(l[S2], left, window)
+end
+
+-- SlidingWindow.firstFit: the first offset e into a window at which prev*(W-e) <= room*W.
+local function first_fit(prev, room, window)
+  if eq(prev, 0) then
+    return 0
+  end
+  local fits = floor_mul_div(room, window, prev)
+  return le(window, fits) and 0 or sub(window, fits)
+end
+
+-- Algorithm.limit: the limit in force (a quota's with its top-ups, Arith.saturatedAdd).
+local function limit_of(l)
+  if kind(l[1]) == QUOTA then
+    return min(add(l[P0], l[S2]), MAX)
+  end
+  return l[P0]
+end
+
+-- Algorithm.normalize: brings the state up to now.
+local function normalize(l, zone)
+  local k = kind(l[1])
+  if k == GCRA then
+    if lt(l[S0], now) then
+      l[S0] = now -- full: time spent full earns nothing
+    end
+  elseif k == FIXED then
+    local start = window_start(l[P1])
+    if not eq(l[S0], start) then
+      l[S0], l[S1] = start, 0
+    end
+  elseif k == SLIDING then
+    local window = l[P1]
+    local start = window_start(window)
+    local stored = l[S0]
+    if not eq(stored, start) then
+      l[S2] = eq(stored, sub(start, window)) and l[S1] or 0
+      l[S1] = 0
+      l[S0] = start
+    end
+  elseif le(l[S0], now) then -- QUOTA
+    l[S0], l[S1], l[S2] = period_end(l[P1], zone), 0, 0
+  end
+end
+
+-- Algorithm.remaining: units available now.
+local function remaining_of(l)
+  local k = kind(l[1])
+  if k == GCRA then
+    local ahead = max(0, sub(l[S0], now))
+    local room = sub(mul(l[P0], l[P1]), ahead)
+    if le(room, 0) then
+      return 0
+    end
+    return (fdivmod(room, l[P1]))
+  elseif k == FIXED then
+    return max(0, sub(l[P0], l[S1]))
+  elseif k == SLIDING then
+    return max(0, sub(sub(l[P0], l[S1]), previous_share(l)))
+  end
+  return max(0, sub(limit_of(l), l[S1]))
+end
+
+-- Algorithm.retryAfter: 0 if n units can be granted now, else when they could be, or NEVER.
+local function retry_after_of(l, n)
+  local k = kind(l[1])
+  if k == GCRA then
+    if lt(l[P0], n) then
+      return NEVER
+    end
+    local excess = sub(sub(add(max(l[S0], now), mul(n, l[P1])), now), mul(l[P0], l[P1]))
+    return max(0, excess)
+  elseif k == FIXED then
+    if lt(l[P0], n) then
+      return NEVER
+    end
+    if le(n, sub(l[P0], l[S1])) then
+      return 0
+    end
+    return sub(add(l[S0], l[P1]), now)
+  elseif k == SLIDING then
+    local limit, window = l[P0], l[P1]
+    if lt(limit, n) then
+      return NEVER
+    end
+    local elapsed = sub(now, l[S0])
+    local room = sub(sub(limit, l[S1]), n)
+    if le(0, room) then
+      return max(0, sub(first_fit(l[S2], room, window), elapsed))
+    end
+    -- not in this window: in the next one, the current count becomes the previous
+    local to_next = sub(window, elapsed)
+    return add(to_next, first_fit(l[S1], sub(limit, n), window))
+  end
+  if le(n, sub(limit_of(l), l[S1])) then
+    return 0
+  end
+  return le(n, l[P0]) and sub(l[S0], now) or NEVER
+end
+
+-- Algorithm.consume: grants n units (retry_after_of has returned 0).
+local function consume(l, n)
+  if kind(l[1]) == GCRA then
+    l[S0] = add(max(l[S0], now), mul(n, l[P1]))
+  else
+    l[S1] = add(l[S1], n)
+  end
+end
+
+-- Algorithm.refund: gives back up to n units, never beyond the limit.
+local function refund(l, n)
+  if kind(l[1]) == GCRA then
+    local back = mul(min(n, l[P0]), l[P1])
+    l[S0] = max(now, sub(l[S0], back))
+  else
+    l[S1] = max(0, sub(l[S1], n))
+  end
+end
+
+-- Algorithm.resetAfter: until the state is that of a fresh limiter; 0 if it is already.
+local function reset_after_of(l)
+  local k = kind(l[1])
+  if k == GCRA then
+    return max(0, sub(l[S0], now))
+  elseif k == FIXED then
+    if le(l[S1], 0) then
+      return 0
+    end
+    return sub(add(l[S0], l[P1]), now)
+  elseif k == SLIDING then
+    local stop = add(l[S0], l[P1])
+    if lt(0, l[S1]) then
+      return sub(add(stop, l[P1]), now) -- the current count still weighs through the next window
+    end
+    return lt(0, l[S2]) and sub(stop, now) or 0
+  end
+  if lt(0, l[S1]) or lt(0, l[S2]) then
+    return sub(l[S0], now)
+  end
+  return 0
+end
+
+-- Algorithm.consumed: units consumed and not yet restored, for reconfiguration.
+local function consumed_of(l)
+  local k = kind(l[1])
+  if k == GCRA then
+    local ahead = max(0, sub(l[S0], now))
+    local q, r = fdivmod(ahead, l[P1])
+    return eq(r, 0) and q or add(q, 1)
+  elseif k == SLIDING then
+    return add(l[S1], previous_share(l))
+  end
+  return l[S1]
+end
+
+-- Algorithm.restore: the state of a freshly (re)configured limit with `consumed` units in use.
+local function restore(l, consumed, zone)
+  local k = kind(l[1])
+  if k == GCRA then
+    l[S0] = add(now, mul(min(consumed, l[P0]), l[P1]))
+  elseif k == QUOTA then
+    l[S0], l[S1], l[S2] = period_end(l[P1], zone), consumed, 0
+  else
+    l[S0] = window_start(l[P1])
+    l[S1] = min(consumed, l[P0])
+    if k == SLIDING then
+      l[S2] = 0
+    end
+  end
+end
+
+-- ------------------------------------------------------------------ the machine
+
+local function run()
+  -- The caller's limits and their zones.
+  local count = tonumber(ARGV[4])
+  local mine, zones = {}, {}
+  for i = 1, count do
+    local a = 4 + (i - 1) * 4
+    mine[i] = {num(ARGV[a + 1]), num(ARGV[a + 2]), num(ARGV[a + 3]), 0, 0, 0}
+    if ARGV[a + 4] ~= '' then
+      local z = {}
+      for w in string.gmatch(ARGV[a + 4], '%S+') do
+        z[#z + 1] = tonumber(w)
+      end
+      zones[i] = z
+    end
+  end
+
+  local fields = FIELDS or redis.call('HGETALL', KEYS[1])
+  local text = {}
+  for i = 1, #fields, 2 do
+    text[fields[i]] = fields[i + 1]
+  end
+
+  -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry. A reset
+  -- does not read it, so that it clears even a record it could not read.
+  local stored, as_read = nil, {}
+  if ARGV[1] ~= 'reset' and text.exp and not string.find(text.exp, '^%-?%d+$') then
+    bad('exp is not an integer: ' .. text.exp)
+  end
+  if ARGV[1] ~= 'reset' and text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then
+    stored = {}
+    local i = 1
+    while text[tostring(i)] do
+      local line = text[tostring(i)]
+      local tag, p0, p1, s0, s1, s2 =
+          string.match(line, '^(%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+) (%-?%d+)$')
+      if not tag then
+        local words = 0
+        for _ in string.gmatch(line, '%S+') do
+          words = words + 1
+        end
+        if words == 6 then
+          bad('limit ' .. i .. ' holds something other than six integers: ' .. line)
+        end
+        bad('limit ' .. i .. ' has ' .. words .. ' words, not 6; it was not written by this version of Tally')
+      end
+      local l = {num(tag), num(p0), num(p1), from_epoch(s0), num(s1), num(s2)}
+      stored[i] = l
+      as_read[i] = {l[1], l[2], l[3], l[4], l[5], l[6]}
+      i = i + 1
+    end
+    if eq(stored[1][1], 0) then
+      stored = nil
+    else
+      for _, l in ipairs(stored) do
+        kind(l[1])
+        if cmp(l[P0], 0) < 0 or cmp(l[P1], 0) <= 0 then
+          bad('a limit has parameters ' .. fmt(l[P0]) .. ' and ' .. fmt(l[P1]))
+        end
+      end
+    end
+  end
+
+  -- LimiterMachine.fresh(): the caller's limits, full.
+  local function fresh()
+    local r = {}
+    for i = 1, count do
+      local m = mine[i]
+      r[i] = {m[1], m[P0], m[P1], negate(now_big()), 0, 0} -- s0 = 0: the epoch, in the frame
+    end
+    return r
+  end
+
+  -- LimiterMachine.apply: one operation on the stored record (nil for none); returns the record
+  -- to store (nil: the limiter is full again, so no state), the decision, and resetAfter.
+  local function apply(stored, op, permits)
+    if op == 'reset' then
+      -- LimiterMachine.full(): the caller's limits, untouched
+      local remaining, limit = MAX, 0
+      for i = 1, count do
+        if lt(mine[i][P0], remaining) then
+          remaining, limit = mine[i][P0], mine[i][P0]
+        end
+      end
+      return nil, {'1', fmt(remaining), fmt(limit), '0', '0'}, 0
+    end
+    local r = stored or fresh()
+    if op == 'reconfigure' and stored then
+      -- this caller's limits, carrying over what each same-kind stored limit had consumed
+      r = fresh()
+      for i = 1, count do
+        local old = stored[i]
+        if old and kind(old[1]) == kind(r[i][1]) then
+          normalize(old, zones[i])
+          restore(r[i], consumed_of(old), zones[i])
+        end
+      end
+    end
+
+    local n = #r
+    for i = 1, n do
+      normalize(r[i], zones[i])
+    end
+
+    local allowed, retry_after = true, 0
+    if op == 'acquire' then
+      if lt(0, permits) then
+        for i = 1, n do
+          retry_after = max(retry_after, retry_after_of(r[i], permits))
+        end
+        allowed = eq(retry_after, 0)
+        if allowed then
+          for i = 1, n do
+            consume(r[i], permits)
+          end
+        end
+      end
+    elseif op == 'peek' then
+      for i = 1, n do
+        retry_after = max(retry_after, retry_after_of(r[i], 1))
+      end
+      allowed = eq(retry_after, 0)
+    elseif op == 'refund' then
+      for i = 1, n do
+        refund(r[i], permits)
+      end
+    elseif op == 'topup' then
+      local any = false
+      for i = 1, n do
+        if kind(r[i][1]) == QUOTA then
+          r[i][S2] = min(add(r[i][S2], permits), MAX) -- CalendarQuota.topUp
+          any = true
+        end
+      end
+      if not any then
+        return error({err = 'TALLY_NO_QUOTA'})
+      end
+    elseif op ~= 'reconfigure' then
+      return error({err = 'TALLY_BAD_STATE unknown operation ' .. op})
+    end
+
+    local remaining, limit, reset_after = MAX, 0, 0
+    for i = 1, n do
+      local rem = remaining_of(r[i])
+      if lt(rem, remaining) then
+        remaining, limit = rem, limit_of(r[i])
+      end
+      reset_after = max(reset_after, reset_after_of(r[i]))
+    end
+    local decision = {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after)}
+    if eq(reset_after, 0) then
+      return nil, decision, 0
+    end
+    return r, decision, reset_after
+  end
+
+  -- One operation, or a batch of them ("batch", then "op permits op permits ..." in ARGV[2]):
+  -- the client sends concurrent calls on one limiter together, and they are decided one after
+  -- the other at the same instant, exactly as if they had arrived together.
+  local reply, reset_after = {}, 0
+  local state = stored
+  if ARGV[1] == 'batch' then
+    for op, permits in string.gmatch(ARGV[2], '(%S+) (%S+)') do
+      local decision
+      state, decision, reset_after = apply(state, op, parse(permits))
+      for j = 1, 5 do
+        reply[#reply + 1] = decision[j]
+      end
+    end
+  else
+    state, reply, reset_after = apply(state, ARGV[1], parse(ARGV[2]))
+  end
+
+  -- Write what changed: nothing when the state is as stored (a denial, a peek), DEL when the
+  -- limiter is full again (no state is the same as this state).
+  if not state then
+    if #fields > 0 then
+      redis.call('DEL', KEYS[1])
+    end
+    return reply
+  end
+  local n = #state
+  local changes = {}
+  for i = 1, n do
+    local l, was = state[i], as_read[i]
+    if not (was and eq(l[1], was[1]) and eq(l[2], was[2]) and eq(l[3], was[3]) and eq(l[4], was[4])
+        and eq(l[5], was[5]) and eq(l[6], was[6])) then
+      local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
+          .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
+      local field = tostring(i)
+      if text[field] ~= line then
+        changes[#changes + 1] = field
+        changes[#changes + 1] = line
+      end
+    end
+  end
+  local stale = {}
+  for field in pairs(text) do
+    local i = tonumber(field)
+    if (i and i > n) or (field == 'exp' and not overridden) then
+      stale[#stale + 1] = field
+    end
+  end
+  if overridden then
+    local exp = to_epoch(add(now, reset_after))
+    if text.exp ~= exp then
+      changes[#changes + 1] = 'exp'
+      changes[#changes + 1] = exp
+    end
+  end
+  if #stale > 0 then
+    redis.call('HDEL', KEYS[1], unpack(stale))
+  end
+  if #changes > 0 or #stale > 0 then
+    if #changes > 0 then
+      redis.call('HSET', KEYS[1], unpack(changes))
+    end
+    -- keepNanos in whole milliseconds, rounded up; under a caller's clock a day more, since
+    -- that clock may stand still while real time runs ("exp" decides, not Redis' expiry)
+    local ms, rest = fdivmod(reset_after, 1000000)
+    if not eq(rest, 0) then
+      ms = add(ms, 1)
+    end
+    if overridden then
+      ms = add(ms, 86400000)
+    end
+    redis.call('PEXPIRE', KEYS[1], fmt(ms))
+  end
+  return reply
+end
+
+return run()
