@@ -820,6 +820,25 @@ local function retry_after_of(l, n)
   return le(n, l[P0]) and sub(l[S0], now) or NEVER
 end
 
+-- LimiterMachine.retryAfter: the longest wait of any limit, or NEVER if a limit that has room
+-- now will have lost it by then (Algorithm.stillFits: a quota's top-ups end with its period).
+local function combined_retry(r, n, permits)
+  local wait = 0
+  for i = 1, n do
+    wait = max(wait, retry_after_of(r[i], permits))
+  end
+  if not eq(wait, 0) and not eq(wait, NEVER) then
+    for i = 1, n do
+      local l = r[i]
+      if kind(l[1]) == QUOTA and eq(retry_after_of(l, permits), 0)
+          and not (le(permits, l[P0]) or lt(wait, sub(l[S0], now))) then
+        return NEVER
+      end
+    end
+  end
+  return wait
+end
+
 -- Algorithm.consume: grants n units (retry_after_of has returned 0).
 local function consume(l, n)
   if kind(l[1]) == GCRA then
@@ -972,7 +991,7 @@ local function run()
       -- LimiterMachine.full(): the caller's limits, untouched
       local remaining, limit = MAX, 0
       for i = 1, count do
-        if lt(mine[i][P0], remaining) then
+        if i == 1 or lt(mine[i][P0], remaining) then -- the first limit always sets it
           remaining, limit = mine[i][P0], mine[i][P0]
         end
       end
@@ -999,9 +1018,7 @@ local function run()
     local allowed, retry_after = true, 0
     if op == 'acquire' then
       if lt(0, permits) then
-        for i = 1, n do
-          retry_after = max(retry_after, retry_after_of(r[i], permits))
-        end
+        retry_after = combined_retry(r, n, permits)
         allowed = eq(retry_after, 0)
         if allowed then
           for i = 1, n do
@@ -1010,9 +1027,7 @@ local function run()
         end
       end
     elseif op == 'peek' then
-      for i = 1, n do
-        retry_after = max(retry_after, retry_after_of(r[i], 1))
-      end
+      retry_after = combined_retry(r, n, 1)
       allowed = eq(retry_after, 0)
     elseif op == 'refund' then
       for i = 1, n do
@@ -1036,7 +1051,7 @@ local function run()
     local remaining, limit, reset_after = MAX, 0, 0
     for i = 1, n do
       local rem = remaining_of(r[i])
-      if lt(rem, remaining) then
+      if i == 1 or lt(rem, remaining) then -- the first limit always sets it
         remaining, limit = rem, limit_of(r[i])
       end
       reset_after = max(reset_after, reset_after_of(r[i]))
