@@ -335,8 +335,22 @@ class HttpApiIT {
     assertThat(health.get("store").asText()).isEqualTo("mem");
 
     ok(server.post("/v1/counters/metered/incr", null));
+    String oneAnHour = "{\"limit\":{\"tokenBucket\":\"1/1h\"}}";
+    ok(server.post("/v1/limiters/metered-limiter/try", oneAnHour));
+    status(429, server.post("/v1/limiters/metered-limiter/try", oneAnHour));
     status(400, server.post("/v1/counters/metered/incr", "{\"delta\":\"x\"}"));
+    // A request's timer stops after its answer is written, so the client can see the answer
+    // before the server has counted it: scrape until the 400 shows up (or a few seconds pass).
     HttpResponse<String> m = server.get("/metrics");
+    for (int tries = 0; tries < 50 && !m.body().contains("status=\"400\",uri=\"/v1/counters/{key}/incr\""); tries++) {
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      m = server.get("/metrics");
+    }
     assertThat(m.statusCode()).isEqualTo(200);
     assertThat(m.headers().firstValue("Content-Type").orElseThrow()).startsWith("text/plain");
     assertThat(m.body())
