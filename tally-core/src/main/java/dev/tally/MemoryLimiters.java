@@ -131,10 +131,12 @@ final class MemoryLimiters {
       Object c = cells.get(key);
       if (c == null) {
         LimiterOutcome out = machine.apply(null, now, op, permits);
-        if (out.record() == null || cells.putIfAbsent(key, newCell(out, now)) == null) {
-          if (out.record() != null) {
-            sweepSome(2);
-          }
+        if (out.record() == null) {
+          return out.decision();
+        }
+        Object fresh = newCell(out, now);
+        if (cells.putIfAbsent(key, fresh) == null) {
+          sweepSome(2, fresh);
           return out.decision();
         }
       } else if (c instanceof BucketCell b) {
@@ -214,8 +216,15 @@ final class MemoryLimiters {
     return rc;
   }
 
-  /** Removes full limiters among the next {@code budget} cells along the shared cursor. */
-  private void sweepSome(int budget) {
+  /**
+   * Removes full limiters among the next {@code budget} cells along the shared cursor, except
+   * {@code inserted}, the cell whose insertion pays for this sweep. That one is in use right now,
+   * and a bucket that refills a token faster than the time from insert to sweep (a rate of 10^9
+   * a second refills one every nanosecond) is already full again here: removing it would make
+   * its limiter store anew on every call, never reaching the CAS-only path. It is swept when the
+   * cursor next passes it, like any other cell.
+   */
+  private void sweepSome(int budget, Object inserted) {
     if (!sweeping.compareAndSet(false, true)) {
       return;
     }
@@ -229,7 +238,9 @@ final class MemoryLimiters {
           }
         }
         Map.Entry<String, Object> e = sweepCursor.next();
-        removeIfFull(e.getKey(), e.getValue(), now);
+        if (e.getValue() != inserted) {
+          removeIfFull(e.getKey(), e.getValue(), now);
+        }
       }
     } finally {
       sweeping.set(false);
