@@ -8,6 +8,7 @@ import io.github.bucket4j.Bucket;
 import io.github.resilience4j.ratelimiter.RateLimiterConfig;
 import io.github.resilience4j.ratelimiter.RateLimiterRegistry;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
@@ -30,7 +31,8 @@ import org.openjdk.jmh.infra.ThreadParams;
  * Taking one token from an in-process token bucket: Tally's {@code mem:} limiter against
  * Bucket4j's local bucket and Resilience4j's {@code RateLimiter}, in the same run.
  *
- * <p>Three scenarios, named by prefix:
+ * <p>Three scenarios, named by prefix, and {@code clock*}, the clock each library reads per
+ * decision, for reference:
  *
  * <ul>
  *   <li>{@code handle*}: one limiter, already in hand, shared by every benchmark thread (with
@@ -44,11 +46,20 @@ import org.openjdk.jmh.infra.ThreadParams;
  *       and with its handles kept in a {@code ConcurrentHashMap}, the way the others keep their
  *       buckets. Maps are read with {@code get} and filled with {@code computeIfAbsent} only on a
  *       miss (a bare {@code computeIfAbsent} locks its bin when the key is not first in it).
+ *   <li>{@code keyedTallyKept*}: the same two Tally variants with a limit whose state outlives
+ *       the time between two requests on a key (see below).
  * </ul>
  *
  * <p>Every limiter allows 10^9 a second: Tally and Bucket4j as a greedily refilled bucket of
  * 10^9, Resilience4j (which has no token bucket) as 10^9 permits per one-second cycle, with a
- * timeout of zero so that it answers at once. See docs/benchmarks.md for commands and results.
+ * timeout of zero so that it answers at once. Tally drops a bucket's state once the bucket is
+ * full again (a full bucket and no state answer alike), and at 10^9 a second a bucket is full a
+ * nanosecond after a grant; so with 10,000 keys, each met about once every 10,000 calls, the
+ * {@code keyed} Tally variants mostly find no state and store it anew. The {@code keyedTallyKept}
+ * variants use 10^9 tokens refilled at one a second instead, so that each request leaves its
+ * key's bucket at least a second from full and the state is found again: still every request
+ * granted, but the lookup path rather than the create path. See docs/benchmarks.md for commands
+ * and results.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -86,6 +97,12 @@ public class TokenBucketBenchmark {
   private RateLimiterRegistry r4jRegistry;
   private ConcurrentHashMap<String, io.github.resilience4j.ratelimiter.RateLimiter> r4jLimiters;
   private Function<String, io.github.resilience4j.ratelimiter.RateLimiter> newR4jLimiter;
+
+  // by key, Tally with state that outlives the time between two requests on a key
+  private Tally tallyKept;
+  private Limit limitKept;
+  private ConcurrentHashMap<String, RateLimiter> tallyHandlesKept;
+  private Function<String, RateLimiter> newTallyHandleKept;
 
   /** Each thread's position in its walk over the keys. */
   @State(Scope.Thread)
@@ -152,11 +169,20 @@ public class TokenBucketBenchmark {
       check(r4jRegistry.rateLimiter(k).acquirePermission(), "Resilience4j denied");
       check(r4jLimiters.computeIfAbsent(k, newR4jLimiter).acquirePermission(), "Resilience4j denied");
     }
+
+    tallyKept = Tally.open("mem:");
+    limitKept = Limit.tokenBucket(PER_SECOND, 1, Duration.ofSeconds(1));
+    tallyHandlesKept = new ConcurrentHashMap<>();
+    newTallyHandleKept = k -> tallyKept.limiter(k, limitKept);
+    for (String k : keys) {
+      check(tallyHandlesKept.computeIfAbsent(k, newTallyHandleKept).tryAcquire(), "Tally denied");
+    }
   }
 
   @TearDown(Level.Trial)
   public void tearDown() {
     tally.close();
+    tallyKept.close();
   }
 
   private static Bucket bucket4j(long capacity, Duration period) {
@@ -169,6 +195,33 @@ public class TokenBucketBenchmark {
     if (!ok) {
       throw new IllegalStateException(what);
     }
+  }
+
+  // ------------------------------------------------------------ the clocks they read
+
+  /** Tally's clock: wall-clock nanoseconds since the epoch ({@code TimeSource.system()}). */
+  @Benchmark
+  public long clockTally() {
+    return tally.timeSource().nanos();
+  }
+
+  /** Epoch nanoseconds from {@code Instant.now()}, as Tally's system clock once read them. */
+  @Benchmark
+  public long clockInstantNow() {
+    Instant now = Instant.now();
+    return now.getEpochSecond() * 1_000_000_000L + now.getNano();
+  }
+
+  /** Bucket4j's default clock for a local bucket ({@code TimeMeter.SYSTEM_MILLISECONDS}). */
+  @Benchmark
+  public long clockCurrentTimeMillis() {
+    return System.currentTimeMillis();
+  }
+
+  /** Resilience4j's clock. */
+  @Benchmark
+  public long clockNanoTime() {
+    return System.nanoTime();
   }
 
   // ------------------------------------------------------------ handle in hand, granted
@@ -218,6 +271,21 @@ public class TokenBucketBenchmark {
     RateLimiter l = tallyHandles.get(k);
     if (l == null) {
       l = tallyHandles.computeIfAbsent(k, newTallyHandle);
+    }
+    return l.tryAcquire();
+  }
+
+  @Benchmark
+  public boolean keyedTallyKept(Cursor c) {
+    return tallyKept.limiter(keys[c.next()], limitKept).tryAcquire();
+  }
+
+  @Benchmark
+  public boolean keyedTallyKeptCachedHandle(Cursor c) {
+    String k = keys[c.next()];
+    RateLimiter l = tallyHandlesKept.get(k);
+    if (l == null) {
+      l = tallyHandlesKept.computeIfAbsent(k, newTallyHandleKept);
     }
     return l.tryAcquire();
   }
