@@ -99,13 +99,20 @@ final class MemoryLimiters {
   /**
    * The allocation-free path of {@code tryAcquire}: a single-bucket limiter whose cell is
    * {@code hint} (the one the handle saw last). Returns -1 if it must take the general path.
+   *
+   * <p>The clock is read once, before the loop, as {@link #execute} does: a retry after a lost
+   * CAS decides at the same {@code now} against the new {@code fullAt}. That is the decision
+   * the request would have had at {@code now}, after the grant that beat it, and never a more
+   * generous one: that grant's {@code fullAt} already counts any later time it was made at.
+   * Reading the clock again would cost as much as the rest of the path and widen the window in
+   * which the next CAS can lose.
    */
   int tryAcquireFast(BucketCell cell, long permits) {
+    long now = time.nanos();
     for (long f; (f = cell.fullAt) != SEALED; ) {
       if (permits > cell.capacity) {
         return 0;
       }
-      long now = time.nanos();
       long next = Math.max(f, now) + permits * cell.interval;
       if (next - now > cell.span) {
         return 0;
