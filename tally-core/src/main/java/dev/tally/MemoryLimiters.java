@@ -129,13 +129,20 @@ final class MemoryLimiters {
   /**
    * The allocation-free path of {@code tryAcquire}: a single-bucket limiter whose cell is
    * {@code hint} (the one the handle saw last). Returns -1 if it must take the general path.
+   *
+   * <p>The clock is read once, before the loop, as {@link #execute} does: a retry after a lost
+   * CAS decides at the same {@code now} against the new {@code fullAt}. That is the decision
+   * the request would have had at {@code now}, after the grant that beat it, and never a more
+   * generous one: that grant's {@code fullAt} already counts any later time it was made at.
+   * Reading the clock again would cost as much as the rest of the path and widen the window in
+   * which the next CAS can lose.
    */
   int tryAcquireFast(BucketCell cell, long permits) {
+    long now = time.nanos();
     for (long f; (f = cell.fullAt) != SEALED; ) {
       if (permits > cell.capacity) {
         return 0;
       }
-      long now = time.nanos();
       long next = Math.max(f, now) + permits * cell.interval;
       if (next - now > cell.span) {
         return 0;
@@ -161,13 +168,15 @@ final class MemoryLimiters {
       Object c = cells.get(key);
       if (c == null) {
         LimiterOutcome out = machine.apply(null, now, op, permits);
-        if (out.record() != null && isCounter.test(key)) {
+        if (out.record() == null) {
+          return out.decision();
+        }
+        if (isCounter.test(key)) {
           throw clash(key, "counter");
         }
-        if (out.record() == null || cells.putIfAbsent(key, newCell(out, now)) == null) {
-          if (out.record() != null) {
-            sweepSome(2);
-          }
+        Object fresh = newCell(out, now);
+        if (cells.putIfAbsent(key, fresh) == null) {
+          sweepSome(2, fresh);
           return out.decision();
         }
       } else if (c instanceof BucketCell b) {
@@ -247,8 +256,15 @@ final class MemoryLimiters {
     return rc;
   }
 
-  /** Removes full limiters among the next {@code budget} cells along the shared cursor. */
-  private void sweepSome(int budget) {
+  /**
+   * Removes full limiters among the next {@code budget} cells along the shared cursor, except
+   * {@code inserted}, the cell whose insertion pays for this sweep. That one is in use right now,
+   * and a bucket that refills a token faster than the time from insert to sweep (a rate of 10^9
+   * a second refills one every nanosecond) is already full again here: removing it would make
+   * its limiter store anew on every call, never reaching the CAS-only path. It is swept when the
+   * cursor next passes it, like any other cell.
+   */
+  private void sweepSome(int budget, Object inserted) {
     if (!sweeping.compareAndSet(false, true)) {
       return;
     }
@@ -262,7 +278,9 @@ final class MemoryLimiters {
           }
         }
         Map.Entry<String, Object> e = sweepCursor.next();
-        removeIfFull(e.getKey(), e.getValue(), now);
+        if (e.getValue() != inserted) {
+          removeIfFull(e.getKey(), e.getValue(), now);
+        }
       }
     } finally {
       sweeping.set(false);

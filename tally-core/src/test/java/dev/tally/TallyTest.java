@@ -79,4 +79,26 @@ class TallyTest {
       assertThat(store.limiters().size()).isZero();
     }
   }
+
+  @Test
+  void aLimiterIsNotSweptByItsOwnInsertion() {
+    // A clock that moves a nanosecond at every read, and a bucket that refills a token every
+    // nanosecond: by the time its insertion sweeps, the new cell is already full again.
+    AtomicLong now = new AtomicLong(1_000_000_000_000L);
+    try (Tally t = Tally.builder("mem:").timeSource(now::incrementAndGet).build()) {
+      MemoryStore store = (MemoryStore) t.store();
+      RateLimiter hot = t.limiter("hot", Limit.tokenBucket(1_000_000_000L, Duration.ofSeconds(1)));
+      assertThat(hot.tryAcquire()).isTrue();
+      MemoryLimiters.BucketCell cell = store.limiters().bucketCell("hot");
+      assertThat(cell).isNotNull();
+      for (int i = 0; i < 100; i++) {
+        assertThat(hot.tryAcquire()).isTrue();
+      }
+      // Every later call took the CAS path on the same cell.
+      assertThat(store.limiters().bucketCell("hot")).isSameAs(cell);
+      // It is still swept like any other full cell.
+      assertThat(store.limiters().sweep()).isEqualTo(1);
+      assertThat(store.limiters().size()).isZero();
+    }
+  }
 }
