@@ -5,8 +5,9 @@ package dev.tally;
  * denials a store served from a local cache.
  *
  * <p>Kept to a few callbacks with defaults, like Caffeine's {@code Ticker}, so the core needs
- * no metrics library; {@link TallyMetrics} adapts it to Micrometer when that is on the class path. Implementations are called on
- * the caller's thread (or a store's I/O thread) and must be fast and must not throw.
+ * no metrics library; {@link TallyMetrics} adapts it to Micrometer when that is on the class
+ * path. Implementations are called on the caller's thread (or a store's I/O thread) and must be
+ * fast and must not throw.
  */
 public interface TallyListener {
 
