@@ -50,19 +50,30 @@ import java.util.regex.Pattern;
  * <pre>
  * mvn -B -q package -pl tally-bench -am -DskipTests
  * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisLimiterComparison [--seconds 3]
- *     [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA,Bucket4j"] [--uri redis://127.0.0.1:6379]
+ *     [--workloads granting,denying] [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA,Bucket4j"]
+ *     [--uri redis://127.0.0.1:6379]
  * </pre>
  *
  * Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
- * persistence) and stops it at the end. Every limiter has the same limit: a burst of
- * {@value #CAPACITY} and {@value #RATE} per second, and every run checks, per key, that no more
- * was granted than {@code capacity + rate * elapsed}. Redis commands are counted with
- * {@code CONFIG RESETSTAT} and {@code INFO commandstats} around each run (scripts' inner
- * commands included).
+ * persistence) and stops it at the end. In each workload every limiter has the same limit:
+ * <em>granting</em> has a burst and a rate so large that every request is granted (each decision
+ * writes the new state: what a limiter does most of the time in production), <em>denying</em> a
+ * burst of 100 and 1000 per second, far below the offered rate, so most requests are denied.
+ * Every run checks, per key, that no more was granted than {@code capacity + rate * elapsed}.
+ * Redis commands are counted with {@code CONFIG RESETSTAT} and {@code INFO commandstats} around
+ * each run (scripts' inner commands included).
  */
 public final class RedisLimiterComparison {
-  static final long CAPACITY = 100;
-  static final long RATE = 1000; // per second
+  /** The limit every client enforces in a run. */
+  record Workload(String name, long capacity, long ratePerSecond) {
+    static Workload named(String name) {
+      return switch (name) {
+        case "granting" -> new Workload(name, 1_000_000_000L, 1_000_000_000L);
+        case "denying" -> new Workload(name, 100, 1000);
+        default -> throw new IllegalArgumentException("unknown workload " + name + "; use granting or denying");
+      };
+    }
+  }
 
   private RedisLimiterComparison() {}
 
@@ -79,7 +90,7 @@ public final class RedisLimiterComparison {
     default void close() {}
   }
 
-  private record Result(String name, int threads, int keys, long decisions, double seconds, double p50us,
+  private record Result(String workload, String name, int threads, int keys, long decisions, double seconds, double p50us,
       double p99us, Map<String, Long> commands, long granted, long worstKeyGranted, double allowedPerKey,
       String note) {
     double rate() {
@@ -130,21 +141,25 @@ public final class RedisLimiterComparison {
       }
       int[] keyCounts = Arrays.stream(options.getOrDefault("keys", "1,1000").split(","))
           .mapToInt(Integer::parseInt).toArray();
+      List<Workload> workloads = Arrays.stream(options.getOrDefault("workloads", "granting,denying").split(","))
+          .map(Workload::named).toList();
       for (String name : names) {
-        try (Limiter warm = open(name, client, uri, 32)) {
-          measure(redis, name, warm, 8, 10, Math.min(1, seconds)); // JIT warm-up, not reported
+        try (Limiter warm = open(name, client, uri, 32, workloads.get(0))) {
+          measure(redis, workloads.get(0), name, warm, 8, 10, Math.min(1, seconds)); // JIT warm-up, not reported
         }
       }
-      for (int keys : keyCounts) {
-        for (int threads : threadCounts) {
-          for (String name : names) {
-            if (name.endsWith("denyCache") && keys != 1) {
-              continue;
-            }
-            try (Limiter limiter = open(name, client, uri, threads)) {
-              Result r = measure(redis, name, limiter, threads, keys, seconds);
-              results.add(r);
-              System.out.println(row(r));
+      for (Workload workload : workloads) {
+        for (int keys : keyCounts) {
+          for (int threads : threadCounts) {
+            for (String name : names) {
+              if (name.endsWith("denyCache") && (keys != 1 || !workload.name().equals("denying"))) {
+                continue; // the guard only ever answers denials
+              }
+              try (Limiter limiter = open(name, client, uri, threads, workload)) {
+                Result r = measure(redis, workload, name, limiter, threads, keys, seconds);
+                results.add(r);
+                System.out.println(row(r));
+              }
             }
           }
         }
@@ -169,12 +184,14 @@ public final class RedisLimiterComparison {
     return client.connect();
   }
 
-  private static Limiter open(String name, RedisClient client, String uri, int threads) {
+  private static Limiter open(String name, RedisClient client, String uri, int threads, Workload workload) {
+    long capacity = workload.capacity();
+    long rate = workload.ratePerSecond();
     switch (name) {
       case "seed WATCH/MULTI": {
         SeedTokenBucket[] perThread = new SeedTokenBucket[threads];
         for (int t = 0; t < threads; t++) {
-          perThread[t] = SeedTokenBucket.forThread(client, RATE, CAPACITY);
+          perThread[t] = SeedTokenBucket.forThread(client, rate, capacity);
         }
         return new Limiter() {
           @Override
@@ -201,7 +218,7 @@ public final class RedisLimiterComparison {
             .expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ofSeconds(10)))
             .build();
         BucketConfiguration config = BucketConfiguration.builder()
-            .addLimit(limit -> limit.capacity(CAPACITY).refillGreedy(RATE, Duration.ofSeconds(1)))
+            .addLimit(limit -> limit.capacity(capacity).refillGreedy(rate, Duration.ofSeconds(1)))
             .build();
         boolean batching = name.endsWith("batching");
         Map<String, Bucket> buckets = new ConcurrentHashMap<>();
@@ -222,8 +239,8 @@ public final class RedisLimiterComparison {
       default: {
         boolean guard = name.endsWith("denyCache");
         Tally tally = Tally.open(guard ? uri + "?denyCache=true" : uri);
-        Limit limit = name.contains("GCRA") ? Limit.gcra(CAPACITY - 1, RATE, Duration.ofSeconds(1))
-            : Limit.tokenBucket(CAPACITY, RATE, Duration.ofSeconds(1));
+        Limit limit = name.contains("GCRA") ? Limit.gcra(capacity - 1, rate, Duration.ofSeconds(1))
+            : Limit.tokenBucket(capacity, rate, Duration.ofSeconds(1));
         Map<String, RateLimiter> limiters = new ConcurrentHashMap<>();
         return new Limiter() {
           @Override
@@ -242,7 +259,7 @@ public final class RedisLimiterComparison {
 
   private static final AtomicLong RUNS = new AtomicLong();
 
-  private static Result measure(RedisCommands<String, String> redis, String name, Limiter limiter, int threads,
+  private static Result measure(RedisCommands<String, String> redis, Workload workload, String name, Limiter limiter, int threads,
       int keyCount, double seconds) throws InterruptedException {
     String prefix = "bench" + RUNS.incrementAndGet() + "-" + System.nanoTime() + ":";
     String[] keys = new String[keyCount];
@@ -310,8 +327,9 @@ public final class RedisLimiterComparison {
       granted += grantedPerKey.get(i);
       worst = Math.max(worst, grantedPerKey.get(i));
     }
-    return new Result(name, threads, keyCount, decisions, elapsed, percentile(all, 0.50) / 1e3,
-        percentile(all, 0.99) / 1e3, commands, granted, worst, CAPACITY + RATE * elapsed, limiter.note(decisions));
+    return new Result(workload.name(), name, threads, keyCount, decisions, elapsed, percentile(all, 0.50) / 1e3,
+        percentile(all, 0.99) / 1e3, commands, granted, worst,
+        workload.capacity() + workload.ratePerSecond() * elapsed, limiter.note(decisions));
   }
 
   private static long percentile(long[] sorted, double p) {
@@ -331,8 +349,8 @@ public final class RedisLimiterComparison {
   }
 
   private static String row(Result r) {
-    return String.format(Locale.ROOT, "| %s | %d | %d | %,.0f | %.0f | %.0f | %.2f | %.2f | %s | %,d / %,.0f | %s |",
-        r.name(), r.threads(), r.keys(), r.rate(), r.p50us(), r.p99us(), (double) r.total() / r.decisions(),
+    return String.format(Locale.ROOT, "| %s | %s | %d | %d | %,.0f | %.0f | %.0f | %.2f | %.2f | %s | %,d / %,.0f | %s |",
+        r.workload(), r.name(), r.threads(), r.keys(), r.rate(), r.p50us(), r.p99us(), (double) r.total() / r.decisions(),
         (double) r.scripts() / r.decisions(), perDecision(r), r.worstKeyGranted(), r.allowedPerKey(),
         (r.withinLimit() ? "yes" : "**NO**") + (r.note().isEmpty() ? "" : "; " + r.note()));
   }
@@ -350,9 +368,9 @@ public final class RedisLimiterComparison {
 
   private static String table(List<Result> results) {
     StringBuilder b = new StringBuilder();
-    b.append("| client | threads | keys | decisions/s | p50 µs | p99 µs | Redis commands/decision | scripts/decision"
+    b.append("| workload | client | threads | keys | decisions/s | p50 µs | p99 µs | Redis commands/decision | scripts/decision"
         + " | commands/decision by name | granted (worst key) / allowed per key | within limit |\n");
-    b.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Result r : results) {
       b.append(row(r)).append('\n');
     }

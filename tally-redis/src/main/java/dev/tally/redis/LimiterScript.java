@@ -83,7 +83,7 @@ final class LimiterScript {
     return args;
   }
 
-  /** The script's reply: allowed, remaining, limit, retryAfter, resetAfter. */
+  /** The script's reply: allowed (1 or 0), remaining, limit, retryAfter, resetAfter. */
   static Decision decision(List<Object> reply) {
     return decision(reply, 0);
   }
@@ -91,9 +91,13 @@ final class LimiterScript {
   /** The decision of the {@code index}th operation of a batch's reply. */
   static Decision decision(List<Object> reply, int index) {
     int o = 5 * index;
-    return new Decision("1".equals(reply.get(o)), Long.parseLong((String) reply.get(o + 1)),
-        Long.parseLong((String) reply.get(o + 2)), Long.parseLong((String) reply.get(o + 3)),
-        Long.parseLong((String) reply.get(o + 4)));
+    return new Decision(number(reply.get(o)) == 1, number(reply.get(o + 1)), number(reply.get(o + 2)),
+        number(reply.get(o + 3)), number(reply.get(o + 4)));
+  }
+
+  /** A reply value: an integer from the script's fast path, a decimal string from the rest. */
+  private static long number(Object value) {
+    return value instanceof Long l ? l : Long.parseLong((String) value);
   }
 
   /**

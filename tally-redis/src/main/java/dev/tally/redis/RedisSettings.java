@@ -32,7 +32,8 @@ import java.util.regex.Pattern;
  * {@code denyCache=true|false} (serve repeated rate-limiter denials from a local cache until
  * their retry-after; default false) with {@code denyCacheSize} (most limiters cached, default
  * {@value #DEFAULT_DENY_CACHE_SIZE}), {@code batch=true|false} (concurrent calls on one limiter
- * share a script run; default true), and for TLS {@code verifyPeer=full|ca|none}. A password
+ * share a script run; default true), {@code spinWait=true|false} (a lone blocking caller spins
+ * briefly for a fast reply before it parks; default true), and for TLS {@code verifyPeer=full|ca|none}. A password
  * applies to the Redis servers, not to Sentinels.
  */
 final class RedisSettings {
@@ -60,15 +61,18 @@ final class RedisSettings {
   final int denyCacheSize;
   /** Whether concurrent calls on one limiter share a script run ({@link LimiterBatches}). */
   final boolean batch;
+  /** Whether a lone blocking caller spins briefly before it parks ({@link ReplyWait}). */
+  final boolean spinWait;
 
   private RedisSettings(Topology topology, List<RedisURI> uris, Duration timeout, boolean denyCache,
-      int denyCacheSize, boolean batch) {
+      int denyCacheSize, boolean batch, boolean spinWait) {
     this.topology = topology;
     this.uris = List.copyOf(uris);
     this.timeout = timeout;
     this.denyCache = denyCache;
     this.denyCacheSize = denyCacheSize;
     this.batch = batch;
+    this.spinWait = spinWait;
   }
 
   static RedisSettings parse(String uri) {
@@ -131,6 +135,7 @@ final class RedisSettings {
     boolean denyCache = false;
     int denyCacheSize = DEFAULT_DENY_CACHE_SIZE;
     boolean batch = true;
+    boolean spinWait = true;
     for (Map.Entry<String, String> o : options.entrySet()) {
       String value = o.getValue();
       switch (o.getKey()) {
@@ -139,6 +144,7 @@ final class RedisSettings {
         case "clientName" -> clientName = value;
         case "denyCache" -> denyCache = bool(uri, "denyCache", value);
         case "batch" -> batch = bool(uri, "batch", value);
+        case "spinWait" -> spinWait = bool(uri, "spinWait", value);
         case "denyCacheSize" -> {
           try {
             denyCacheSize = Integer.parseInt(value);
@@ -161,7 +167,8 @@ final class RedisSettings {
           };
         }
         default -> throw bad(uri, "unknown option '" + o.getKey()
-            + "'; known: timeout, clientName, denyCache, denyCacheSize, batch, sentinelMasterId, verifyPeer");
+            + "'; known: timeout, clientName, denyCache, denyCacheSize, batch, spinWait, sentinelMasterId,"
+            + " verifyPeer");
       }
     }
 
@@ -200,7 +207,7 @@ final class RedisSettings {
         uris.add(finish(b, tls, verify, database, user, password, clientName, timeout));
       }
     }
-    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch);
+    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch, spinWait);
   }
 
   private static RedisURI finish(RedisURI.Builder b, boolean tls, SslVerifyMode verify, int database,

@@ -13,7 +13,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -22,7 +21,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>Lettuce times every command out by itself; the wait here is bounded too (by the timeout
  * plus a second), so a caller never hangs even if a completion were lost. {@link #keys} is the
- * exception: it is many {@code SCAN} calls, each under the command timeout.
+ * exception: it is many {@code SCAN} calls, each under the command timeout. A lone caller spins
+ * briefly before it parks ({@link ReplyWait}).
  */
 final class RedisStore implements Store {
   private static final Duration SLACK = Duration.ofSeconds(1);
@@ -31,6 +31,7 @@ final class RedisStore implements Store {
   private final RedisConnection connection;
   private final AsyncRedisStore async;
   private final long waitNanos;
+  private final ReplyWait replies;
   private final AtomicBoolean closed = new AtomicBoolean();
 
   RedisStore(String uri, RedisConnection connection, StoreContext context, RedisSettings settings) {
@@ -38,6 +39,7 @@ final class RedisStore implements Store {
     this.connection = connection;
     this.async = new AsyncRedisStore(connection, context, settings);
     this.waitNanos = connection.timeout().plus(SLACK).toNanos();
+    this.replies = new ReplyWait(settings.spinWait);
   }
 
   private <T> T await(CompletionStage<T> stage) {
@@ -46,7 +48,7 @@ final class RedisStore implements Store {
 
   private <T> T await(CompletionStage<T> stage, long nanos) {
     try {
-      return stage.toCompletableFuture().get(nanos, TimeUnit.NANOSECONDS);
+      return replies.get(stage.toCompletableFuture(), nanos);
     } catch (ExecutionException e) {
       Throwable cause = RedisFailures.unwrap(e);
       if (cause instanceof RuntimeException r) {

@@ -78,10 +78,13 @@ class RedisSettingsTest {
     RedisSettings plain = RedisSettings.parse("redis://h");
     assertThat(plain.denyCache).isFalse();
     assertThat(plain.batch).isTrue();
-    RedisSettings s = RedisSettings.parse("redis://h?denyCache=true&denyCacheSize=50&batch=false");
+    assertThat(plain.spinWait).isTrue();
+    RedisSettings s = RedisSettings.parse("redis://h?denyCache=true&denyCacheSize=50&batch=false&spinWait=false");
     assertThat(s.denyCache).isTrue();
     assertThat(s.denyCacheSize).isEqualTo(50);
     assertThat(s.batch).isFalse();
+    assertThat(s.spinWait).isFalse();
+    assertThatThrownBy(() -> RedisSettings.parse("redis://h?spinWait=on")).hasMessageContaining("true or false");
     assertThatThrownBy(() -> RedisSettings.parse("redis://h?denyCache=yes")).hasMessageContaining("true or false");
     assertThatThrownBy(() -> RedisSettings.parse("redis://h?denyCacheSize=0")).hasMessageContaining("positive");
     assertThatThrownBy(() -> RedisSettings.parse("redis://h?batch=1")).hasMessageContaining("true or false");
