@@ -51,7 +51,7 @@ import java.util.regex.Pattern;
  * mvn -B -q package -pl tally-bench -am -DskipTests
  * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisLimiterComparison [--seconds 3]
  *     [--workloads granting,denying] [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA,Bucket4j"]
- *     [--uri redis://127.0.0.1:6379]
+ *     [--parts limiters,incr] [--uri redis://127.0.0.1:6379]
  * </pre>
  *
  * Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
@@ -143,6 +143,10 @@ public final class RedisLimiterComparison {
           .mapToInt(Integer::parseInt).toArray();
       List<Workload> workloads = Arrays.stream(options.getOrDefault("workloads", "granting,denying").split(","))
           .map(Workload::named).toList();
+      List<String> parts = Arrays.asList(options.getOrDefault("parts", "limiters,incr").split(","));
+      if (!parts.contains("limiters")) {
+        names = List.of();
+      }
       for (String name : names) {
         try (Limiter warm = open(name, client, uri, 32, workloads.get(0))) {
           measure(redis, workloads.get(0), name, warm, 8, 10, Math.min(1, seconds)); // JIT warm-up, not reported
@@ -164,10 +168,12 @@ public final class RedisLimiterComparison {
           }
         }
       }
-      System.out.println();
-      System.out.println(table(results));
-      System.out.println();
-      if (!options.containsKey("only")) {
+      if (!results.isEmpty()) {
+        System.out.println();
+        System.out.println(table(results));
+        System.out.println();
+      }
+      if (parts.contains("incr") && !options.containsKey("only")) {
         System.out.println(incr(redis, uri, threadCounts, seconds));
       }
       System.out.println("# uptime after: " + uptime());
