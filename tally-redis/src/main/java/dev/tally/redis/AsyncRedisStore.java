@@ -32,7 +32,8 @@ import java.util.function.Function;
  * <table>
  *   <caption>One round trip per operation</caption>
  *   <tr><th>operation</th><th>Redis</th></tr>
- *   <tr><td>incr, default 0</td><td>{@code INCRBY} (keeps the expiry, refuses overflow and floats by itself)</td></tr>
+ *   <tr><td>incr, default 0</td><td>{@code INCRBY} (keeps the expiry, refuses overflow and floats by itself;
+ *       concurrent blocking increments of one key share one, {@link IncrBatches})</td></tr>
  *   <tr><td>incr with another default, incrExisting, floating incr</td><td>{@code EVALSHA counters.lua}</td></tr>
  *   <tr><td>get</td><td>{@code GET}</td></tr>
  *   <tr><td>put</td><td>{@code SET [PX]}</td></tr>
@@ -60,6 +61,7 @@ final class AsyncRedisStore implements AsyncStore {
   private final boolean clockOverridden;
   private final DenyCache denyCache; // null unless ?denyCache=true
   private final LimiterBatches batches; // null under a supplied clock, or with ?batch=false
+  private final IncrBatches increments; // null with ?batch=false
 
   AsyncRedisStore(RedisConnection connection, StoreContext context, RedisSettings settings) {
     this.commands = connection.commands();
@@ -70,6 +72,7 @@ final class AsyncRedisStore implements AsyncStore {
     this.clockOverridden = context.timeSourceOverridden();
     this.denyCache = settings.denyCache ? new DenyCache(settings.denyCacheSize, context.listener()) : null;
     this.batches = settings.batch && !clockOverridden ? new LimiterBatches(this::runBatch) : null;
+    this.increments = settings.batch ? new IncrBatches((key, delta) -> incr(key, delta, 0, true)) : null;
   }
 
   /** Completes with {@code map(value)}, or with the Tally exception for the failure. */
@@ -103,6 +106,17 @@ final class AsyncRedisStore implements AsyncStore {
       return call(commands.incrby(key, delta), key, Function.identity());
     }
     return run(new CounterScript().incr(key, delta, dflt, create)).thenApply(r -> Long.parseLong(first(r)));
+  }
+
+  /**
+   * {@link #incr} for the blocking API: concurrent increments of one key from 0 share an
+   * {@code INCRBY} ({@link IncrBatches}).
+   */
+  CompletableFuture<Long> incrShared(String key, long delta, long dflt, boolean create) {
+    if (increments == null || !create || dflt != 0) {
+      return incr(key, delta, dflt, create);
+    }
+    return increments.submit(key, delta);
   }
 
   @Override

@@ -67,7 +67,7 @@ final class RedisStore implements Store {
 
   @Override
   public long incr(String key, long delta, long dflt, boolean create) {
-    return await(async.incr(key, delta, dflt, create));
+    return await(async.incrShared(key, delta, dflt, create));
   }
 
   @Override

@@ -1,0 +1,149 @@
+package dev.tally.redis;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiPredicate;
+import java.util.function.Function;
+
+/**
+ * Concurrent calls on one key, sent together: while a call on a key is in flight, the calls that
+ * arrive for it wait, and go as one command when it returns.
+ *
+ * <p>Why: on a hot key, Redis and the connection are not what limits a client; the client's own
+ * per-command work is (encoding, the I/O thread's write and read, one reply to dispatch per
+ * command). One command for everyone who arrived during the previous round trip costs that once.
+ * It is also exactly what those calls would get if they reached Redis together on their own: the
+ * command applies them one after the other, in arrival order, none is retried, and none waits
+ * longer than the call in flight ahead of it. A call alone on its key goes at once, as itself,
+ * so an uncontended key sees no difference.
+ *
+ * <p>Lock-free, so that callers of a hot key do not queue on a monitor: a caller enqueues itself,
+ * then whoever sets the key's in-flight flag sends everything queued; whoever completes a call
+ * clears the flag, sends what queued meanwhile, and only then completes the calls it carried (the
+ * next round trip is already under way while their callers wake).
+ *
+ * @param <C> a waiting call: its key and the future it completes
+ * @param <V> the reply of one command
+ */
+final class Coalescing<C extends Coalescing.Call<?>, V> {
+  /** A call that may share a command with others on its key. */
+  interface Call<R> {
+    String key();
+
+    CompletableFuture<R> result();
+  }
+
+  /** Completes every call of a batch from its command's reply (or failure). */
+  interface Completer<C, V> {
+    void complete(List<C> batch, V reply, Throwable failure);
+  }
+
+  /** The calls on one key: whether one is in flight, and who waits behind it. */
+  private static final class Lane<C> {
+    final AtomicInteger inFlight = new AtomicInteger();
+    final ConcurrentLinkedQueue<C> waiting = new ConcurrentLinkedQueue<>();
+  }
+
+  private final ConcurrentHashMap<String, Lane<C>> lanes = new ConcurrentHashMap<>();
+  private final int maxBatch;
+  private final int maxInFlight;
+  private final BiPredicate<C, C> joins;
+  private final Function<List<C>, CompletableFuture<V>> sender;
+  private final Completer<C, V> completer;
+
+  /**
+   * @param maxInFlight the most commands in flight on one key at a time (the callers arriving
+   *     meanwhile queue for the next)
+   * @param maxBatch the most calls one command carries
+   * @param joins whether a call may share the command of the batch's first call; one that may not
+   *     goes on its own
+   * @param sender sends one command for a batch (a batch of one: the plain call)
+   * @param completer completes the batch's calls from the reply
+   */
+  Coalescing(int maxInFlight, int maxBatch, BiPredicate<C, C> joins, Function<List<C>, CompletableFuture<V>> sender,
+      Completer<C, V> completer) {
+    this.maxInFlight = maxInFlight;
+    this.maxBatch = maxBatch;
+    this.joins = joins;
+    this.sender = sender;
+    this.completer = completer;
+  }
+
+  /** Sends {@code call} now, or with the next batch on its key. */
+  void submit(C call) {
+    String key = call.key();
+    Lane<C> lane = lanes.computeIfAbsent(key, k -> new Lane<>());
+    lane.waiting.add(call);
+    drain(key, lane);
+  }
+
+  private boolean claim(Lane<C> lane) {
+    for (int n = lane.inFlight.get(); n < maxInFlight; n = lane.inFlight.get()) {
+      if (lane.inFlight.compareAndSet(n, n + 1)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Sends what waits, unless a call on the key is in flight (its completion will). */
+  private void drain(String key, Lane<C> lane) {
+    while (!lane.waiting.isEmpty() && claim(lane)) {
+      List<C> batch = new ArrayList<>();
+      List<C> others = null;
+      C c;
+      while (batch.size() < maxBatch && (c = lane.waiting.poll()) != null) {
+        if (batch.isEmpty() || joins.test(batch.get(0), c)) {
+          batch.add(c);
+        } else {
+          if (others == null) {
+            others = new ArrayList<>();
+          }
+          others.add(c);
+        }
+      }
+      if (others != null) {
+        for (C other : others) {
+          send(key, null, List.of(other)); // cannot share this batch: on its own
+        }
+      }
+      if (batch.isEmpty()) {
+        lane.inFlight.decrementAndGet(); // another caller took them first
+        continue;
+      }
+      send(key, lane, batch);
+      return;
+    }
+    if (lane.waiting.isEmpty() && lane.inFlight.get() == 0) {
+      // Idle: forget the lane. A caller holding it still works through it (its flag and queue
+      // are its own); one arriving later makes a new one.
+      lanes.remove(key, lane);
+    }
+  }
+
+  private void send(String key, Lane<C> lane, List<C> batch) {
+    CompletableFuture<V> reply;
+    try {
+      reply = sender.apply(batch);
+    } catch (RuntimeException e) {
+      reply = CompletableFuture.failedFuture(e);
+    }
+    reply.whenComplete((value, failure) -> {
+      if (lane != null) {
+        lane.inFlight.decrementAndGet();
+        drain(key, lane);
+      }
+      try {
+        completer.complete(batch, value, failure);
+      } catch (RuntimeException e) {
+        for (C c : batch) {
+          c.result().completeExceptionally(e);
+        }
+      }
+    });
+  }
+}
