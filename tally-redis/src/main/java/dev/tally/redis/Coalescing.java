@@ -10,21 +10,21 @@ import java.util.function.BiPredicate;
 import java.util.function.Function;
 
 /**
- * Concurrent calls on one key, sent together: while a call on a key is in flight, the calls that
- * arrive for it wait, and go as one command when it returns.
+ * Concurrent calls on one key, sent together: while a key has as many commands in flight as it
+ * may (one or two), the calls that arrive for it wait, and go as one command when one returns.
  *
  * <p>Why: on a hot key, Redis and the connection are not what limits a client; the client's own
  * per-command work is (encoding, the I/O thread's write and read, one reply to dispatch per
  * command). One command for everyone who arrived during the previous round trip costs that once.
  * It is also exactly what those calls would get if they reached Redis together on their own: the
  * command applies them one after the other, in arrival order, none is retried, and none waits
- * longer than the call in flight ahead of it. A call alone on its key goes at once, as itself,
+ * longer than the calls in flight ahead of it. A call alone on its key goes at once, as itself,
  * so an uncontended key sees no difference.
  *
  * <p>Lock-free, so that callers of a hot key do not queue on a monitor: a caller enqueues itself,
- * then whoever sets the key's in-flight flag sends everything queued; whoever completes a call
- * clears the flag, sends what queued meanwhile, and only then completes the calls it carried (the
- * next round trip is already under way while their callers wake).
+ * then whoever claims an in-flight slot of the key sends everything queued; whoever completes a
+ * command frees its slot, sends what queued meanwhile, and only then completes the calls it
+ * carried (the next round trip is already under way while their callers wake).
  *
  * @param <C> a waiting call: its key and the future it completes
  * @param <V> the reply of one command
@@ -42,7 +42,7 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
     void complete(List<C> batch, V reply, Throwable failure);
   }
 
-  /** The calls on one key: whether one is in flight, and who waits behind it. */
+  /** The calls on one key: how many commands are in flight, and who waits behind them. */
   private static final class Lane<C> {
     final AtomicInteger inFlight = new AtomicInteger();
     final ConcurrentLinkedQueue<C> waiting = new ConcurrentLinkedQueue<>();
@@ -90,7 +90,7 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
     return false;
   }
 
-  /** Sends what waits, unless a call on the key is in flight (its completion will). */
+  /** Sends what waits, unless the key's slots are all taken (their completions will). */
   private void drain(String key, Lane<C> lane) {
     while (!lane.waiting.isEmpty() && claim(lane)) {
       List<C> batch = new ArrayList<>();

@@ -15,8 +15,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * reply lands: a futex call there, then a context switch, and on a virtual machine whose CPU
  * went idle meanwhile, the wake-up of that virtual CPU, before the caller runs again. Measured
  * on a two-core VM against a local Redis, that wake-up cost as much as the round trip itself:
- * one thread made about 15,000 {@code INCRBY}/s parking and about 25,000/s spinning, where
- * {@code redis-benchmark -c 1} (a C loop that never hands off between threads) made 20,000.
+ * one thread made about 14,000 {@code INCRBY}/s parking and 22,000-46,000/s spinning, where
+ * {@code redis-benchmark -c 1} (a C loop that never hands off between threads) made about 21,000.
  * A caller still spinning when the reply lands sees it at once, and the I/O thread has no one to
  * wake.
  *
