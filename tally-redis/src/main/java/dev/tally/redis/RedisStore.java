@@ -67,7 +67,12 @@ final class RedisStore implements Store {
 
   @Override
   public long incr(String key, long delta, long dflt, boolean create) {
-    return await(async.incrShared(key, delta, dflt, create));
+    Coalescing.Handoff handoff = new Coalescing.Handoff();
+    try {
+      return await(async.incrShared(key, delta, dflt, create, handoff));
+    } finally {
+      handoff.finish(); // completes the calls this one was handed, if any
+    }
   }
 
   @Override
@@ -122,7 +127,12 @@ final class RedisStore implements Store {
 
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
-    return await(async.limit(call, operation, permits));
+    Coalescing.Handoff handoff = new Coalescing.Handoff();
+    try {
+      return await(async.limit(call, operation, permits, handoff));
+    } finally {
+      handoff.finish(); // completes the calls this one was handed, if any
+    }
   }
 
   @Override
