@@ -112,11 +112,11 @@ final class AsyncRedisStore implements AsyncStore {
    * {@link #incr} for the blocking API: concurrent increments of one key from 0 share an
    * {@code INCRBY} ({@link IncrBatches}).
    */
-  CompletableFuture<Long> incrShared(String key, long delta, long dflt, boolean create, Coalescing.Handoff handoff) {
+  CompletableFuture<Long> incrShared(String key, long delta, long dflt, boolean create) {
     if (increments == null || !create || dflt != 0) {
       return incr(key, delta, dflt, create);
     }
-    return increments.submit(key, delta, handoff);
+    return increments.submit(key, delta);
   }
 
   @Override
@@ -233,12 +233,6 @@ final class AsyncRedisStore implements AsyncStore {
    */
   @Override
   public CompletableFuture<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
-    return limit(call, operation, permits, null);
-  }
-
-  /** {@link #limit}, for a blocking caller when {@code handoff} is not null. */
-  CompletableFuture<Decision> limit(LimiterCall call, LimiterOperation operation, long permits,
-      Coalescing.Handoff handoff) {
     String key = call.key();
     long stamp = 0;
     long sentAt = 0;
@@ -258,7 +252,7 @@ final class AsyncRedisStore implements AsyncStore {
     }
     CompletableFuture<Decision> decision;
     if (batches != null && LimiterBatches.batchable(operation)) {
-      decision = batches.submit(call, operation, permits, handoff);
+      decision = batches.submit(call, operation, permits);
     } else {
       String[] keys = {key};
       String[] args = LimiterScript.args(call, operation, permits, clock.nanos(), clockOverridden);

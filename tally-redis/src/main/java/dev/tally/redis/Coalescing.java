@@ -24,8 +24,7 @@ import java.util.function.Function;
  * <p>Lock-free, so that callers of a hot key do not queue on a monitor: a caller enqueues itself,
  * then whoever claims an in-flight slot of the key sends everything queued; whoever completes a
  * command frees its slot, sends what queued meanwhile, and only then completes the calls it
- * carried (the next round trip is already under way while their callers wake), sharing that
- * with the blocking callers it wakes ({@link Handoff}).
+ * carried (the next round trip is already under way while their callers wake).
  *
  * @param <C> a waiting call: its key and the future it completes
  * @param <V> the reply of one command
@@ -36,96 +35,11 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
     String key();
 
     CompletableFuture<R> result();
-
-    /** The blocking caller's hand-off, or null for an asynchronous call. */
-    Handoff handoff();
   }
 
-  /**
-   * Turns a batch's reply (or failure) into one task per call, the i-th completing the i-th
-   * call's result; tasks may run on any thread, in any order.
-   */
+  /** Completes every call of a batch from its command's reply (or failure). */
   interface Completer<C, V> {
-    Runnable[] tasks(List<C> batch, V reply, Throwable failure);
-  }
-
-  /** How many waiting callers the I/O thread hands a batch's completions to before it leaves. */
-  static final int HELPERS = 2;
-
-  /**
-   * A blocking caller's promise to help complete its batch.
-   *
-   * <p>Why: completing a call whose caller is parked means waking that thread (a futex call),
-   * and a batch of 30 calls is 30 wake-ups. Done by Lettuce's single I/O thread they are the
-   * bottleneck of a hot key: a profile of 32 threads on one limiter showed that thread almost
-   * entirely in the kernel waking callers while CPU sat idle. So the I/O thread completes calls
-   * only until it has woken {@value #HELPERS} callers that are still waiting, and hands them the
-   * rest; each caller it wakes completes calls (waking, and handing to, more callers) until none
-   * is left, so the wake-ups spread over the cores like a tree.
-   *
-   * <p>A caller never strands anyone: it is handed work only while it still waits
-   * ({@link #handTo} fails once it has stopped), and whatever ends its wait (the reply, a
-   * timeout, an interruption) it then calls {@link #finish}, which runs what it was handed.
-   */
-  static final class Handoff {
-    private static final int WAITING = 0;
-    private static final int HANDED = 1;
-    private static final int GONE = 2;
-
-    private final AtomicInteger state = new AtomicInteger(WAITING);
-    private volatile Runnable rest;
-
-    /** Gives {@code work} to the caller if it still waits; whether it took it. */
-    boolean handTo(Runnable work) {
-      rest = work; // before the CAS, so a caller that sees HANDED sees the work
-      return state.compareAndSet(WAITING, HANDED);
-    }
-
-    /** The caller's wait is over: runs what it was handed, if anything. */
-    void finish() {
-      if (!state.compareAndSet(WAITING, GONE)) {
-        rest.run();
-      }
-    }
-  }
-
-  /** A batch's completions, shared by the thread that got the reply and the callers it wakes. */
-  private final class Completion implements Runnable {
-    private final List<C> batch;
-    private final Runnable[] tasks;
-    private final AtomicInteger next = new AtomicInteger();
-
-    Completion(List<C> batch, Runnable[] tasks) {
-      this.batch = batch;
-      this.tasks = tasks;
-    }
-
-    /** The I/O thread's part: completes calls until it has handed the rest to waiting callers. */
-    void start() {
-      int handed = 0;
-      int i;
-      while (handed < HELPERS && (i = next.getAndIncrement()) < tasks.length) {
-        if (handOff(i)) {
-          handed++;
-        }
-        tasks[i].run();
-      }
-    }
-
-    /** A woken caller's part: completes calls until none is left. */
-    @Override
-    public void run() {
-      int i;
-      while ((i = next.getAndIncrement()) < tasks.length) {
-        handOff(i);
-        tasks[i].run();
-      }
-    }
-
-    private boolean handOff(int i) {
-      Handoff h = batch.get(i).handoff();
-      return h != null && h.handTo(this);
-    }
+    void complete(List<C> batch, V reply, Throwable failure);
   }
 
   /** The calls on one key: how many commands are in flight, and who waits behind them. */
@@ -223,16 +137,13 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
         lane.inFlight.decrementAndGet();
         drain(key, lane);
       }
-      Runnable[] tasks;
       try {
-        tasks = completer.tasks(batch, value, failure);
+        completer.complete(batch, value, failure);
       } catch (RuntimeException e) {
         for (C c : batch) {
           c.result().completeExceptionally(e);
         }
-        return;
       }
-      new Completion(batch, tasks).start();
     });
   }
 }

@@ -2,7 +2,6 @@ package dev.tally.redis;
 
 import dev.tally.CounterOverflowException;
 import dev.tally.NotAnIntegerException;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -32,8 +31,7 @@ final class IncrBatches {
   static final int MAX_BATCH = 256;
 
   /** An increment waiting for its batch. */
-  record Pending(String key, long delta, CompletableFuture<Long> result, Coalescing.Handoff handoff)
-      implements Coalescing.Call<Long> {}
+  record Pending(String key, long delta, CompletableFuture<Long> result) implements Coalescing.Call<Long> {}
 
   /** The sum of a batch does not fit in a long: sent one by one instead. */
   private static final class SumOverflow extends RuntimeException {
@@ -49,12 +47,11 @@ final class IncrBatches {
   IncrBatches(BiFunction<String, Long, CompletableFuture<Long>> incrby) {
     this.incrby = incrby;
     this.coalescing = new Coalescing<>(2, MAX_BATCH, (first, next) -> (next.delta() < 0) == (first.delta() < 0),
-        this::send, this::tasks);
+        this::send, this::complete);
   }
 
-  /** @param handoff the blocking caller's */
-  CompletableFuture<Long> submit(String key, long delta, Coalescing.Handoff handoff) {
-    Pending p = new Pending(key, delta, new CompletableFuture<>(), handoff);
+  CompletableFuture<Long> submit(String key, long delta) {
+    Pending p = new Pending(key, delta, new CompletableFuture<>());
     coalescing.submit(p);
     return p.result();
   }
@@ -71,26 +68,23 @@ final class IncrBatches {
     return incrby.apply(batch.get(0).key(), sum);
   }
 
-  private Runnable[] tasks(List<Pending> batch, Long total, Throwable failure) {
-    Runnable[] tasks = new Runnable[batch.size()];
+  private void complete(List<Pending> batch, Long total, Throwable failure) {
     if (failure == null) {
       long value = total;
       for (Pending p : batch) {
         value -= p.delta(); // the value before the batch: exact, since the sum fits
       }
-      for (int i = 0; i < tasks.length; i++) {
-        value += batch.get(i).delta(); // exact: every step lies between the old value and the new one
-        CompletableFuture<Long> result = batch.get(i).result();
-        long mine = value;
-        tasks[i] = () -> result.complete(mine);
+      for (Pending p : batch) {
+        value += p.delta(); // exact: every step lies between the old value and the new one
+        p.result().complete(value);
       }
-      return tasks;
+      return;
     }
     Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     boolean nothingApplied = cause instanceof SumOverflow || cause instanceof CounterOverflowException
         || cause instanceof NotAnIntegerException;
     if (batch.size() > 1 && nothingApplied) {
-      for (Pending p : batch) { // sent here, in order: pipelined on one connection, applied in this order
+      for (Pending p : batch) { // pipelined on the one connection, so applied in this order
         incrby.apply(p.key(), p.delta()).whenComplete((v, f) -> {
           if (f == null) {
             p.result().complete(v);
@@ -99,13 +93,10 @@ final class IncrBatches {
           }
         });
       }
-      Arrays.fill(tasks, (Runnable) () -> { }); // each completes with its own reply
-      return tasks;
+      return;
     }
-    for (int i = 0; i < tasks.length; i++) {
-      CompletableFuture<Long> result = batch.get(i).result();
-      tasks[i] = () -> result.completeExceptionally(cause);
+    for (Pending p : batch) {
+      p.result().completeExceptionally(cause);
     }
-    return tasks;
   }
 }

@@ -21,8 +21,8 @@ final class LimiterBatches {
   static final int MAX_BATCH = 128;
 
   /** A call waiting for its batch. */
-  record Pending(LimiterCall call, LimiterOperation op, long permits, CompletableFuture<Decision> result,
-      Coalescing.Handoff handoff) implements Coalescing.Call<Decision> {
+  record Pending(LimiterCall call, LimiterOperation op, long permits, CompletableFuture<Decision> result)
+      implements Coalescing.Call<Decision> {
     @Override
     public String key() {
       return call.key();
@@ -34,37 +34,31 @@ final class LimiterBatches {
   /** @param sender runs the script for a batch (one call: the plain arguments) */
   LimiterBatches(Function<List<Pending>, CompletableFuture<List<Object>>> sender) {
     this.coalescing = new Coalescing<>(1, MAX_BATCH, (first, next) -> next.call().limits().equals(first.call().limits()),
-        sender, LimiterBatches::tasks);
+        sender, LimiterBatches::complete);
   }
 
   static boolean batchable(LimiterOperation op) {
     return op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK;
   }
 
-  /** @param handoff the blocking caller's, or null for an asynchronous call */
-  CompletableFuture<Decision> submit(LimiterCall call, LimiterOperation op, long permits, Coalescing.Handoff handoff) {
-    Pending p = new Pending(call, op, permits, new CompletableFuture<>(), handoff);
+  CompletableFuture<Decision> submit(LimiterCall call, LimiterOperation op, long permits) {
+    Pending p = new Pending(call, op, permits, new CompletableFuture<>());
     coalescing.submit(p);
     return p.result();
   }
 
-  private static Runnable[] tasks(List<Pending> batch, List<Object> values, Throwable failure) {
-    Runnable[] tasks = new Runnable[batch.size()];
-    for (int i = 0; i < tasks.length; i++) {
+  private static void complete(List<Pending> batch, List<Object> values, Throwable failure) {
+    for (int i = 0; i < batch.size(); i++) {
       CompletableFuture<Decision> result = batch.get(i).result();
-      int index = i;
-      tasks[i] = () -> {
-        if (failure != null) {
-          result.completeExceptionally(failure);
-        } else {
-          try {
-            result.complete(LimiterScript.decision(values, index));
-          } catch (RuntimeException e) {
-            result.completeExceptionally(e);
-          }
+      if (failure != null) {
+        result.completeExceptionally(failure);
+      } else {
+        try {
+          result.complete(LimiterScript.decision(values, i));
+        } catch (RuntimeException e) {
+          result.completeExceptionally(e);
         }
-      };
+      }
     }
-    return tasks;
   }
 }

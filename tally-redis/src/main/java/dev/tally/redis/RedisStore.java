@@ -67,12 +67,7 @@ final class RedisStore implements Store {
 
   @Override
   public long incr(String key, long delta, long dflt, boolean create) {
-    Coalescing.Handoff handoff = new Coalescing.Handoff();
-    try {
-      return await(async.incrShared(key, delta, dflt, create, handoff));
-    } finally {
-      handoff.finish(); // completes the calls this one was handed, if any
-    }
+    return await(async.incrShared(key, delta, dflt, create));
   }
 
   @Override
@@ -127,12 +122,7 @@ final class RedisStore implements Store {
 
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
-    Coalescing.Handoff handoff = new Coalescing.Handoff();
-    try {
-      return await(async.limit(call, operation, permits, handoff));
-    } finally {
-      handoff.finish(); // completes the calls this one was handed, if any
-    }
+    return await(async.limit(call, operation, permits));
   }
 
   @Override
