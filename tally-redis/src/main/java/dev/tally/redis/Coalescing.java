@@ -21,10 +21,12 @@ import java.util.function.Function;
  * longer than the calls in flight ahead of it. A call alone on its key goes at once, as itself,
  * so an uncontended key sees no difference.
  *
- * <p>Lock-free, so that callers of a hot key do not queue on a monitor: a caller enqueues itself,
- * then whoever claims an in-flight slot of the key sends everything queued; whoever completes a
- * command frees its slot, sends what queued meanwhile, and only then completes the calls it
- * carried (the next round trip is already under way while their callers wake).
+ * <p>Callers of a hot key do not queue on a monitor: a caller enqueues itself (lock-free), then
+ * whoever claims an in-flight slot of the key sends what is queued; whoever completes a command
+ * frees its slot, sends what queued meanwhile, and only then completes the calls it carried (the
+ * next round trip is already under way while their callers wake). Only the one or two threads
+ * holding a slot ever take from the queue, one at a time, so batches leave, and are applied, in
+ * arrival order.
  *
  * @param <C> a waiting call: its key and the future it completes
  * @param <V> the reply of one command
@@ -60,7 +62,7 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
    *     meanwhile queue for the next)
    * @param maxBatch the most calls one command carries
    * @param joins whether a call may share the command of the batch's first call; one that may not
-   *     goes on its own
+   *     ends the batch and heads the next
    * @param sender sends one command for a batch (a batch of one: the plain call)
    * @param completer completes the batch's calls from the reply
    */
@@ -93,36 +95,38 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
   /** Sends what waits, unless the key's slots are all taken (their completions will). */
   private void drain(String key, Lane<C> lane) {
     while (!lane.waiting.isEmpty() && claim(lane)) {
-      List<C> batch = new ArrayList<>();
-      List<C> others = null;
-      C c;
-      while (batch.size() < maxBatch && (c = lane.waiting.poll()) != null) {
-        if (batch.isEmpty() || joins.test(batch.get(0), c)) {
-          batch.add(c);
-        } else {
-          if (others == null) {
-            others = new ArrayList<>();
-          }
-          others.add(c);
+      boolean sent;
+      synchronized (lane) { // one sender at a time takes from the queue: batches leave in arrival order
+        List<C> batch = take(lane);
+        sent = !batch.isEmpty();
+        if (sent) {
+          send(key, lane, batch);
         }
       }
-      if (others != null) {
-        for (C other : others) {
-          send(key, null, List.of(other)); // cannot share this batch: on its own
-        }
+      if (sent) {
+        return;
       }
-      if (batch.isEmpty()) {
-        lane.inFlight.decrementAndGet(); // another caller took them first
-        continue;
-      }
-      send(key, lane, batch);
-      return;
+      lane.inFlight.decrementAndGet(); // another caller took them first
     }
     if (lane.waiting.isEmpty() && lane.inFlight.get() == 0) {
-      // Idle: forget the lane. A caller holding it still works through it (its flag and queue
+      // Idle: forget the lane. A caller holding it still works through it (its slots and queue
       // are its own); one arriving later makes a new one.
       lanes.remove(key, lane);
     }
+  }
+
+  /**
+   * The calls at the head of the queue that may share a command: up to the first one that may
+   * not join the first, which heads the next batch, so calls are applied in arrival order.
+   */
+  private List<C> take(Lane<C> lane) {
+    List<C> batch = new ArrayList<>();
+    C next;
+    while (batch.size() < maxBatch && (next = lane.waiting.peek()) != null
+        && (batch.isEmpty() || joins.test(batch.get(0), next))) {
+      batch.add(lane.waiting.poll()); // the head just peeked: only the sender polls
+    }
+    return batch;
   }
 
   private void send(String key, Lane<C> lane, List<C> batch) {
@@ -133,10 +137,8 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
       reply = CompletableFuture.failedFuture(e);
     }
     reply.whenComplete((value, failure) -> {
-      if (lane != null) {
-        lane.inFlight.decrementAndGet();
-        drain(key, lane);
-      }
+      lane.inFlight.decrementAndGet();
+      drain(key, lane);
       try {
         completer.complete(batch, value, failure);
       } catch (RuntimeException e) {

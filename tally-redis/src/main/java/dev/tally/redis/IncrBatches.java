@@ -14,10 +14,11 @@ import java.util.function.BiFunction;
  * after the other, which is all that calls running at the same time may expect. Each caller
  * still gets its own, distinct value, and the counter moves by exactly the sum.
  *
- * <p>Three rules keep every answer one that separate calls could have had:
+ * <p>Every caller gets exactly the answer it would have had if each increment had been sent on
+ * its own, in the order they arrived ({@link Coalescing} keeps that order), because:
  * <ul>
- *   <li>Only increments of the same sign share a command, so the values in between lie between
- *       the old value and the new one: if the sum fits in 64 bits, so does every step.
+ *   <li>Only consecutive increments of the same sign share a command, so the values in between
+ *       lie between the old value and the new one: if the sum fits in 64 bits, so does every step.
  *   <li>If the shared {@code INCRBY} is refused (the sum would overflow, or the value is a
  *       floating or foreign one), Redis applied nothing, and each increment is sent again on its
  *       own, in order, for its own answer: an increment that fits never fails for having shared.

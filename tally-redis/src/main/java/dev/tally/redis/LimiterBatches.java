@@ -13,9 +13,9 @@ import java.util.function.Function;
  *
  * <p>That is exactly what separate calls arriving at Redis together would get: each is decided
  * by the state machine after the ones before it. A hot limiter costs Redis one script run per
- * round trip instead of one per caller. Only calls with the same limits share a batch (others go
- * at once, on their own), at most {@value #MAX_BATCH}. Refunds, resets, reconfigurations and
- * top-ups always go alone.
+ * round trip instead of one per caller. Only calls with the same limits share a batch (one with
+ * other limits heads the next), at most {@value #MAX_BATCH}. Refunds, resets, reconfigurations
+ * and top-ups always go alone.
  */
 final class LimiterBatches {
   static final int MAX_BATCH = 128;

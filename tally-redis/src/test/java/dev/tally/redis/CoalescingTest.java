@@ -68,17 +68,17 @@ class CoalescingTest {
   }
 
   @Test
-  void aBatchIsCappedAndCallsThatCannotJoinGoAlone() {
+  void aCallThatCannotJoinEndsTheBatchAndHeadsTheNext() {
     Coalescing<Job, String> c = coalescing(1);
     submit(c, "k", 0);
-    for (int n : new int[] {2, 1, 4, 6, 8}) {
+    for (int n : new int[] {2, 4, 1, 3, 5, 7, 6}) {
       submit(c, "k", n);
     }
-    replies.get(0).complete("ok");
-    // the odd one cannot join the even batch: it goes on its own; the batch stops at three
-    assertThat(sent.subList(1, sent.size())).extracting(batch -> batch.stream().map(Job::n).toList())
-        .containsExactly(List.of(1), List.of(2, 4, 6));
-    replies.get(2).complete("ok"); // the batch returns: the last one waiting goes
-    assertThat(sent.get(sent.size() - 1)).extracting(Job::n).containsExactly(8);
+    for (int i = 0; i < 4; i++) {
+      replies.get(i).complete("ok");
+    }
+    // arrival order kept: the evens up to the first odd, the odds (at most three), the rest
+    assertThat(sent).extracting(batch -> batch.stream().map(Job::n).toList())
+        .containsExactly(List.of(0), List.of(2, 4), List.of(1, 3, 5), List.of(7), List.of(6));
   }
 }
