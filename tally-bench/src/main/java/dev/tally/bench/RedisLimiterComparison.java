@@ -32,7 +32,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -171,6 +170,13 @@ public final class RedisLimiterComparison {
       if (!results.isEmpty()) {
         System.out.println();
         System.out.println(table(results));
+        System.out.println();
+        for (int threads : threadCounts) {
+          if (threads > 1) {
+            System.out.printf(Locale.ROOT, "# hand-off ceiling, %d blocking threads, no Redis: %,.0f wake-ups/s%n", threads,
+                handOffCeiling(threads, seconds));
+          }
+        }
         System.out.println();
       }
       if (parts.contains("incr") && !options.containsKey("only")) {
@@ -390,7 +396,7 @@ public final class RedisLimiterComparison {
     String port = uri.replaceFirst("redis://", "").split(":")[1].replaceAll("[^0-9].*", "");
     StringBuilder b = new StringBuilder();
     b.append("| concurrency | redis-benchmark -t incr -c N (req/s) | Tally incr, N threads on one connection (req/s) | ratio"
-        + " | Tally incr async, N in flight from one thread (req/s) | ratio |\n|---|---|---|---|---|---|\n");
+        + " | Tally incr async, N in flight, each reply sends the next (req/s) | ratio |\n|---|---|---|---|---|---|\n");
     try (Tally tally = Tally.open(uri)) {
       Counters counters = tally.counters("bench-incr");
       for (int i = 0; i < 20_000; i++) {
@@ -449,20 +455,107 @@ public final class RedisLimiterComparison {
     return total.get() / ((System.nanoTime() - start) / 1e9);
   }
 
+  /**
+   * One thread's worth of asynchronous increments kept {@code inFlight} deep the way
+   * {@code redis-benchmark} keeps its connections busy: each reply sends the next request, from
+   * the thread that received it, so no thread waits on another.
+   */
   private static double incrAsync(Counters counters, int inFlight, double seconds) throws InterruptedException {
-    Semaphore window = new Semaphore(inFlight);
     AtomicLong done = new AtomicLong();
+    CountDownLatch finished = new CountDownLatch(inFlight);
+    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
     long start = System.nanoTime();
     long deadline = start + (long) (seconds * 1e9);
-    while (System.nanoTime() < deadline) {
-      window.acquire();
-      counters.async().incr("a").whenComplete((v, e) -> {
-        done.incrementAndGet();
-        window.release();
-      });
+    for (int i = 0; i < inFlight; i++) {
+      new IncrChain(counters, deadline, done, finished, failures).next();
     }
-    window.acquire(inFlight);
+    finished.await();
+    if (!failures.isEmpty()) {
+      throw new IllegalStateException("asynchronous incr failed", failures.get(0));
+    }
     return done.get() / ((System.nanoTime() - start) / 1e9);
+  }
+
+  /** Sends an increment, and the next one when its reply comes, until the deadline. */
+  private record IncrChain(Counters counters, long deadline, AtomicLong done, CountDownLatch finished,
+      List<Throwable> failures) {
+    void next() {
+      while (System.nanoTime() < deadline) {
+        java.util.concurrent.CompletableFuture<Long> reply = counters.async().incr("a").toCompletableFuture();
+        if (!reply.isDone()) {
+          reply.whenComplete((value, failure) -> {
+            if (count(failure)) {
+              next();
+            }
+          });
+          return;
+        }
+        if (!count(reply.handle((value, failure) -> failure).join())) { // completed at once: loop rather than recurse
+          return;
+        }
+      }
+      finished.countDown();
+    }
+
+    private boolean count(Throwable failure) {
+      if (failure != null) {
+        failures.add(failure);
+        finished.countDown();
+        return false;
+      }
+      done.incrementAndGet();
+      return true;
+    }
+  }
+
+  /**
+   * What blocking callers can do on this machine at all, with no Redis and no client library:
+   * {@code threads} threads each wait on a future that one other thread completes, in batches of
+   * whoever is waiting, as a client's I/O thread completes the replies it reads. Every blocking
+   * client in this comparison pays one such wake-up per decision on top of its own work.
+   */
+  private static double handOffCeiling(int threads, double seconds) throws InterruptedException {
+    java.util.concurrent.LinkedBlockingQueue<java.util.concurrent.CompletableFuture<Void>> waiting =
+        new java.util.concurrent.LinkedBlockingQueue<>();
+    AtomicLong total = new AtomicLong();
+    long start = System.nanoTime();
+    long deadline = start + (long) (seconds * 1e9);
+    Thread completer = new Thread(() -> {
+      List<java.util.concurrent.CompletableFuture<Void>> batch = new ArrayList<>();
+      try {
+        while (true) {
+          batch.add(waiting.take());
+          waiting.drainTo(batch);
+          batch.forEach(f -> f.complete(null));
+          batch.clear();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }, "hand-off completer");
+    completer.setDaemon(true);
+    completer.start();
+    List<Thread> workers = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      Thread w = new Thread(() -> {
+        long n = 0;
+        while (System.nanoTime() < deadline) {
+          java.util.concurrent.CompletableFuture<Void> f = new java.util.concurrent.CompletableFuture<>();
+          waiting.add(f);
+          f.join();
+          n++;
+        }
+        total.addAndGet(n);
+      });
+      workers.add(w);
+      w.start();
+    }
+    for (Thread w : workers) {
+      w.join();
+    }
+    double rate = total.get() / ((System.nanoTime() - start) / 1e9);
+    completer.interrupt();
+    return rate;
   }
 
   private static String uptime() {
