@@ -6,6 +6,7 @@ import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.SocketOptions;
+import io.lettuce.core.SslOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -20,8 +21,10 @@ import io.lettuce.core.protocol.ConnectionIntent;
 import io.lettuce.core.protocol.ProtocolVersion;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLException;
 
 /**
  * The one Lettuce connection a store shares between all its callers, with the client settings
@@ -85,6 +88,7 @@ final class RedisConnection implements AutoCloseable {
             .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
             .protocolVersion(ProtocolVersion.RESP2)
             .socketOptions(socket)
+            .sslOptions(ssl(settings))
             .timeoutOptions(timeouts)
             // adaptive refresh (MOVED, ASK, reconnects, uncovered slots) is on by default
             .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
@@ -102,6 +106,7 @@ final class RedisConnection implements AutoCloseable {
           .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
           .protocolVersion(ProtocolVersion.RESP2)
           .socketOptions(socket)
+          .sslOptions(ssl(settings))
           .timeoutOptions(timeouts)
           .build());
       StatefulRedisConnection<String, String> conn = c.connect(StringCodec.UTF8, settings.uris.get(0));
@@ -111,8 +116,39 @@ final class RedisConnection implements AutoCloseable {
         client.shutdown(Duration.ZERO, settings.timeout);
       }
       resources.shutdown(0, settings.timeout.toMillis(), TimeUnit.MILLISECONDS);
-      throw new StoreUnavailableException("cannot connect to Redis (" + settings + "): " + e.getMessage(), e);
+      throw new StoreUnavailableException("cannot connect to Redis (" + settings + "): " + why(e), e);
     }
+  }
+
+  /**
+   * Lettuce's message and, when it differs, the root cause's: "Unable to connect to host:port"
+   * alone does not tell a refused connection from a certificate nobody trusts.
+   */
+  private static String why(RedisException e) {
+    Throwable root = e;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    String why = String.valueOf(e.getMessage());
+    if (root != e && root.getMessage() != null && !why.contains(root.getMessage())) {
+      why += ": " + root.getMessage();
+    }
+    if (root instanceof GeneralSecurityException || root instanceof SSLException) {
+      why += " (TLS: see the options caCert, verifyPeer, clientCert and clientKey in docs/redis.md)";
+    }
+    return why;
+  }
+
+  /** The trust and the client certificate of the URI's TLS options (unused without TLS). */
+  private static SslOptions ssl(RedisSettings settings) {
+    SslOptions.Builder ssl = SslOptions.builder().jdkSslProvider().handshakeTimeout(settings.timeout);
+    if (settings.caCert != null) {
+      ssl.trustManager(settings.caCert.toFile());
+    }
+    if (settings.clientCert != null) {
+      ssl.keyManager(settings.clientCert.toFile(), settings.clientKey.toFile(), null);
+    }
+    return ssl.build();
   }
 
   /**

@@ -4,6 +4,8 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.SslVerifyMode;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -33,8 +35,12 @@ import java.util.regex.Pattern;
  * their retry-after; default false) with {@code denyCacheSize} (most limiters cached, default
  * {@value #DEFAULT_DENY_CACHE_SIZE}), {@code batch=true|false} (concurrent calls on one limiter
  * share a script run; default true), {@code spinWait=true|false} (a lone blocking caller spins
- * briefly for a fast reply before it parks; default true), and for TLS {@code verifyPeer=full|ca|none}. A password
- * applies to the Redis servers, not to Sentinels.
+ * briefly for a fast reply before it parks; default true), and for TLS {@code verifyPeer=full|ca|none},
+ * {@code caCert} (a PEM file of the certificates to trust instead of the JVM's trust store: a
+ * private CA) and {@code clientCert} with {@code clientKey} (PEM files: the certificate chain and
+ * unencrypted PKCS#8 key this client presents to a server that asks for one, as Redis does by
+ * default with {@code tls-auth-clients yes}). A password applies to the Redis servers, not to
+ * Sentinels.
  */
 final class RedisSettings {
   static final String DEFAULT_TIMEOUT_TEXT = "2s";
@@ -63,9 +69,14 @@ final class RedisSettings {
   final boolean batch;
   /** Whether a lone blocking caller spins briefly before it parks ({@link ReplyWait}). */
   final boolean spinWait;
+  /** TLS: the certificates to trust, or null for the JVM's trust store. */
+  final Path caCert;
+  /** TLS: the certificate chain and key presented to the server, or both null. */
+  final Path clientCert;
+  final Path clientKey;
 
   private RedisSettings(Topology topology, List<RedisURI> uris, Duration timeout, boolean denyCache,
-      int denyCacheSize, boolean batch, boolean spinWait) {
+      int denyCacheSize, boolean batch, boolean spinWait, Path caCert, Path clientCert, Path clientKey) {
     this.topology = topology;
     this.uris = List.copyOf(uris);
     this.timeout = timeout;
@@ -73,6 +84,9 @@ final class RedisSettings {
     this.denyCacheSize = denyCacheSize;
     this.batch = batch;
     this.spinWait = spinWait;
+    this.caCert = caCert;
+    this.clientCert = clientCert;
+    this.clientKey = clientKey;
   }
 
   static RedisSettings parse(String uri) {
@@ -136,6 +150,9 @@ final class RedisSettings {
     int denyCacheSize = DEFAULT_DENY_CACHE_SIZE;
     boolean batch = true;
     boolean spinWait = true;
+    Path caCert = null;
+    Path clientCert = null;
+    Path clientKey = null;
     for (Map.Entry<String, String> o : options.entrySet()) {
       String value = o.getValue();
       switch (o.getKey()) {
@@ -155,6 +172,9 @@ final class RedisSettings {
             throw bad(uri, "denyCacheSize must be a positive number of limiters, not '" + value + "'");
           }
         }
+        case "caCert" -> caCert = tlsFile(uri, tls, "caCert", value);
+        case "clientCert" -> clientCert = tlsFile(uri, tls, "clientCert", value);
+        case "clientKey" -> clientKey = tlsFile(uri, tls, "clientKey", value);
         case "verifyPeer" -> {
           if (!tls) {
             throw bad(uri, "verifyPeer applies to TLS only (rediss schemes)");
@@ -168,8 +188,12 @@ final class RedisSettings {
         }
         default -> throw bad(uri, "unknown option '" + o.getKey()
             + "'; known: timeout, clientName, denyCache, denyCacheSize, batch, spinWait, sentinelMasterId,"
-            + " verifyPeer");
+            + " verifyPeer, caCert, clientCert, clientKey");
       }
+    }
+
+    if ((clientCert == null) != (clientKey == null)) {
+      throw bad(uri, "clientCert and clientKey go together: the certificate chain and the key it certifies");
     }
 
     int database = 0;
@@ -207,7 +231,8 @@ final class RedisSettings {
         uris.add(finish(b, tls, verify, database, user, password, clientName, timeout));
       }
     }
-    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch, spinWait);
+    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch, spinWait, caCert, clientCert,
+        clientKey);
   }
 
   private static RedisURI finish(RedisURI.Builder b, boolean tls, SslVerifyMode verify, int database,
@@ -248,6 +273,18 @@ final class RedisSettings {
       hosts.add(new String[] {host, Integer.toString(port)});
     }
     return hosts;
+  }
+
+  /** A PEM file named by a TLS option: checked now, so that a typo is not a handshake failure later. */
+  private static Path tlsFile(String uri, boolean tls, String name, String value) {
+    if (!tls) {
+      throw bad(uri, name + " applies to TLS only (rediss schemes)");
+    }
+    Path file = Path.of(value);
+    if (!Files.isRegularFile(file) || !Files.isReadable(file)) {
+      throw bad(uri, name + " names '" + value + "', which is not a readable file");
+    }
+    return file;
   }
 
   private static boolean bool(String uri, String name, String value) {

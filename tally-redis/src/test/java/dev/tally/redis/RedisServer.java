@@ -244,6 +244,11 @@ final class RedisServer implements AutoCloseable {
     }
   }
 
+  /** A port free on 127.0.0.1, for a second listener such as {@code --tls-port}. */
+  static int freePort() {
+    return freePort(false);
+  }
+
   /** A port free on 127.0.0.1 (and port + 10000, a Cluster node's bus port, if asked). */
   private static int freePort(boolean withBusPort) {
     for (int attempt = 0; attempt < 200; attempt++) {

@@ -8,8 +8,12 @@ import dev.tally.redis.RedisSettings.Topology;
 import io.lettuce.core.RedisCredentials;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SslVerifyMode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The store URI forms of docs/redis.md, and the messages for the wrong ones. */
 class RedisSettingsTest {
@@ -101,6 +105,28 @@ class RedisSettingsTest {
     assertThatThrownBy(() -> RedisSettings.parse("redis://h:99999")).hasMessageContaining("out of range");
     assertThatThrownBy(() -> RedisSettings.parse("redis://h?verifyPeer=none")).hasMessageContaining("TLS");
     assertThatThrownBy(() -> RedisSettings.parse("redis://")).hasMessageContaining("no host");
+  }
+
+  @Test
+  void tlsFilesAreCheckedWhenTheUriIsRead(@TempDir Path dir) throws IOException {
+    Path ca = Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");
+    Path cert = Files.writeString(dir.resolve("client.pem"), "-----BEGIN CERTIFICATE-----\n");
+    Path key = Files.writeString(dir.resolve("client.key"), "-----BEGIN PRIVATE KEY-----\n");
+    RedisSettings s = RedisSettings.parse("rediss://h?caCert=" + ca + "&clientCert=" + cert + "&clientKey=" + key);
+    assertThat(s.caCert).isEqualTo(ca);
+    assertThat(s.clientCert).isEqualTo(cert);
+    assertThat(s.clientKey).isEqualTo(key);
+    assertThat(RedisSettings.parse("rediss://h").caCert).as("the JVM's trust store").isNull();
+    assertThatThrownBy(() -> RedisSettings.parse("redis://h?caCert=" + ca))
+        .hasMessageContaining("caCert applies to TLS only");
+    assertThatThrownBy(() -> RedisSettings.parse("rediss://h?caCert=" + dir.resolve("typo.pem")))
+        .hasMessageContaining("caCert names '" + dir.resolve("typo.pem") + "', which is not a readable file");
+    assertThatThrownBy(() -> RedisSettings.parse("rediss://h?caCert=" + dir))
+        .hasMessageContaining("not a readable file");
+    assertThatThrownBy(() -> RedisSettings.parse("rediss://h?clientCert=" + cert))
+        .hasMessageContaining("clientCert and clientKey go together");
+    assertThatThrownBy(() -> RedisSettings.parse("rediss://h?clientKey=" + key))
+        .hasMessageContaining("clientCert and clientKey go together");
   }
 
   @Test
