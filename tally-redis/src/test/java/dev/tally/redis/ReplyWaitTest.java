@@ -71,31 +71,54 @@ class ReplyWaitTest {
     other.join();
   }
 
-  @Test
-  void slowRepliesStopTheSpinAndAProbeGivesItAFreshChance() throws Exception {
-    ReplyWait wait = new ReplyWait(1, MS);
-    for (int i = 0; i < ReplyWait.MAX_MISSES; i++) {
-      assertThat(wait.spinning()).isTrue();
-      wait.get(replyAfter(60), 5_000 * MS); // the spin ends long before the reply: a miss
+  /** Calls with replies after {@code millis} until lone callers stop spinning; how many it took. */
+  private static int missesUntilParking(ReplyWait wait, long millis) throws Exception {
+    int calls = 0;
+    while (wait.spinning()) {
+      assertThat(calls).as("still spinning after %d slow replies", calls).isLessThan(100);
+      wait.get(CompletableFuture.supplyAsync(() -> "reply",
+          CompletableFuture.delayedExecutor(millis, TimeUnit.MILLISECONDS)), 5_000 * MS);
+      calls++;
     }
-    assertThat(wait.spinning()).isFalse();
-    int parked = 0;
-    while (!wait.spinning()) { // only the probe can turn it back on, whether it hits or misses
-      assertThat(cpuWaiting(wait, 2)).as("a call while spinning is off").isLessThan(20 * MS);
-      parked++;
-    }
-    assertThat(parked).isEqualTo(ReplyWait.PROBE_EVERY); // the probe missed again, but has its chance
+    return calls;
   }
 
   @Test
-  void aReplyWithinTheSpinWinsBackTheSpin() throws Exception {
-    ReplyWait wait = new ReplyWait(1, 50 * MS);
-    for (int i = 0; i < ReplyWait.MAX_MISSES - 1; i++) {
-      wait.get(replyAfter(250), 5_000 * MS);
+  void slowRepliesStopTheSpinAndOneCallInSoManyProbes() throws Exception {
+    ReplyWait wait = new ReplyWait(1, 20 * MS);
+    assertThat(missesUntilParking(wait, 40)).as("about 11 misses from a clean start").isBetween(10, 12);
+    int spun = 0;
+    for (int i = 0; i < ReplyWait.PROBE_EVERY; i++) {
+      if (cpuWaiting(wait, 30) > 4 * MS) { // slower than the spin: a miss, spun or parked
+        spun++;
+      }
     }
-    wait.get(replyAfter(10), 5_000 * MS);
-    wait.get(replyAfter(250), 5_000 * MS);
-    assertThat(wait.spinning()).as("one miss since the hit").isTrue();
+    assertThat(spun).as("the probe").isEqualTo(1);
+    assertThat(wait.spinning()).isFalse();
+  }
+
+  @Test
+  void aBurstOfSlowRepliesDoesNotStopTheSpin() throws Exception {
+    ReplyWait wait = new ReplyWait(1, 5 * MS);
+    for (int i = 0; i < 50; i++) {
+      wait.get(replyAfter(0), 5_000 * MS);
+    }
+    for (int i = 0; i < 6; i++) {
+      wait.get(replyAfter(15), 5_000 * MS); // each a miss
+    }
+    assertThat(wait.spinning()).as("six misses in a row after fifty hits").isTrue();
+  }
+
+  @Test
+  void repliesThatWouldHaveBeenCaughtWinBackTheSpin() throws Exception {
+    ReplyWait wait = new ReplyWait(1, 5 * MS);
+    missesUntilParking(wait, 15);
+    int calls = 0;
+    while (!wait.spinning()) {
+      assertThat(cpuWaiting(wait, 1)).as("a parked call").isLessThan(4 * MS);
+      calls++;
+    }
+    assertThat(calls).as("parked calls whose replies came within the spin's length").isBetween(1, 8);
   }
 
   @Test
