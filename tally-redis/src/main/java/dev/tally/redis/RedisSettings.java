@@ -34,7 +34,7 @@ import java.util.regex.Pattern;
  * {@code denyCache=true|false} (serve repeated rate-limiter denials from a local cache until
  * their retry-after; default false) with {@code denyCacheSize} (most limiters cached, default
  * {@value #DEFAULT_DENY_CACHE_SIZE}), {@code batch=true|false} (concurrent calls on one limiter
- * share a script run; default true), {@code spinWait=true|false} (a lone blocking caller spins
+ * share a script run; default true), {@code spinWait=true|false} (one waiting blocking caller spins
  * briefly for a fast reply before it parks; default true), and for TLS {@code verifyPeer=full|ca|none},
  * {@code caCert} (a PEM file of the certificates to trust instead of the JVM's trust store: a
  * private CA) and {@code clientCert} with {@code clientKey} (PEM files: the certificate chain and
@@ -67,7 +67,7 @@ final class RedisSettings {
   final int denyCacheSize;
   /** Whether concurrent calls on one limiter share a script run ({@link LimiterBatches}). */
   final boolean batch;
-  /** Whether a lone blocking caller spins briefly before it parks ({@link ReplyWait}). */
+  /** Whether one waiting blocking caller spins briefly before it parks ({@link ReplyWait}). */
   final boolean spinWait;
   /** TLS: the certificates to trust, or null for the JVM's trust store. */
   final Path caCert;

@@ -44,7 +44,7 @@ class ReplyWaitTest {
   }
 
   @Test
-  void aLoneCallerSpinsUntilTheReply() throws Exception {
+  void aCallerSpinsUntilTheReply() throws Exception {
     assertThat(cpuWaiting(new ReplyWait(1, 300 * MS), 200)).isGreaterThan(60 * MS);
   }
 
@@ -55,7 +55,7 @@ class ReplyWaitTest {
   }
 
   @Test
-  void whileAnotherCallerWaitsItParks() throws Exception {
+  void whileAnotherCallerSpinsItParks() throws Exception {
     ReplyWait wait = new ReplyWait(1, 300 * MS);
     CompletableFuture<String> first = replyAfter(1_000);
     Thread other = new Thread(() -> {
@@ -66,7 +66,7 @@ class ReplyWaitTest {
       }
     });
     other.start();
-    Thread.sleep(50); // the other caller now waits (it spins, being alone)
+    Thread.sleep(50); // the other caller now spins, for 300 ms, in the one place there is
     assertThat(cpuWaiting(wait, 200)).isLessThan(50 * MS);
     other.join();
   }
