@@ -30,8 +30,11 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -287,7 +290,7 @@ public final class RedisLimiterComparison {
     CountDownLatch go = new CountDownLatch(1);
     CountDownLatch done = new CountDownLatch(threads);
     long runNanos = (long) (seconds * 1e9);
-    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<Throwable> failures = new CopyOnWriteArrayList<>();
     redis.configResetstat();
     for (int t = 0; t < threads; t++) {
       int thread = t;
@@ -433,15 +436,20 @@ public final class RedisLimiterComparison {
   }
 
   private static double incrThreads(Counters counters, int threads, double seconds) throws InterruptedException {
+    return loop(threads, seconds, () -> counters.incr("k"));
+  }
+
+  /** Calls per second of {@code threads} threads each calling {@code call} in a loop for {@code seconds}. */
+  private static double loop(int threads, double seconds, Runnable call) throws InterruptedException {
     AtomicLong total = new AtomicLong();
-    long deadline = System.nanoTime() + (long) (seconds * 1e9);
-    List<Thread> workers = new ArrayList<>();
     long start = System.nanoTime();
+    long deadline = start + (long) (seconds * 1e9);
+    List<Thread> workers = new ArrayList<>();
     for (int t = 0; t < threads; t++) {
       Thread w = new Thread(() -> {
         long n = 0;
         while (System.nanoTime() < deadline) {
-          counters.incr("k");
+          call.run();
           n++;
         }
         total.addAndGet(n);
@@ -463,7 +471,7 @@ public final class RedisLimiterComparison {
   private static double incrAsync(Counters counters, int inFlight, double seconds) throws InterruptedException {
     AtomicLong done = new AtomicLong();
     CountDownLatch finished = new CountDownLatch(inFlight);
-    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<Throwable> failures = new CopyOnWriteArrayList<>();
     long start = System.nanoTime();
     long deadline = start + (long) (seconds * 1e9);
     for (int i = 0; i < inFlight; i++) {
@@ -481,7 +489,7 @@ public final class RedisLimiterComparison {
       List<Throwable> failures) {
     void next() {
       while (System.nanoTime() < deadline) {
-        java.util.concurrent.CompletableFuture<Long> reply = counters.async().incr("a").toCompletableFuture();
+        CompletableFuture<Long> reply = counters.async().incr("a").toCompletableFuture();
         if (!reply.isDone()) {
           reply.whenComplete((value, failure) -> {
             if (count(failure)) {
@@ -515,13 +523,9 @@ public final class RedisLimiterComparison {
    * client in this comparison pays one such wake-up per decision on top of its own work.
    */
   private static double handOffCeiling(int threads, double seconds) throws InterruptedException {
-    java.util.concurrent.LinkedBlockingQueue<java.util.concurrent.CompletableFuture<Void>> waiting =
-        new java.util.concurrent.LinkedBlockingQueue<>();
-    AtomicLong total = new AtomicLong();
-    long start = System.nanoTime();
-    long deadline = start + (long) (seconds * 1e9);
+    LinkedBlockingQueue<CompletableFuture<Void>> waiting = new LinkedBlockingQueue<>();
     Thread completer = new Thread(() -> {
-      List<java.util.concurrent.CompletableFuture<Void>> batch = new ArrayList<>();
+      List<CompletableFuture<Void>> batch = new ArrayList<>();
       try {
         while (true) {
           batch.add(waiting.take());
@@ -535,27 +539,15 @@ public final class RedisLimiterComparison {
     }, "hand-off completer");
     completer.setDaemon(true);
     completer.start();
-    List<Thread> workers = new ArrayList<>();
-    for (int t = 0; t < threads; t++) {
-      Thread w = new Thread(() -> {
-        long n = 0;
-        while (System.nanoTime() < deadline) {
-          java.util.concurrent.CompletableFuture<Void> f = new java.util.concurrent.CompletableFuture<>();
-          waiting.add(f);
-          f.join();
-          n++;
-        }
-        total.addAndGet(n);
+    try {
+      return loop(threads, seconds, () -> {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        waiting.add(f);
+        f.join();
       });
-      workers.add(w);
-      w.start();
+    } finally {
+      completer.interrupt();
     }
-    for (Thread w : workers) {
-      w.join();
-    }
-    double rate = total.get() / ((System.nanoTime() - start) / 1e9);
-    completer.interrupt();
-    return rate;
   }
 
   private static String uptime() {
