@@ -63,7 +63,8 @@ final class AsyncRedisStore implements AsyncStore {
   private final LimiterBatches batches; // null under a supplied clock, or with ?batch=false
   private final IncrBatches increments; // null with ?batch=false
 
-  AsyncRedisStore(RedisConnection connection, StoreContext context, RedisSettings settings) {
+  /** @param handoff where completions of blocking limiter calls go ({@link Handoff}) */
+  AsyncRedisStore(RedisConnection connection, StoreContext context, RedisSettings settings, Handoff handoff) {
     this.commands = connection.commands();
     this.scripts = new ScriptRunner(commands);
     this.cluster = connection.cluster();
@@ -71,7 +72,7 @@ final class AsyncRedisStore implements AsyncStore {
     this.clock = context.timeSource();
     this.clockOverridden = context.timeSourceOverridden();
     this.denyCache = settings.denyCache ? new DenyCache(settings.denyCacheSize, context.listener()) : null;
-    this.batches = settings.batch && !clockOverridden ? new LimiterBatches(this::runBatch) : null;
+    this.batches = settings.batch && !clockOverridden ? new LimiterBatches(this::runBatch, handoff) : null;
     this.increments = settings.batch ? new IncrBatches((key, delta) -> incr(key, delta, 0, true)) : null;
   }
 
@@ -233,6 +234,11 @@ final class AsyncRedisStore implements AsyncStore {
    */
   @Override
   public CompletableFuture<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
+    return limit(call, operation, permits, false);
+  }
+
+  /** {@link #limit}; {@code blocking} if the caller waits for the answer in {@link ReplyWait}. */
+  CompletableFuture<Decision> limit(LimiterCall call, LimiterOperation operation, long permits, boolean blocking) {
     String key = call.key();
     long stamp = 0;
     long sentAt = 0;
@@ -252,7 +258,7 @@ final class AsyncRedisStore implements AsyncStore {
     }
     CompletableFuture<Decision> decision;
     if (batches != null && LimiterBatches.batchable(operation)) {
-      decision = batches.submit(call, operation, permits);
+      decision = batches.submit(call, operation, permits, blocking);
     } else {
       String[] keys = {key};
       String[] args = LimiterScript.args(call, operation, permits, clock.nanos(), clockOverridden);

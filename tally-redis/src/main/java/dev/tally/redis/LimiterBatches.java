@@ -20,9 +20,9 @@ import java.util.function.Function;
 final class LimiterBatches {
   static final int MAX_BATCH = 128;
 
-  /** A call waiting for its batch. */
-  record Pending(LimiterCall call, LimiterOperation op, long permits, CompletableFuture<Decision> result)
-      implements Coalescing.Call<Decision> {
+  /** A call waiting for its batch; {@code blocking} if its caller waits for it in {@link ReplyWait}. */
+  record Pending(LimiterCall call, LimiterOperation op, long permits, boolean blocking,
+      CompletableFuture<Decision> result) implements Coalescing.Call<Decision> {
     @Override
     public String key() {
       return call.key();
@@ -31,18 +31,27 @@ final class LimiterBatches {
 
   private final Coalescing<Pending, List<Object>> coalescing;
 
-  /** @param sender runs the script for a batch (one call: the plain arguments) */
-  LimiterBatches(Function<List<Pending>, CompletableFuture<List<Object>>> sender) {
+  /**
+   * @param sender runs the script for a batch (one call: the plain arguments)
+   * @param handoff where the completions of a batch of blocking calls go ({@link Handoff})
+   */
+  LimiterBatches(Function<List<Pending>, CompletableFuture<List<Object>>> sender, Handoff handoff) {
     this.coalescing = new Coalescing<>(1, MAX_BATCH, (first, next) -> next.call().limits().equals(first.call().limits()),
-        sender, LimiterBatches::complete);
+        sender, (batch, values, failure) -> {
+          if (batch.stream().allMatch(Pending::blocking)) {
+            handoff.submit(() -> complete(batch, values, failure));
+          } else {
+            complete(batch, values, failure); // an asynchronous caller's callbacks run here, not on another caller
+          }
+        });
   }
 
   static boolean batchable(LimiterOperation op) {
     return op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK;
   }
 
-  CompletableFuture<Decision> submit(LimiterCall call, LimiterOperation op, long permits) {
-    Pending p = new Pending(call, op, permits, new CompletableFuture<>());
+  CompletableFuture<Decision> submit(LimiterCall call, LimiterOperation op, long permits, boolean blocking) {
+    Pending p = new Pending(call, op, permits, blocking, new CompletableFuture<>());
     coalescing.submit(p);
     return p.result();
   }

@@ -37,9 +37,10 @@ final class RedisStore implements Store {
   RedisStore(String uri, RedisConnection connection, StoreContext context, RedisSettings settings) {
     this.uri = uri;
     this.connection = connection;
-    this.async = new AsyncRedisStore(connection, context, settings);
+    Handoff handoff = new Handoff();
+    this.async = new AsyncRedisStore(connection, context, settings, handoff);
     this.waitNanos = connection.timeout().plus(SLACK).toNanos();
-    this.replies = new ReplyWait(settings.spinWait);
+    this.replies = new ReplyWait(settings.spinWait, handoff);
   }
 
   private <T> T await(CompletionStage<T> stage) {
@@ -122,7 +123,7 @@ final class RedisStore implements Store {
 
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
-    return await(async.limit(call, operation, permits));
+    return await(async.limit(call, operation, permits, true));
   }
 
   @Override

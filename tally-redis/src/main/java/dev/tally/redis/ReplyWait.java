@@ -8,7 +8,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * How a blocking call waits for its reply: one caller at a time (or a few, on many cores) spins
- * for a moment, yielding, before it parks, while replies keep arriving within that moment.
+ * for a moment, yielding, before it parks, while replies keep arriving within that moment. While
+ * it spins it also wakes the callers of the limiter batches that complete meanwhile, for the I/O
+ * thread ({@link Handoff}).
  *
  * <p>Why spin at all: a Redis on the same host or in the same rack answers in tens of
  * microseconds. A caller parked on its future must be woken by Lettuce's I/O thread when the
@@ -61,19 +63,26 @@ final class ReplyWait {
 
   private final int maxSpinners;
   private final long spinNanos;
+  private final Handoff handoff;
   /** Blocking callers spinning right now. */
   private final AtomicInteger spinners = new AtomicInteger();
   /** The moving average of misses, 0 to 1. Racy on purpose: a heuristic, not a count. */
   private volatile double misses;
   private int calls; // racy too: only picks which calls probe
 
-  ReplyWait(boolean enabled) {
-    this(enabled ? Math.max(1, Runtime.getRuntime().availableProcessors() / 4) : 0, SPIN_NANOS);
+  ReplyWait(boolean enabled, Handoff handoff) {
+    this(enabled ? Math.max(1, Runtime.getRuntime().availableProcessors() / 4) : 0, SPIN_NANOS, handoff);
   }
 
   ReplyWait(int maxSpinners, long spinNanos) {
+    this(maxSpinners, spinNanos, new Handoff());
+  }
+
+  /** @param handoff completions a spinning caller runs for the I/O thread ({@link Handoff}) */
+  ReplyWait(int maxSpinners, long spinNanos, Handoff handoff) {
     this.maxSpinners = maxSpinners;
     this.spinNanos = spinNanos;
+    this.handoff = handoff;
   }
 
   /** {@code future.get(timeout)}, after a brief spin when the rules above allow one. */
@@ -120,13 +129,26 @@ final class ReplyWait {
     misses = m + ((caught ? 0 : 1) - m) / MEMORY;
   }
 
-  private static boolean spin(CompletableFuture<?> future, long deadline) {
-    while (!future.isDone()) {
-      if (System.nanoTime() - deadline > 0) {
-        return false;
+  /**
+   * Waits for {@code future} until the deadline, meanwhile running the completions the I/O
+   * thread hands over ({@link Handoff}), if no other spinner serves them.
+   */
+  private boolean spin(CompletableFuture<?> future, long deadline) {
+    boolean serving = handoff.open();
+    try {
+      while (!future.isDone()) {
+        if (System.nanoTime() - deadline > 0) {
+          return false;
+        }
+        if (!serving || !handoff.serve()) {
+          Thread.yield(); // the core goes to any thread that can run: the I/O thread, a caller woken
+        }
       }
-      Thread.yield(); // the core goes to any thread that can run: the I/O thread, a caller woken
+      return true;
+    } finally {
+      if (serving) {
+        handoff.close();
+      }
     }
-    return true;
   }
 }

@@ -51,7 +51,7 @@ class ReplyWaitTest {
   @Test
   void turnedOffItParks() throws Exception {
     assertThat(cpuWaiting(new ReplyWait(0, 300 * MS), 200)).isLessThan(50 * MS);
-    assertThat(cpuWaiting(new ReplyWait(false), 200)).isLessThan(50 * MS);
+    assertThat(cpuWaiting(new ReplyWait(false, new Handoff()), 200)).isLessThan(50 * MS);
   }
 
   @Test
@@ -119,6 +119,33 @@ class ReplyWaitTest {
       calls++;
     }
     assertThat(calls).as("parked calls whose replies came within the spin's length").isBetween(1, 8);
+  }
+
+  @Test
+  void aSpinningCallerRunsTheCompletionsHandedToIt() throws Exception {
+    Handoff handoff = new Handoff();
+    ReplyWait wait = new ReplyWait(1, 2_000 * MS, handoff);
+    CompletableFuture<String> reply = new CompletableFuture<>();
+    CompletableFuture<Thread> completedOn = new CompletableFuture<>();
+    CompletableFuture<String> caller = CompletableFuture.supplyAsync(() -> {
+      try {
+        return wait.get(reply, 5_000 * MS);
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    while (handoff.open()) { // free: the caller does not spin yet
+      handoff.close();
+      Thread.sleep(5);
+    }
+    Thread io = new Thread(() -> handoff.submit(() -> {
+      completedOn.complete(Thread.currentThread());
+      reply.complete("reply");
+    }), "io");
+    io.start();
+    io.join();
+    assertThat(caller.get()).isEqualTo("reply");
+    assertThat(completedOn.get().getName()).as("the spinning caller's thread, not the I/O thread").isNotEqualTo("io");
   }
 
   @Test
