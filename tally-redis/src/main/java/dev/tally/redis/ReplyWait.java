@@ -5,6 +5,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * How a blocking call waits for its reply: one caller at a time (or a few, on many cores) spins
@@ -64,6 +65,9 @@ final class ReplyWait {
   private final int maxSpinners;
   private final long spinNanos;
   private final Handoff handoff;
+  /** Spins begun, and those that caught their reply: how tests see what happened. */
+  private final LongAdder spins = new LongAdder();
+  private final LongAdder catches = new LongAdder();
   /** Blocking callers spinning right now. */
   private final AtomicInteger spinners = new AtomicInteger();
   /** The moving average of misses, 0 to 1. Racy on purpose: a heuristic, not a count. */
@@ -101,10 +105,14 @@ final class ReplyWait {
       return future.get(timeoutNanos, TimeUnit.NANOSECONDS); // others spin already
     }
     boolean caught;
+    spins.increment();
     try {
       caught = spin(future, start + spinNanos);
     } finally {
       spinners.decrementAndGet();
+    }
+    if (caught) {
+      catches.increment();
     }
     learn(caught);
     return future.get(timeoutNanos - (System.nanoTime() - start), TimeUnit.NANOSECONDS);
@@ -117,6 +125,14 @@ final class ReplyWait {
       }
     }
     return false;
+  }
+
+  long spins() {
+    return spins.sum();
+  }
+
+  long catches() {
+    return catches.sum();
   }
 
   /** Whether callers spin now, rather than only one in {@value #PROBE_EVERY}. */
