@@ -2,11 +2,11 @@ package dev.tally.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tally.CoreAccess;
 import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
-import dev.tally.spi.LimiterOutcome;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -84,27 +84,6 @@ class HandoffTest {
     assertThat(ran).containsExactly("left in the slot", "after");
   }
 
-  /** A limiter call the batches only read the key and limits of. */
-  private static LimiterCall limiter(String key) {
-    List<Limit> limits = List.of(Limit.tokenBucket(10, 10, Duration.ofSeconds(1)));
-    return new LimiterCall() {
-      @Override
-      public String key() {
-        return key;
-      }
-
-      @Override
-      public List<Limit> limits() {
-        return limits;
-      }
-
-      @Override
-      public LimiterOutcome apply(long[] stored, long now, LimiterOperation operation, long permits) {
-        throw new UnsupportedOperationException("decided by the script");
-      }
-    };
-  }
-
   /** Runs one batch of two calls through LimiterBatches; the thread that completed the first. */
   private Thread completerOf(boolean firstBlocking, boolean secondBlocking) throws Exception {
     List<CompletableFuture<List<Object>>> replies = new ArrayList<>();
@@ -113,7 +92,7 @@ class HandoffTest {
       replies.add(reply);
       return reply;
     }, handoff);
-    LimiterCall call = limiter("hot");
+    LimiterCall call = CoreAccess.machine("hot", List.of(Limit.tokenBucket(10, 10, Duration.ofSeconds(1))));
     CompletableFuture<Decision> head = batches.submit(call, LimiterOperation.ACQUIRE, 1, true);
     CompletableFuture<Decision> a = batches.submit(call, LimiterOperation.ACQUIRE, 1, firstBlocking);
     CompletableFuture<Decision> b = batches.submit(call, LimiterOperation.ACQUIRE, 1, secondBlocking);
