@@ -53,10 +53,11 @@ import java.util.regex.Pattern;
  * mvn -B -q package -pl tally-bench -am -DskipTests
  * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisLimiterComparison [--seconds 3]
  *     [--workloads granting,denying] [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA,Bucket4j"]
- *     [--parts limiters,incr] [--uri redis://127.0.0.1:6379]
+ *     [--parts limiters,incr] [--repeat 1] [--uri redis://127.0.0.1:6379]
  * </pre>
  *
- * Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
+ * With {@code --repeat N} the clients of each row take N turns, one after the other, and the
+ * table shows each client's run of median rate, noting all N rates. Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
  * persistence) and stops it at the end. In each workload every limiter has the same limit:
  * <em>granting</em> has a burst and a rate so large that every request is granted (each decision
  * writes the new state: what a limiter does most of the time in production), <em>denying</em> a
@@ -118,6 +119,7 @@ public final class RedisLimiterComparison {
       options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
     }
     double seconds = Double.parseDouble(options.getOrDefault("seconds", "3"));
+    int repeat = Integer.parseInt(options.getOrDefault("repeat", "1"));
     int[] threadCounts = Arrays.stream(options.getOrDefault("threads", "1,8,32").split(","))
         .mapToInt(Integer::parseInt).toArray();
     Process server = null;
@@ -157,16 +159,20 @@ public final class RedisLimiterComparison {
       for (Workload workload : workloads) {
         for (int keys : keyCounts) {
           for (int threads : threadCounts) {
-            for (String name : names) {
-              if (name.endsWith("denyCache") && (keys != 1 || !workload.name().equals("denying"))) {
-                continue; // the guard only ever answers denials
-              }
-              try (Limiter limiter = open(name, client, uri, threads, workload)) {
-                Result r = measure(redis, workload, name, limiter, threads, keys, seconds);
-                results.add(r);
-                System.out.println(row(r));
+            Map<String, List<Result>> repeats = new LinkedHashMap<>();
+            for (int round = 0; round < repeat; round++) { // clients take turns, so drift hits all alike
+              for (String name : names) {
+                if (name.endsWith("denyCache") && (keys != 1 || !workload.name().equals("denying"))) {
+                  continue; // the guard only ever answers denials
+                }
+                try (Limiter limiter = open(name, client, uri, threads, workload)) {
+                  Result r = measure(redis, workload, name, limiter, threads, keys, seconds);
+                  repeats.computeIfAbsent(name, n -> new ArrayList<>()).add(r);
+                  System.out.println(row(r));
+                }
               }
             }
+            repeats.values().forEach(runs -> results.add(median(runs)));
           }
         }
       }
@@ -193,6 +199,24 @@ public final class RedisLimiterComparison {
         server.waitFor(10, TimeUnit.SECONDS);
       }
     }
+  }
+
+  /**
+   * The run of median rate among a client's repeats (the lower middle one of an even number),
+   * noting every repeat's rate; the table shows it, and every repeat's row was printed as it ran.
+   */
+  private static Result median(List<Result> runs) {
+    List<Result> byRate = new ArrayList<>(runs);
+    byRate.sort(java.util.Comparator.comparingDouble(Result::rate));
+    Result m = byRate.get((byRate.size() - 1) / 2);
+    if (runs.size() == 1) {
+      return m;
+    }
+    String rates = String.join(" / ", runs.stream().map(r -> String.format(Locale.ROOT, "%,.0f", r.rate())).toList());
+    String note = (m.note().isEmpty() ? "" : m.note() + "; ") + "median of " + runs.size() + " runs: " + rates
+        + (runs.stream().allMatch(Result::withinLimit) ? ", all within limit" : ", **a run went over its limit**");
+    return new Result(m.workload(), m.name(), m.threads(), m.keys(), m.decisions(), m.seconds(), m.p50us(), m.p99us(),
+        m.commands(), m.granted(), m.worstKeyGranted(), m.allowedPerKey(), note);
   }
 
   private static StatefulRedisConnection<String, String> connect(RedisClient client) {
