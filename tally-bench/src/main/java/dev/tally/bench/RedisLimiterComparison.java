@@ -56,8 +56,9 @@ import java.util.regex.Pattern;
  *     [--parts limiters,incr] [--repeat 1] [--uri redis://127.0.0.1:6379]
  * </pre>
  *
- * With {@code --repeat N} the clients of each row take N turns, one after the other, and the
- * table shows each client's run of median rate, noting all N rates. Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
+ * With {@code --repeat N} the clients of each row take N turns, one after the other, each round
+ * starting with the next client (so that none always follows the same one), and the table shows
+ * each client's run of median rate, noting all N rates. Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
  * persistence) and stops it at the end. In each workload every limiter has the same limit:
  * <em>granting</em> has a burst and a rate so large that every request is granted (each decision
  * writes the new state: what a limiter does most of the time in production), <em>denying</em> a
@@ -161,7 +162,8 @@ public final class RedisLimiterComparison {
           for (int threads : threadCounts) {
             Map<String, List<Result>> repeats = new LinkedHashMap<>();
             for (int round = 0; round < repeat; round++) { // clients take turns, so drift hits all alike
-              for (String name : names) {
+              for (int i = 0; i < names.size(); i++) {
+                String name = names.get((i + round) % names.size()); // and each goes first in turn
                 if (name.endsWith("denyCache") && (keys != 1 || !workload.name().equals("denying"))) {
                   continue; // the guard only ever answers denials
                 }
