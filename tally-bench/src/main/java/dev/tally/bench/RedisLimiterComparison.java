@@ -58,7 +58,9 @@ import java.util.regex.Pattern;
  *
  * With {@code --repeat N} the clients of each row take N turns, one after the other, each round
  * starting with the next client (so that none always follows the same one), and the table shows
- * each client's run of median rate, noting all N rates. Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
+ * each client's run of median rate, noting all N rates; after each row it prints every client's
+ * rate over Bucket4j batching's in the same round, with the median of those paired ratios.
+ * Without {@code --uri} it starts its own {@code redis-server} on a free loopback port (no
  * persistence) and stops it at the end. In each workload every limiter has the same limit:
  * <em>granting</em> has a burst and a rate so large that every request is granted (each decision
  * writes the new state: what a limiter does most of the time in production), <em>denying</em> a
@@ -182,6 +184,9 @@ public final class RedisLimiterComparison {
               }
             }
             repeats.values().forEach(runs -> results.add(median(runs)));
+            if (repeat > 1) {
+              System.out.println(pairedRatios(repeats, "Bucket4j batching"));
+            }
           }
         }
       }
@@ -226,6 +231,36 @@ public final class RedisLimiterComparison {
         + (runs.stream().allMatch(Result::withinLimit) ? ", all within limit" : ", **a run went over its limit**");
     return new Result(m.workload(), m.name(), m.threads(), m.keys(), m.decisions(), m.seconds(), m.p50us(), m.p99us(),
         m.commands(), m.granted(), m.worstKeyGranted(), m.allowedPerKey(), note);
+  }
+
+  /**
+   * Each client's rate over the reference client's in the same round, and the median of those
+   * ratios. A round's turns run back to back, so its ratio is the one least moved by the drift of
+   * a shared machine, which can shift every client's rate by a third within minutes.
+   */
+  private static String pairedRatios(Map<String, List<Result>> repeats, String reference) {
+    List<Result> base = repeats.get(reference);
+    if (base == null) {
+      return "";
+    }
+    StringBuilder out = new StringBuilder();
+    repeats.forEach((name, runs) -> {
+      if (name.equals(reference)) {
+        return;
+      }
+      double[] ratios = new double[Math.min(runs.size(), base.size())];
+      for (int i = 0; i < ratios.length; i++) {
+        ratios[i] = runs.get(i).rate() / base.get(i).rate();
+      }
+      double[] sorted = ratios.clone();
+      Arrays.sort(sorted);
+      double median = sorted.length % 2 == 1 ? sorted[sorted.length / 2]
+          : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+      out.append(String.format(Locale.ROOT, "# %s / %s, round by round: %s; median %.2f, lowest %.2f%n", name, reference,
+          String.join(" ", Arrays.stream(ratios).mapToObj(r -> String.format(Locale.ROOT, "%.2f", r)).toList()), median,
+          sorted[0]));
+    });
+    return out.toString();
   }
 
   private static StatefulRedisConnection<String, String> connect(RedisClient client) {
