@@ -24,7 +24,7 @@ import java.util.regex.Pattern;
  * rediss://...                                                 the same over TLS
  * redis-sentinel://[user:password@]host[:port][,host[:port]...][/db]?sentinelMasterId=name[&amp;options]
  * redis-sentinel://...[/db][?options]#name                     (Lettuce's spelling; sentinels on 26379)
- * rediss-sentinel://...                                        TLS to the servers Sentinel names
+ * rediss-sentinel://...                                        TLS to the Sentinels and the servers they name
  * redis-cluster://[user:password@]host[:port][,host[:port]...][?options]   seed nodes of a Cluster
  * rediss-cluster://...                                         the same over TLS
  * </pre>

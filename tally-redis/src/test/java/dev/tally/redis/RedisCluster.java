@@ -1,25 +1,62 @@
 package dev.tally.redis;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 /**
  * Three Cluster primaries on free ports, slots split evenly by {@code CLUSTER ADDSLOTSRANGE} and
  * joined with {@code CLUSTER MEET}: the smallest real Cluster, ready once every node reports
- * {@code cluster_state:ok} and knows the other two.
+ * {@code cluster_state:ok} and knows the other two. Over TLS ({@link #startTls}) the nodes also
+ * talk to each other over TLS, and each keeps its plain port for the tests' own checks.
  */
 final class RedisCluster implements AutoCloseable {
   private static final int SLOTS = 16384;
 
   final List<RedisServer> nodes = new ArrayList<>();
+  /** Where clients reach each node, and its cluster bus port, as CLUSTER MEET is told. */
+  private final List<int[]> endpoints = new ArrayList<>();
+  private final boolean tls;
+
+  private RedisCluster(boolean tls) {
+    this.tls = tls;
+  }
 
   static RedisCluster start() {
-    RedisCluster cluster = new RedisCluster();
+    return start(false, () -> {
+      RedisServer node = RedisServer.startClusterNode();
+      return new Node(node, node.port(), node.port() + 10_000);
+    });
+  }
+
+  /**
+   * Nodes that take clients on a TLS port and gossip over TLS ({@code tls-cluster yes}), with the
+   * server certificate and key given, trusting {@code ca} for the bus. Redis 7 tells a client that
+   * asks over TLS the nodes' TLS ports, and one that asks in plain text their plain ports.
+   */
+  static RedisCluster startTls(Path cert, Path key, Path ca) {
+    return start(true, () -> {
+      int tlsPort = RedisServer.freePort();
+      int busPort = RedisServer.freePort();
+      RedisServer node = RedisServer.startClusterNode("--tls-port", Integer.toString(tlsPort),
+          "--cluster-port", Integer.toString(busPort), "--tls-cluster", "yes", "--tls-cert-file", cert.toString(),
+          "--tls-key-file", key.toString(), "--tls-ca-cert-file", ca.toString(), "--tls-auth-clients", "no");
+      return new Node(node, tlsPort, busPort);
+    });
+  }
+
+  private record Node(RedisServer server, int clientPort, int busPort) {}
+
+  private static RedisCluster start(boolean tls, Supplier<Node> startNode) {
+    RedisCluster cluster = new RedisCluster(tls);
     try {
       for (int i = 0; i < 3; i++) {
-        cluster.nodes.add(RedisServer.startClusterNode());
+        Node node = startNode.get();
+        cluster.nodes.add(node.server());
+        cluster.endpoints.add(new int[] {node.clientPort(), node.busPort()});
       }
       int n = cluster.nodes.size();
       for (int i = 0; i < n; i++) {
@@ -27,8 +64,9 @@ final class RedisCluster implements AutoCloseable {
         int to = SLOTS * (i + 1) / n - 1;
         cluster.nodes.get(i).call("CLUSTER", "ADDSLOTSRANGE", Integer.toString(from), Integer.toString(to));
       }
-      for (RedisServer node : cluster.nodes.subList(1, n)) {
-        cluster.nodes.get(0).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(node.port()));
+      for (int[] endpoint : cluster.endpoints.subList(1, n)) {
+        cluster.nodes.get(0).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(endpoint[0]),
+            Integer.toString(endpoint[1]));
       }
       cluster.awaitReady();
       return cluster;
@@ -65,9 +103,10 @@ final class RedisCluster implements AutoCloseable {
         .collect(Collectors.toMap(l -> l.substring(0, l.indexOf(':')), l -> l.substring(l.indexOf(':') + 1).trim()));
   }
 
-  /** The store URI naming every node as a seed. */
+  /** The store URI naming every node as a seed ({@code rediss-cluster://} and the TLS ports over TLS). */
   String uri() {
-    return "redis-cluster://" + nodes.stream().map(n -> "127.0.0.1:" + n.port()).collect(Collectors.joining(","));
+    return (tls ? "rediss-cluster://" : "redis-cluster://")
+        + endpoints.stream().map(e -> "127.0.0.1:" + e[0]).collect(Collectors.joining(","));
   }
 
   /** The node that serves {@code key}'s slot. */

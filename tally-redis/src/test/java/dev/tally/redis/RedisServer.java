@@ -50,10 +50,15 @@ final class RedisServer implements AutoCloseable {
     return start(freePort(false), List.of(extra));
   }
 
-  /** Starts a Cluster node (its bus port, port + 10000, is free too). */
-  static RedisServer startClusterNode() {
-    return start(freePort(true), List.of("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+  /**
+   * Starts a Cluster node (its bus port, port + 10000, is free too); {@code extra} are more
+   * {@code --name value} options.
+   */
+  static RedisServer startClusterNode(String... extra) {
+    List<String> args = new ArrayList<>(List.of("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", "2000"));
+    args.addAll(List.of(extra));
+    return start(freePort(true), args);
   }
 
   private static RedisServer start(int port, List<String> extra) {
@@ -67,8 +72,11 @@ final class RedisServer implements AutoCloseable {
     return server;
   }
 
-  /** Starts a Sentinel watching {@code primaryPort} under {@code name}, with quick failure detection. */
-  static RedisServer startSentinel(String name, int primaryPort) {
+  /**
+   * Starts a Sentinel watching {@code primaryPort} under {@code name}, with quick failure
+   * detection; {@code extra} are more lines of its configuration file.
+   */
+  static RedisServer startSentinel(String name, int primaryPort, String... extra) {
     int port = freePort(false);
     Path dir = tempDir("sentinel-" + port);
     Path conf = dir.resolve("sentinel.conf");
@@ -82,6 +90,7 @@ final class RedisServer implements AutoCloseable {
           "sentinel down-after-milliseconds " + name + " 1000",
           "sentinel failover-timeout " + name + " 4000",
           "sentinel parallel-syncs " + name + " 1",
+          String.join("\n", extra),
           ""));
     } catch (IOException e) {
       throw new UncheckedIOException(e);

@@ -1,10 +1,15 @@
 package dev.tally.redis;
 
+import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * A primary, its replica and one Sentinel watching them with quick failure detection (down
- * after 1 s), so a failover completes within a few seconds of the primary dying.
+ * after 1 s), so a failover completes within a few seconds of the primary dying. Over TLS
+ * ({@link #startTls}) clients, replication and the Sentinel's own checks all use TLS ports, and
+ * every server keeps its plain port for the tests' own checks.
  */
 final class SentinelGroup implements AutoCloseable {
   static final String NAME = "tally";
@@ -12,11 +17,16 @@ final class SentinelGroup implements AutoCloseable {
   final RedisServer first;
   final RedisServer second;
   final RedisServer sentinel;
+  /** The ports clients use: the TLS ports in a TLS group, else the servers' own. */
+  private final int sentinelPort;
+  private final boolean tls;
 
-  private SentinelGroup(RedisServer first, RedisServer second, RedisServer sentinel) {
+  private SentinelGroup(RedisServer first, RedisServer second, RedisServer sentinel, int sentinelPort, boolean tls) {
     this.first = first;
     this.second = second;
     this.sentinel = sentinel;
+    this.sentinelPort = sentinelPort;
+    this.tls = tls;
   }
 
   static SentinelGroup start() {
@@ -26,18 +36,55 @@ final class SentinelGroup implements AutoCloseable {
     try {
       second = RedisServer.start("--replicaof", "127.0.0.1", Integer.toString(first.port()));
       sentinel = RedisServer.startSentinel(NAME, first.port());
-      SentinelGroup group = new SentinelGroup(first, second, sentinel);
-      group.awaitReplicaKnown();
-      return group;
+      return settled(new SentinelGroup(first, second, sentinel, sentinel.port(), false));
     } catch (RuntimeException e) {
-      first.close();
-      if (second != null) {
-        second.close();
-      }
-      if (sentinel != null) {
-        sentinel.close();
-      }
+      closeAll(first, second, sentinel);
       throw e;
+    }
+  }
+
+  /**
+   * The group over TLS, with the server certificate and key given and {@code ca} trusted: the
+   * replica replicates over TLS ({@code tls-replication yes}), and the Sentinel watches the
+   * primary's TLS port over TLS and names TLS ports to clients, who reach it on its TLS port.
+   * Returns it with the client ports: the primary's, the replica's, the Sentinel's.
+   */
+  static SentinelGroup startTls(Path cert, Path key, Path ca) {
+    List<String> tlsOptions = List.of("--tls-cert-file", cert.toString(), "--tls-key-file", key.toString(),
+        "--tls-ca-cert-file", ca.toString(), "--tls-auth-clients", "no", "--tls-replication", "yes");
+    int firstTls = RedisServer.freePort();
+    int secondTls = RedisServer.freePort();
+    int sentinelTls = RedisServer.freePort();
+    RedisServer first = null;
+    RedisServer second = null;
+    RedisServer sentinel = null;
+    try {
+      first = RedisServer.start(with(tlsOptions, "--tls-port", Integer.toString(firstTls)));
+      second = RedisServer.start(with(tlsOptions, "--tls-port", Integer.toString(secondTls), "--replicaof",
+          "127.0.0.1", Integer.toString(firstTls)));
+      sentinel = RedisServer.startSentinel(NAME, firstTls, "tls-port " + sentinelTls, "tls-cert-file " + cert,
+          "tls-key-file " + key, "tls-ca-cert-file " + ca, "tls-auth-clients no", "tls-replication yes");
+      return settled(new SentinelGroup(first, second, sentinel, sentinelTls, true));
+    } catch (RuntimeException e) {
+      closeAll(first, second, sentinel);
+      throw e;
+    }
+  }
+
+  private static String[] with(List<String> options, String... more) {
+    return Stream.concat(options.stream(), Arrays.stream(more)).toArray(String[]::new);
+  }
+
+  private static SentinelGroup settled(SentinelGroup group) {
+    group.awaitReplicaKnown();
+    return group;
+  }
+
+  private static void closeAll(RedisServer... servers) {
+    for (RedisServer server : servers) {
+      if (server != null) {
+        server.close();
+      }
     }
   }
 
@@ -55,7 +102,7 @@ final class SentinelGroup implements AutoCloseable {
     throw new IllegalStateException("the Sentinel group did not settle:\n" + sentinel.logTail());
   }
 
-  /** The port of the primary as the Sentinel names it now. */
+  /** The port of the primary as the Sentinel names it now (its TLS port in a TLS group). */
   int primaryPort() {
     List<?> address = (List<?>) sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", NAME);
     return Integer.parseInt((String) address.get(1));
@@ -63,13 +110,12 @@ final class SentinelGroup implements AutoCloseable {
 
   /** The store URI: the Sentinel and the group's name. */
   String uri(String options) {
-    return "redis-sentinel://127.0.0.1:" + sentinel.port() + "/0?sentinelMasterId=" + NAME + options;
+    return (tls ? "rediss-sentinel://" : "redis-sentinel://") + "127.0.0.1:" + sentinelPort + "/0?sentinelMasterId="
+        + NAME + options;
   }
 
   @Override
   public void close() {
-    sentinel.close();
-    second.close();
-    first.close();
+    closeAll(sentinel, second, first);
   }
 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Counters;
 import dev.tally.Limit;
+import dev.tally.StoreException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.Tally;
 import java.io.File;
@@ -13,6 +14,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -25,7 +29,9 @@ import org.junit.jupiter.api.Test;
  * names, checks the server's name unless told {@code verifyPeer=ca}, presents
  * {@code clientCert} when Redis demands one, and fails at once, saying why, when it cannot
  * trust the server or the server will not have it. The plain port stays open for the test's own
- * checks and configuration.
+ * checks and configuration. {@code rediss-cluster://} runs against a Cluster whose nodes speak TLS
+ * to clients and to each other, and {@code rediss-sentinel://} against a Sentinel group that uses
+ * TLS throughout, through a failover.
  */
 class TlsTest {
   private static Path dir;
@@ -149,5 +155,62 @@ class TlsTest {
     }).isInstanceOf(dev.tally.StoreException.class);
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(10));
     assertThat(server.call("EXISTS", "tls:plain")).isEqualTo(0L);
+  }
+
+  @Test
+  void aClusterOverTlsIsFoundFromOneSeedAndEveryKeyGoesToItsSlot() {
+    try (RedisCluster cluster = RedisCluster.startTls(dir.resolve("server.pem"), certs.key("server"), ca)) {
+      String oneSeed = cluster.uri().replaceFirst(",.*", "");
+      assertThatThrownBy(() -> Tally.open(oneSeed + "?timeout=2s"))
+          .isInstanceOf(StoreUnavailableException.class)
+          .hasMessageContaining("unable to find valid certification path");
+      try (Tally tally = Tally.open(oneSeed + "?timeout=2s&caCert=" + ca)) {
+        Counters counters = tally.counters("tlsc");
+        Set<RedisServer> nodes = new HashSet<>();
+        Set<String> written = new HashSet<>();
+        for (int i = 0; nodes.size() < cluster.nodes.size() || written.size() < 30; i++) {
+          assertThat(counters.incr("k" + i, i + 1)).isEqualTo(i + 1);
+          RedisServer node = cluster.nodeFor("tlsc:k" + i);
+          assertThat(node.call("GET", "tlsc:k" + i)).as("on the primary of its slot").isEqualTo(Integer.toString(i + 1));
+          nodes.add(node);
+          written.add("k" + i);
+        }
+        assertThat(counters.keys("k")).as("SCAN over TLS on every primary").containsExactlyInAnyOrderElementsOf(written);
+        tally.counters("{tlsc}").transaction(tx -> tx.incr("views").incr("clicks", 2));
+        assertThat(cluster.nodeFor("{tlsc}:clicks").call("GET", "{tlsc}:clicks")).isEqualTo("2");
+        assertThat(tally.limiter("tlsc-api", Limit.tokenBucket(2, 1, Duration.ofHours(1))).tryAcquire(2)).isTrue();
+        assertThat(tally.limiter("tlsc-api", Limit.tokenBucket(2, 1, Duration.ofHours(1))).tryAcquire()).isFalse();
+      }
+    }
+  }
+
+  @Test
+  void aSentinelGroupOverTlsFollowsAFailover() {
+    try (SentinelGroup group = SentinelGroup.startTls(dir.resolve("server.pem"), certs.key("server"), ca);
+        Tally tally = Tally.open(group.uri("&timeout=1s&caCert=" + ca))) {
+      Counters counters = tally.counters("tlss");
+      counters.put("k", 100);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (!"100".equals(group.second.call("GET", "tlss:k"))) {
+        assertThat(System.nanoTime()).as("replication over TLS").isLessThan(deadline);
+        RedisServer.sleep(20);
+      }
+      int before = group.primaryPort();
+
+      group.sentinel.call("SENTINEL", "FAILOVER", SentinelGroup.NAME);
+      deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+      for (int inARow = 0; inARow < 20; ) {
+        assertThat(System.nanoTime()).as("calls succeed on the new primary within 40 s").isLessThan(deadline);
+        boolean switched = group.primaryPort() != before && "master".equals(group.second.info("replication").get("role"));
+        try {
+          counters.incr("k");
+          inARow = switched ? inARow + 1 : 0;
+        } catch (StoreException e) {
+          inARow = 0;
+          RedisServer.sleep(50);
+        }
+      }
+      assertThat(Long.parseLong((String) group.second.call("GET", "tlss:k"))).as("on the promoted replica").isGreaterThan(100);
+    }
   }
 }
