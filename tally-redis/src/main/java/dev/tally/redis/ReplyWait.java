@@ -35,7 +35,12 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Spinning burns a CPU, so it is bounded three ways:
  * <ul>
  *   <li><b>At most {@code max(1, processors / 4)} callers spin at a time</b>; the others park
- *       at once. Spinning threads beyond that would only take turns on the same cores.
+ *       at once. More spinners only take turns on the same cores, and they take those cores
+ *       from the threads that produce the replies. Letting every caller yield instead of
+ *       parking was tried on the two-core VM. It was faster for 32 threads on one hot key,
+ *       where batches are large and Redis and the I/O thread need little CPU per caller.
+ *       It was slower, at 2-4 times the CPU per call, for 4 or 8 threads. Beside a CPU-bound
+ *       process it was 5 times slower (docs/benchmarks.md).
  *   <li><b>Never longer than {@value #SPIN_NANOS} ns</b> per call.
  *   <li><b>Only while it pays.</b> Every call that spins, or that parks because spinning is off,
  *       tells whether a spin catches its reply: one that spun, by whether the reply came before
