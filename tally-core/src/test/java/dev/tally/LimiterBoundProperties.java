@@ -13,11 +13,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.statistics.Statistics;
+import org.junit.jupiter.api.Test;
 
 /**
  * Whatever the interleaving, no limit grants more than its algorithm's bound, counting every
@@ -50,7 +46,7 @@ class LimiterBoundProperties {
       grants += granted > 0 ? 1 : 0;
     }
     long tens = grants * 10 / t.steps().size() * 10;
-    Statistics.label("calls granted").collect(tens + "-" + (tens + 9) + "%");
+    Property.collect("calls granted", tens + "-" + (tens + 9) + "%");
     return events;
   }
 
@@ -66,75 +62,83 @@ class LimiterBoundProperties {
     return sums;
   }
 
-  @Property(tries = 1000)
-  void bucketsGrantAtMostTheBurstPlusTheRefill(@ForAll("buckets") Timeline t) {
-    Limit limit = t.limits().get(0);
-    List<Event> events = play(t);
-    BigInteger[][] sums = prefixSums(events);
-    BigInteger capacity = big(limit.limit());
-    BigInteger interval = big(limit.intervalNanos());
-    int n = events.size();
-    // Every interval [a, b] whose ends are instants of the timeline, with all calls at a and b.
-    for (int i = 0; i < n; i++) {
-      if (i > 0 && events.get(i - 1).at() == events.get(i).at()) {
-        continue; // not the first call at this instant
-      }
-      long a = events.get(i).at();
-      for (int j = i; j < n; j++) {
-        if (j + 1 < n && events.get(j + 1).at() == events.get(j).at()) {
-          continue; // not the last call at this instant
+  @Test
+  void bucketsGrantAtMostTheBurstPlusTheRefill() {
+    Property.forAll(4000, buckets(), t -> {
+      Limit limit = t.limits().get(0);
+      List<Event> events = play(t);
+      BigInteger[][] sums = prefixSums(events);
+      BigInteger capacity = big(limit.limit());
+      BigInteger interval = big(limit.intervalNanos());
+      int n = events.size();
+      // Every interval [a, b] whose ends are instants of the timeline, with all calls at a and b.
+      for (int i = 0; i < n; i++) {
+        if (i > 0 && events.get(i - 1).at() == events.get(i).at()) {
+          continue; // not the first call at this instant
         }
-        long b = events.get(j).at();
-        BigInteger granted = sums[0][j + 1].subtract(sums[0][i]);
-        BigInteger bound = capacity.add(big(b).subtract(big(a)).divide(interval))
-            .add(sums[1][j + 1].subtract(sums[1][i]));
+        long a = events.get(i).at();
+        for (int j = i; j < n; j++) {
+          if (j + 1 < n && events.get(j + 1).at() == events.get(j).at()) {
+            continue; // not the last call at this instant
+          }
+          long b = events.get(j).at();
+          BigInteger granted = sums[0][j + 1].subtract(sums[0][i]);
+          BigInteger bound = capacity.add(big(b).subtract(big(a)).divide(interval))
+              .add(sums[1][j + 1].subtract(sums[1][i]));
+          if (granted.compareTo(bound) > 0) {
+            throw new AssertionError(limit + " granted " + granted + " in [" + a + ", " + b + "], bound " + bound);
+          }
+        }
+      }
+    });
+  }
+
+  @Test
+  void fixedWindowGrantsAtMostTheLimitPerWindow() {
+    Property.forAll(4000, fixedWindows(), t -> {
+      Limit limit = t.limits().get(0);
+      perPeriod(limit, play(t), e -> Math.floorDiv(e.at(), limit.intervalNanos()));
+    });
+  }
+
+  @Test
+  void slidingWindowGrantsAtMostTheLimitPerWindowAndTwiceInAnySpan() {
+    Property.forAll(4000, slidingWindows(), t -> {
+      Limit limit = t.limits().get(0);
+      long w = limit.intervalNanos();
+      List<Event> events = play(t);
+      perPeriod(limit, events, e -> Math.floorDiv(e.at(), w));
+      // Any span [a, a + W) meets at most two aligned windows: 2 * limit plus what their refunds gave back.
+      Map<Long, BigInteger> returnedPerWindow = new HashMap<>();
+      for (Event e : events) {
+        returnedPerWindow.merge(Math.floorDiv(e.at(), w), big(e.returned()), BigInteger::add);
+      }
+      BigInteger twice = big(limit.limit()).shiftLeft(1);
+      for (int i = 0; i < events.size(); i++) {
+        long a = events.get(i).at();
+        if (i > 0 && events.get(i - 1).at() == a) {
+          continue;
+        }
+        BigInteger granted = BigInteger.ZERO;
+        for (int j = i; j < events.size() && events.get(j).at() - a < w; j++) {
+          granted = granted.add(big(events.get(j).granted()));
+        }
+        long first = Math.floorDiv(a, w);
+        BigInteger bound = twice.add(returnedPerWindow.getOrDefault(first, BigInteger.ZERO))
+            .add(returnedPerWindow.getOrDefault(first + 1, BigInteger.ZERO));
         if (granted.compareTo(bound) > 0) {
-          throw new AssertionError(limit + " granted " + granted + " in [" + a + ", " + b + "], bound " + bound);
+          throw new AssertionError(limit + " granted " + granted + " in a window's span from " + a + ", bound " + bound);
         }
       }
-    }
+    });
   }
 
-  @Property(tries = 1000)
-  void fixedWindowGrantsAtMostTheLimitPerWindow(@ForAll("fixedWindows") Timeline t) {
-    Limit limit = t.limits().get(0);
-    perPeriod(limit, play(t), e -> Math.floorDiv(e.at(), limit.intervalNanos()));
-  }
-
-  @Property(tries = 1000)
-  void slidingWindowGrantsAtMostTheLimitPerWindowAndTwiceInAnySpan(@ForAll("slidingWindows") Timeline t) {
-    Limit limit = t.limits().get(0);
-    long w = limit.intervalNanos();
-    List<Event> events = play(t);
-    perPeriod(limit, events, e -> Math.floorDiv(e.at(), w));
-    // Any span [a, a + W) meets at most two aligned windows: 2 * limit plus what their refunds gave back.
-    Map<Long, BigInteger> returnedPerWindow = new HashMap<>();
-    for (Event e : events) {
-      returnedPerWindow.merge(Math.floorDiv(e.at(), w), big(e.returned()), BigInteger::add);
-    }
-    BigInteger twice = big(limit.limit()).shiftLeft(1);
-    for (int i = 0; i < events.size(); i++) {
-      long a = events.get(i).at();
-      if (i > 0 && events.get(i - 1).at() == a) {
-        continue;
-      }
-      BigInteger granted = BigInteger.ZERO;
-      for (int j = i; j < events.size() && events.get(j).at() - a < w; j++) {
-        granted = granted.add(big(events.get(j).granted()));
-      }
-      long first = Math.floorDiv(a, w);
-      BigInteger bound = twice.add(returnedPerWindow.getOrDefault(first, BigInteger.ZERO))
-          .add(returnedPerWindow.getOrDefault(first + 1, BigInteger.ZERO));
-      if (granted.compareTo(bound) > 0) {
-        throw new AssertionError(limit + " granted " + granted + " in a window's span from " + a + ", bound " + bound);
-      }
-    }
-  }
-
-  @Property(tries = 1000)
-  void quotaGrantsAtMostTheAllowancePlusTopUpsPerPeriod(@ForAll("quotas") Timeline t) {
-    Limit limit = t.limits().get(0);
-    perPeriod(limit, play(t), e -> ReferenceModels.Quota.periodOf(e.at(), limit.period(), limit.zone()));
+  @Test
+  void quotaGrantsAtMostTheAllowancePlusTopUpsPerPeriod() {
+    Property.forAll(4000, quotas(), t -> {
+      Limit limit = t.limits().get(0);
+      perPeriod(limit, play(t), e -> ReferenceModels.Quota.periodOf(e.at(), limit.period(), limit.zone()));
+    });
   }
 
   /** Within each period (window, calendar period), granted ≤ limit + returned. */
@@ -154,23 +158,19 @@ class LimiterBoundProperties {
     }
   }
 
-  @Provide
-  Arbitrary<Timeline> buckets() {
+  private static Gen<Timeline> buckets() {
     return Timelines.timelines(Timelines.buckets(false), Extra.NONE);
   }
 
-  @Provide
-  Arbitrary<Timeline> fixedWindows() {
+  private static Gen<Timeline> fixedWindows() {
     return Timelines.timelines(Timelines.fixedWindows(false), Extra.NONE);
   }
 
-  @Provide
-  Arbitrary<Timeline> slidingWindows() {
+  private static Gen<Timeline> slidingWindows() {
     return Timelines.timelines(Timelines.slidingWindows(false), Extra.NONE);
   }
 
-  @Provide
-  Arbitrary<Timeline> quotas() {
+  private static Gen<Timeline> quotas() {
     return Timelines.timelines(Timelines.quotas(false), Extra.NONE);
   }
 }

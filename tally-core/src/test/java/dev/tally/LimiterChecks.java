@@ -11,7 +11,6 @@ import dev.tally.Timelines.Timeline;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import java.util.List;
-import net.jqwik.api.statistics.Statistics;
 
 /** Checks the property tests run on every call of a timeline. */
 final class LimiterChecks {
@@ -44,9 +43,9 @@ final class LimiterChecks {
       }
     }
     // Reported with each property: agreement proves little unless most timelines get here.
-    Statistics.label("denied with a finite wait").collect(waited);
-    Statistics.label("denied for ever").collect(never);
-    Statistics.label("ran out").collect(emptied);
+    Property.collect("denied with a finite wait", waited);
+    Property.collect("denied for ever", never);
+    Property.collect("ran out", emptied);
   }
 
   /** Plays a timeline and checks every decision's own consistency; see {@link #sane}. */

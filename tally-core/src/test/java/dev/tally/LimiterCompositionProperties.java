@@ -11,11 +11,7 @@ import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import java.util.Arrays;
 import java.util.List;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.statistics.Statistics;
+import org.junit.jupiter.api.Test;
 
 /**
  * Two limits composed are all-or-nothing: a request is granted iff each limit alone would grant
@@ -29,14 +25,18 @@ import net.jqwik.api.statistics.Statistics;
  */
 class LimiterCompositionProperties {
 
-  @Property(tries = 1000)
-  void composedLimitsAreAllOrNothing(@ForAll("pairs") Timeline t) {
-    play(t);
+  @Test
+  void composedLimitsAreAllOrNothing() {
+    Property.forAll(4000, pairs(), t -> {
+      play(t);
+    });
   }
 
-  @Property(tries = 1000)
-  void quotasWithTopUpsComposeAllOrNothing(@ForAll("quotaPairs") Timeline t) {
-    play(t);
+  @Test
+  void quotasWithTopUpsComposeAllOrNothing() {
+    Property.forAll(4000, quotaPairs(), t -> {
+      play(t);
+    });
   }
 
   private static void play(Timeline t) {
@@ -53,7 +53,7 @@ class LimiterCompositionProperties {
         throw new AssertionError("step " + i + " (" + s + ") at " + now + ": " + e.getMessage(), e);
       }
     }
-    Statistics.label("denied calls").collect(denied == 0 ? "none" : denied < 10 ? "1-9" : "10+");
+    Property.collect("denied calls", denied == 0 ? "none" : denied < 10 ? "1-9" : "10+");
   }
 
   /** Runs one step on the composed machine and checks it; returns whether it was allowed. */
@@ -144,13 +144,11 @@ class LimiterCompositionProperties {
     return false;
   }
 
-  @Provide
-  Arbitrary<Timeline> pairs() {
+  private static Gen<Timeline> pairs() {
     return Timelines.pairs(Timelines.anyLimit(false), Timelines.anyLimit(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> quotaPairs() {
+  private static Gen<Timeline> quotaPairs() {
     return Timelines.pairs(Timelines.quotas(false), Timelines.anyLimit(false), Extra.RESET);
   }
 }

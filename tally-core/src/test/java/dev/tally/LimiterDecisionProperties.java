@@ -2,10 +2,7 @@ package dev.tally;
 
 import dev.tally.Timelines.Extra;
 import dev.tally.Timelines.Timeline;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import org.junit.jupiter.api.Test;
 
 /**
  * Every decision of every kind of limiter, alone or composed with another, is consistent with
@@ -15,33 +12,36 @@ import net.jqwik.api.Provide;
  */
 class LimiterDecisionProperties {
 
-  @Property(tries = 1500)
-  void singleLimitDecisionsAreExact(@ForAll("singles") Timeline t) {
-    LimiterChecks.decisionsAreSane(t);
+  @Test
+  void singleLimitDecisionsAreExact() {
+    Property.forAll(6000, singles(), t -> {
+      LimiterChecks.decisionsAreSane(t);
+    });
   }
 
-  @Property(tries = 1000)
-  void composedDecisionsAreExact(@ForAll("pairs") Timeline t) {
-    LimiterChecks.decisionsAreSane(t);
+  @Test
+  void composedDecisionsAreExact() {
+    Property.forAll(4000, pairs(), t -> {
+      LimiterChecks.decisionsAreSane(t);
+    });
   }
 
-  @Property(tries = 1000)
-  void quotasWithTopUpsComposedAreExact(@ForAll("quotaPairs") Timeline t) {
-    LimiterChecks.decisionsAreSane(t);
+  @Test
+  void quotasWithTopUpsComposedAreExact() {
+    Property.forAll(4000, quotaPairs(), t -> {
+      LimiterChecks.decisionsAreSane(t);
+    });
   }
 
-  @Provide
-  Arbitrary<Timeline> quotaPairs() {
+  private static Gen<Timeline> quotaPairs() {
     return Timelines.pairs(Timelines.quotas(false), Timelines.anyLimit(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> singles() {
+  private static Gen<Timeline> singles() {
     return Timelines.timelines(Timelines.anyLimit(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> pairs() {
+  private static Gen<Timeline> pairs() {
     return Timelines.pairs(Timelines.anyLimit(false), Timelines.anyLimit(false), Extra.RESET);
   }
 }

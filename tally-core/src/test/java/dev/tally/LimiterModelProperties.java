@@ -2,10 +2,7 @@ package dev.tally;
 
 import dev.tally.Timelines.Extra;
 import dev.tally.Timelines.Timeline;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import org.junit.jupiter.api.Test;
 
 /**
  * Every limit kind makes exactly the decisions of its reference model ({@link ReferenceModels}):
@@ -14,63 +11,69 @@ import net.jqwik.api.Provide;
  */
 class LimiterModelProperties {
 
-  @Property(tries = 1500)
-  void tokenBucketIsTheExactRationalBucket(@ForAll("tokenBuckets") Timeline t) {
-    LimiterChecks.agreesWithModel(t);
+  @Test
+  void tokenBucketIsTheExactRationalBucket() {
+    Property.forAll(6000, tokenBuckets(), t -> {
+      LimiterChecks.agreesWithModel(t);
+    });
   }
 
-  @Property(tries = 1500)
-  void leakyBucketIsTheSameBucket(@ForAll("leakyBuckets") Timeline t) {
-    LimiterChecks.agreesWithModel(t);
+  @Test
+  void leakyBucketIsTheSameBucket() {
+    Property.forAll(6000, leakyBuckets(), t -> {
+      LimiterChecks.agreesWithModel(t);
+    });
   }
 
-  @Property(tries = 1500)
-  void gcraIsTheSameBucketWithBurstPlusOne(@ForAll("gcras") Timeline t) {
-    LimiterChecks.agreesWithModel(t);
+  @Test
+  void gcraIsTheSameBucketWithBurstPlusOne() {
+    Property.forAll(6000, gcras(), t -> {
+      LimiterChecks.agreesWithModel(t);
+    });
   }
 
-  @Property(tries = 1500)
-  void fixedWindowCountsPerAlignedWindow(@ForAll("fixedWindows") Timeline t) {
-    LimiterChecks.agreesWithModel(t);
+  @Test
+  void fixedWindowCountsPerAlignedWindow() {
+    Property.forAll(6000, fixedWindows(), t -> {
+      LimiterChecks.agreesWithModel(t);
+    });
   }
 
-  @Property(tries = 1500)
-  void slidingWindowWeighsThePreviousWindow(@ForAll("slidingWindows") Timeline t) {
-    LimiterChecks.agreesWithModel(t);
+  @Test
+  void slidingWindowWeighsThePreviousWindow() {
+    Property.forAll(6000, slidingWindows(), t -> {
+      LimiterChecks.agreesWithModel(t);
+    });
   }
 
-  @Property(tries = 1500)
-  void quotaCountsPerCalendarPeriod(@ForAll("quotas") Timeline t) {
-    LimiterChecks.agreesWithModel(t);
+  @Test
+  void quotaCountsPerCalendarPeriod() {
+    Property.forAll(6000, quotas(), t -> {
+      LimiterChecks.agreesWithModel(t);
+    });
   }
 
-  @Provide
-  Arbitrary<Timeline> tokenBuckets() {
+  private static Gen<Timeline> tokenBuckets() {
     return Timelines.timelines(Timelines.tokenBuckets(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> leakyBuckets() {
+  private static Gen<Timeline> leakyBuckets() {
     return Timelines.timelines(Timelines.leakyBuckets(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> gcras() {
+  private static Gen<Timeline> gcras() {
     return Timelines.timelines(Timelines.gcras(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> fixedWindows() {
+  private static Gen<Timeline> fixedWindows() {
     return Timelines.timelines(Timelines.fixedWindows(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> slidingWindows() {
+  private static Gen<Timeline> slidingWindows() {
     return Timelines.timelines(Timelines.slidingWindows(false), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> quotas() {
+  private static Gen<Timeline> quotas() {
     return Timelines.timelines(Timelines.quotas(false), Extra.RESET);
   }
 }

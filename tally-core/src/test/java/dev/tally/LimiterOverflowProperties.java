@@ -1,5 +1,6 @@
 package dev.tally;
 
+import static dev.tally.Gen.w;
 import static dev.tally.LimiterChecks.check;
 import static dev.tally.Timelines.big;
 
@@ -8,12 +9,7 @@ import dev.tally.Timelines.Timeline;
 import java.math.BigInteger;
 import java.time.Duration;
 import java.time.ZoneOffset;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.Tuple;
+import org.junit.jupiter.api.Test;
 
 /**
  * Extreme parameters: capacities and windows up to the largest span a limit may have, periods of
@@ -30,9 +26,19 @@ class LimiterOverflowProperties {
     TOKEN_BUCKET, TOKEN_BUCKET_FULL_REFILL, LEAKY_BUCKET, GCRA, FIXED_WINDOW, SLIDING_WINDOW, QUOTA
   }
 
-  @Property(tries = 10_000)
-  void limitsAreRefusedExactlyWhenTheRulesSay(
-      @ForAll Factory factory, @ForAll("numbers") long a, @ForAll("numbers") long b, @ForAll("durations") Duration p) {
+  /** What a limit is made of: a factory and its arguments. */
+  record Args(Factory factory, long a, long b, Duration p) {}
+
+  @Test
+  void limitsAreRefusedExactlyWhenTheRulesSay() {
+    Gen<Factory> factories = Gen.of(Factory.class);
+    Gen<Long> numbers = numbers();
+    Gen<Duration> durations = durations();
+    Property.forAll(100_000, random -> new Args(factories.next(random), numbers.next(random), numbers.next(random), durations.next(random)),
+        x -> refusedExactlyWhenTheRulesSay(x.factory(), x.a(), x.b(), x.p()));
+  }
+
+  private static void refusedExactlyWhenTheRulesSay(Factory factory, long a, long b, Duration p) {
     BigInteger nanos = big(p.getSeconds()).multiply(NANOS_PER_SECOND).add(big(p.getNano()));
     boolean periodOk = nanos.signum() > 0 && nanos.bitLength() <= 63;
     Limit made;
@@ -113,50 +119,50 @@ class LimiterOverflowProperties {
     return qr[1].signum() == 0 ? qr[0] : qr[0].add(BigInteger.ONE);
   }
 
-  @Provide
-  Arbitrary<Long> numbers() {
+  private static Gen<Long> numbers() {
     long span = Limit.MAX_SPAN_NANOS;
-    return Arbitraries.frequencyOf(
-        Tuple.of(3, Arbitraries.longs().between(-3, 30)),
-        Tuple.of(3, Arbitraries.longs()),
-        Tuple.of(2, Arbitraries.longs().between(Long.MAX_VALUE - 3, Long.MAX_VALUE)),
-        Tuple.of(1, Arbitraries.longs().between(Long.MIN_VALUE, Long.MIN_VALUE + 3)),
-        Tuple.of(2, Arbitraries.longs().between(span - 3, span + 3)),
-        Tuple.of(2, Arbitraries.longs().between(1, 64).map(k -> span / k + k % 3 - 1)));
+    return Gen.frequencyOf(
+        w(3, Gen.longs(-3, 30)),
+        w(3, Gen.longs()),
+        w(2, Gen.longs(Long.MAX_VALUE - 3, Long.MAX_VALUE)),
+        w(1, Gen.longs(Long.MIN_VALUE, Long.MIN_VALUE + 3)),
+        w(2, Gen.longs(span - 3, span + 3)),
+        w(2, Gen.longs(1, 64).map(k -> span / k + k % 3 - 1)));
   }
 
-  @Provide
-  Arbitrary<Duration> durations() {
-    return Arbitraries.frequencyOf(
-        Tuple.of(3, Arbitraries.longs().map(Duration::ofNanos)),
-        Tuple.of(2, Arbitraries.longs().between(-3, 3_000_000_000L).map(Duration::ofNanos)),
-        Tuple.of(2, Arbitraries.longs().between(-10, 1_000_000).map(Duration::ofSeconds)),
-        Tuple.of(2, Arbitraries.longs().between(Limit.MAX_SPAN_NANOS - 3, Limit.MAX_SPAN_NANOS + 3).map(Duration::ofNanos)),
-        Tuple.of(2, Arbitraries.longs().between(Long.MAX_VALUE - 3, Long.MAX_VALUE).map(Duration::ofNanos)),
-        Tuple.of(1, Arbitraries.longs().between(9_223_372_035L, 9_223_372_037L)
-            .flatMap(s -> Arbitraries.longs().between(0, 999_999_999).map(n -> Duration.ofSeconds(s, n)))),
-        Tuple.of(1, Arbitraries.longs().between(0, 200_000).map(Duration::ofDays)),
-        Tuple.of(1, Arbitraries.longs().map(Duration::ofSeconds)));
+  private static Gen<Duration> durations() {
+    return Gen.frequencyOf(
+        w(3, Gen.longs().map(Duration::ofNanos)),
+        w(2, Gen.longs(-3, 3_000_000_000L).map(Duration::ofNanos)),
+        w(2, Gen.longs(-10, 1_000_000).map(Duration::ofSeconds)),
+        w(2, Gen.longs(Limit.MAX_SPAN_NANOS - 3, Limit.MAX_SPAN_NANOS + 3).map(Duration::ofNanos)),
+        w(2, Gen.longs(Long.MAX_VALUE - 3, Long.MAX_VALUE).map(Duration::ofNanos)),
+        w(1, Gen.longs(9_223_372_035L, 9_223_372_037L)
+            .flatMap(s -> Gen.longs(0, 999_999_999).map(n -> Duration.ofSeconds(s, n)))),
+        w(1, Gen.longs(0, 200_000).map(Duration::ofDays)),
+        w(1, Gen.longs().map(Duration::ofSeconds)));
   }
 
-  @Property(tries = 1000)
-  void hugeLimitsAgreeWithTheirModels(@ForAll("hugeSingles") Timeline t) {
-    LimiterChecks.agreesWithModel(t);
-    LimiterChecks.decisionsAreSane(t);
+  @Test
+  void hugeLimitsAgreeWithTheirModels() {
+    Property.forAll(4000, hugeSingles(), t -> {
+      LimiterChecks.agreesWithModel(t);
+      LimiterChecks.decisionsAreSane(t);
+    });
   }
 
-  @Property(tries = 500)
-  void hugeComposedDecisionsAreExact(@ForAll("hugePairs") Timeline t) {
-    LimiterChecks.decisionsAreSane(t);
+  @Test
+  void hugeComposedDecisionsAreExact() {
+    Property.forAll(2000, hugePairs(), t -> {
+      LimiterChecks.decisionsAreSane(t);
+    });
   }
 
-  @Provide
-  Arbitrary<Timeline> hugeSingles() {
+  private static Gen<Timeline> hugeSingles() {
     return Timelines.timelines(Timelines.anyLimit(true), Extra.RESET);
   }
 
-  @Provide
-  Arbitrary<Timeline> hugePairs() {
+  private static Gen<Timeline> hugePairs() {
     return Timelines.pairs(Timelines.anyLimit(true), Timelines.anyLimit(true), Extra.RESET);
   }
 }

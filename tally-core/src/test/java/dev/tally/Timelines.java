@@ -1,5 +1,7 @@
 package dev.tally;
 
+import static dev.tally.Gen.w;
+
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import java.math.BigInteger;
@@ -14,11 +16,6 @@ import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.RandomDistribution;
-import net.jqwik.api.Tuple;
 
 /**
  * Generated timelines of limiter calls for the property tests, and a driver that plays them on a
@@ -85,34 +82,52 @@ final class Timelines {
   // Limits
 
   /** Token buckets, leaky buckets and GCRA limits alike. */
-  static Arbitrary<Limit> buckets(boolean hugeOnly) {
-    return Arbitraries.oneOf(tokenBuckets(hugeOnly), leakyBuckets(hugeOnly), gcras(hugeOnly));
+  static Gen<Limit> buckets(boolean hugeOnly) {
+    return Gen.oneOf(tokenBuckets(hugeOnly), leakyBuckets(hugeOnly), gcras(hugeOnly));
   }
 
   /** {@code Limit.tokenBucket(C, R, P)} (and the two-argument form) for a chosen interval. */
-  static Arbitrary<Limit> tokenBuckets(boolean hugeOnly) {
-    return intervals(hugeOnly).flatMap(t -> Combinators.combine(
-            units(MAX_SPAN / t, hugeOnly), units(Long.MAX_VALUE / t, hugeOnly), Arbitraries.longs().between(0, 9))
-        .as((c, r, pick) -> {
-          if (pick == 0 && c <= Long.MAX_VALUE / t) {
-            return Limit.tokenBucket(c, Duration.ofNanos(c * t));
-          }
-          return Limit.tokenBucket(c, r, Duration.ofNanos(periodFor(t, r, pick)));
-        }));
+  static Gen<Limit> tokenBuckets(boolean hugeOnly) {
+    return intervals(hugeOnly).flatMap(t -> {
+      Gen<Long> capacities = units(MAX_SPAN / t, hugeOnly);
+      Gen<Long> refills = units(Long.MAX_VALUE / t, hugeOnly);
+      Gen<Long> picks = Gen.longs(0, 9);
+      return random -> {
+        long c = capacities.next(random);
+        long r = refills.next(random);
+        long pick = picks.next(random);
+        if (pick == 0 && c <= Long.MAX_VALUE / t) {
+          return Limit.tokenBucket(c, Duration.ofNanos(c * t));
+        }
+        return Limit.tokenBucket(c, r, Duration.ofNanos(periodFor(t, r, pick)));
+      };
+    });
   }
 
   /** {@code Limit.leakyBucket(C, drainTime)}. */
-  static Arbitrary<Limit> leakyBuckets(boolean hugeOnly) {
-    return intervals(hugeOnly).flatMap(t -> Combinators.combine(
-            units(MAX_SPAN / t, hugeOnly), Arbitraries.longs().between(0, 9))
-        .as((c, pick) -> Limit.leakyBucket(c, Duration.ofNanos(periodFor(t, c, pick)))));
+  static Gen<Limit> leakyBuckets(boolean hugeOnly) {
+    return intervals(hugeOnly).flatMap(t -> {
+      Gen<Long> capacities = units(MAX_SPAN / t, hugeOnly);
+      Gen<Long> picks = Gen.longs(0, 9);
+      return random -> {
+        long c = capacities.next(random);
+        return Limit.leakyBucket(c, Duration.ofNanos(periodFor(t, c, picks.next(random))));
+      };
+    });
   }
 
   /** {@code Limit.gcra(maxBurst, count, period)}: capacity is {@code maxBurst + 1}. */
-  static Arbitrary<Limit> gcras(boolean hugeOnly) {
-    return intervals(hugeOnly).flatMap(t -> Combinators.combine(
-            units(MAX_SPAN / t, hugeOnly), units(Long.MAX_VALUE / t, hugeOnly), Arbitraries.longs().between(0, 9))
-        .as((c, count, pick) -> Limit.gcra(c - 1, count, Duration.ofNanos(periodFor(t, count, pick)))));
+  static Gen<Limit> gcras(boolean hugeOnly) {
+    return intervals(hugeOnly).flatMap(t -> {
+      Gen<Long> capacities = units(MAX_SPAN / t, hugeOnly);
+      Gen<Long> counts = units(Long.MAX_VALUE / t, hugeOnly);
+      Gen<Long> picks = Gen.longs(0, 9);
+      return random -> {
+        long c = capacities.next(random);
+        long count = counts.next(random);
+        return Limit.gcra(c - 1, count, Duration.ofNanos(periodFor(t, count, picks.next(random))));
+      };
+    });
   }
 
   /**
@@ -129,75 +144,77 @@ final class Timelines {
   }
 
   /** Nanoseconds per unit of refill. */
-  private static Arbitrary<Long> intervals(boolean hugeOnly) {
+  private static Gen<Long> intervals(boolean hugeOnly) {
     if (hugeOnly) {
-      return Arbitraries.frequencyOf(
-          Tuple.of(3, Arbitraries.of(1L, 2L, 3L, MAX_SPAN, MAX_SPAN - 1, MAX_SPAN / 2 + 1, MAX_SPAN / 3)),
-          Tuple.of(3, Arbitraries.longs().between(1, MAX_SPAN).withDistribution(RandomDistribution.biased())),
-          Tuple.of(2, Arbitraries.longs().between(1_000_000_000_000L, MAX_SPAN)));
+      return Gen.frequencyOf(
+          w(3, Gen.of(1L, 2L, 3L, MAX_SPAN, MAX_SPAN - 1, MAX_SPAN / 2 + 1, MAX_SPAN / 3)),
+          w(3, Gen.biased(1, MAX_SPAN)),
+          w(2, Gen.longs(1_000_000_000_000L, MAX_SPAN)));
     }
-    return Arbitraries.frequencyOf(
-        Tuple.of(20, Arbitraries.longs().between(1, 100)),
-        Tuple.of(30, Arbitraries.longs().between(100, 1_000_000_000L)),
-        Tuple.of(15, Arbitraries.of(1_000L, 1_000_000L, SECOND, 60 * SECOND, HOUR, 333_333_334L)),
-        Tuple.of(10, Arbitraries.longs().between(1_000_000_000L, 1_000_000_000_000L)),
-        Tuple.of(5, Arbitraries.longs().between(1, MAX_SPAN)),
-        Tuple.of(3, Arbitraries.of(1L, MAX_SPAN)));
+    return Gen.frequencyOf(
+        w(20, Gen.longs(1, 100)),
+        w(30, Gen.longs(100, 1_000_000_000L)),
+        w(15, Gen.of(1_000L, 1_000_000L, SECOND, 60 * SECOND, HOUR, 333_333_334L)),
+        w(10, Gen.longs(1_000_000_000L, 1_000_000_000_000L)),
+        w(5, Gen.longs(1, MAX_SPAN)),
+        w(3, Gen.of(1L, MAX_SPAN)));
   }
 
   /** A count of units in {@code [1, max]}: mostly small, sometimes {@code max} or near it. */
-  private static Arbitrary<Long> units(long max, boolean hugeOnly) {
-    Arbitrary<Long> small = Arbitraries.longs().between(1, Math.min(max, 20));
-    Arbitrary<Long> any = Arbitraries.longs().between(1, max);
-    Arbitrary<Long> top = Arbitraries.longs().between(Math.max(1, max - 3), max);
+  private static Gen<Long> units(long max, boolean hugeOnly) {
+    Gen<Long> small = Gen.longs(1, Math.min(max, 20));
+    Gen<Long> any = Gen.longs(1, max);
+    Gen<Long> top = Gen.longs(Math.max(1, max - 3), max);
     if (hugeOnly) {
-      return Arbitraries.frequencyOf(Tuple.of(2, small), Tuple.of(4, any), Tuple.of(4, top));
+      return Gen.frequencyOf(w(2, small), w(4, any), w(4, top));
     }
-    return Arbitraries.frequencyOf(
-        Tuple.of(60, small),
-        Tuple.of(20, Arbitraries.longs().between(1, Math.min(max, 1_000_000))),
-        Tuple.of(10, any),
-        Tuple.of(5, top));
+    return Gen.frequencyOf(
+        w(60, small),
+        w(20, Gen.longs(1, Math.min(max, 1_000_000))),
+        w(10, any),
+        w(5, top));
   }
 
   /** Window lengths in nanoseconds, from 1 ns to {@link Limit#MAX_SPAN_NANOS}. */
-  private static Arbitrary<Long> windows(boolean hugeOnly) {
+  private static Gen<Long> windows(boolean hugeOnly) {
     if (hugeOnly) {
-      return Arbitraries.frequencyOf(
-          Tuple.of(1, Arbitraries.of(1L, 2L, MAX_SPAN, MAX_SPAN - 1)),
-          Tuple.of(3, Arbitraries.longs().between(1_000_000_000_000L, MAX_SPAN)));
+      return Gen.frequencyOf(
+          w(1, Gen.of(1L, 2L, MAX_SPAN, MAX_SPAN - 1)),
+          w(3, Gen.longs(1_000_000_000_000L, MAX_SPAN)));
     }
-    return Arbitraries.frequencyOf(
-        Tuple.of(15, Arbitraries.longs().between(1, 1000)),
-        Tuple.of(30, Arbitraries.longs().between(1000, 10_000_000_000L)),
-        Tuple.of(20, Arbitraries.of(SECOND, 60 * SECOND, HOUR, DAY, 7 * DAY, 1_500_000_001L)),
-        Tuple.of(5, Arbitraries.longs().between(10_000_000_000L, MAX_SPAN)),
-        Tuple.of(2, Arbitraries.of(1L, MAX_SPAN)));
+    return Gen.frequencyOf(
+        w(15, Gen.longs(1, 1000)),
+        w(30, Gen.longs(1000, 10_000_000_000L)),
+        w(20, Gen.of(SECOND, 60 * SECOND, HOUR, DAY, 7 * DAY, 1_500_000_001L)),
+        w(5, Gen.longs(10_000_000_000L, MAX_SPAN)),
+        w(2, Gen.of(1L, MAX_SPAN)));
   }
 
   /** Window limits and allowances, up to {@link Long#MAX_VALUE}. */
-  private static Arbitrary<Long> counts(boolean hugeOnly) {
+  private static Gen<Long> counts(boolean hugeOnly) {
     if (hugeOnly) {
-      return Arbitraries.frequencyOf(
-          Tuple.of(2, Arbitraries.longs().between(1, Long.MAX_VALUE)),
-          Tuple.of(2, Arbitraries.longs().between(Long.MAX_VALUE - 3, Long.MAX_VALUE)),
-          Tuple.of(1, Arbitraries.longs().between(1, 3)));
+      return Gen.frequencyOf(
+          w(2, Gen.longs(1, Long.MAX_VALUE)),
+          w(2, Gen.longs(Long.MAX_VALUE - 3, Long.MAX_VALUE)),
+          w(1, Gen.longs(1, 3)));
     }
-    return Arbitraries.frequencyOf(
-        Tuple.of(70, Arbitraries.longs().between(1, 20)),
-        Tuple.of(15, Arbitraries.longs().between(1, 1_000_000)),
-        Tuple.of(5, Arbitraries.longs().between(1, Long.MAX_VALUE)),
-        Tuple.of(3, Arbitraries.just(Long.MAX_VALUE)));
+    return Gen.frequencyOf(
+        w(70, Gen.longs(1, 20)),
+        w(15, Gen.longs(1, 1_000_000)),
+        w(5, Gen.longs(1, Long.MAX_VALUE)),
+        w(3, Gen.just(Long.MAX_VALUE)));
   }
 
-  static Arbitrary<Limit> fixedWindows(boolean hugeOnly) {
-    return Combinators.combine(counts(hugeOnly), windows(hugeOnly))
-        .as((limit, w) -> Limit.fixedWindow(limit, Duration.ofNanos(w)));
+  static Gen<Limit> fixedWindows(boolean hugeOnly) {
+    Gen<Long> counts = counts(hugeOnly);
+    Gen<Long> windows = windows(hugeOnly);
+    return random -> Limit.fixedWindow(counts.next(random), Duration.ofNanos(windows.next(random)));
   }
 
-  static Arbitrary<Limit> slidingWindows(boolean hugeOnly) {
-    return Combinators.combine(counts(hugeOnly), windows(hugeOnly))
-        .as((limit, w) -> Limit.slidingWindow(limit, Duration.ofNanos(w)));
+  static Gen<Limit> slidingWindows(boolean hugeOnly) {
+    Gen<Long> counts = counts(hugeOnly);
+    Gen<Long> windows = windows(hugeOnly);
+    return random -> Limit.slidingWindow(counts.next(random), Duration.ofNanos(windows.next(random)));
   }
 
   /** Zones with unusual days: DST at midnight, half-hour shifts, skipped days, historic overlaps. */
@@ -228,32 +245,34 @@ final class Timelines {
     return false;
   }).collect(Collectors.toUnmodifiableList());
 
-  static Arbitrary<ZoneId> zones() {
-    return Arbitraries.frequencyOf(
-        Tuple.of(3, Arbitraries.of(TRICKY_ZONES)),
-        Tuple.of(2, Arbitraries.of(DATE_GOES_BACK)),
-        Tuple.of(2, Arbitraries.of(ALL_ZONES))).map(ZoneId::of);
+  static Gen<ZoneId> zones() {
+    return Gen.frequencyOf(
+        w(3, Gen.of(TRICKY_ZONES)),
+        w(2, Gen.of(DATE_GOES_BACK)),
+        w(2, Gen.of(ALL_ZONES))).map(ZoneId::of);
   }
 
-  static Arbitrary<Limit> quotas(boolean hugeOnly) {
-    return Combinators.combine(counts(hugeOnly), Arbitraries.of(Limit.Period.class), zones())
-        .as(Limit::quota);
+  static Gen<Limit> quotas(boolean hugeOnly) {
+    Gen<Long> counts = counts(hugeOnly);
+    Gen<Limit.Period> periods = Gen.of(Limit.Period.class);
+    Gen<ZoneId> zones = zones();
+    return random -> Limit.quota(counts.next(random), periods.next(random), zones.next(random));
   }
 
   /** Any limit of any kind. */
-  static Arbitrary<Limit> anyLimit(boolean hugeOnly) {
-    return Arbitraries.frequencyOf(
-        Tuple.of(3, buckets(hugeOnly)),
-        Tuple.of(2, fixedWindows(hugeOnly)),
-        Tuple.of(2, slidingWindows(hugeOnly)),
-        Tuple.of(2, quotas(hugeOnly)));
+  static Gen<Limit> anyLimit(boolean hugeOnly) {
+    return Gen.frequencyOf(
+        w(3, buckets(hugeOnly)),
+        w(2, fixedWindows(hugeOnly)),
+        w(2, slidingWindows(hugeOnly)),
+        w(2, quotas(hugeOnly)));
   }
 
   // ---------------------------------------------------------------------------------------------
   // Timelines
 
   /** Timelines of 50 to 300 steps over one limit. */
-  static Arbitrary<Timeline> timelines(Arbitrary<Limit> limits, Extra extra) {
+  static Gen<Timeline> timelines(Gen<Limit> limits, Extra extra) {
     return limits.flatMap(l -> timelines(List.of(l), l, extra));
   }
 
@@ -261,27 +280,32 @@ final class Timelines {
    * Timelines of 50 to 300 steps over two limits, one of {@code first} and one of
    * {@code second} in either order, at the time scale of one of them.
    */
-  static Arbitrary<Timeline> pairs(Arbitrary<Limit> first, Arbitrary<Limit> second, Extra extra) {
-    return Combinators.combine(first, second, Arbitraries.of(0, 1), Arbitraries.of(0, 1))
-        .flatAs((a, b, swap, pace) -> {
-          List<Limit> limits = swap == 0 ? List.of(a, b) : List.of(b, a);
-          return timelines(limits, limits.get(pace), extra);
-        });
+  static Gen<Timeline> pairs(Gen<Limit> first, Gen<Limit> second, Extra extra) {
+    return random -> {
+      Limit a = first.next(random);
+      Limit b = second.next(random);
+      List<Limit> limits = random.nextBoolean() ? List.of(a, b) : List.of(b, a);
+      return timelines(limits, limits.get(random.nextInt(2)), extra).next(random);
+    };
   }
 
-  private static Arbitrary<Timeline> timelines(List<Limit> limits, Limit pace, Extra extra) {
+  private static Gen<Timeline> timelines(List<Limit> limits, Limit pace, Extra extra) {
     long full = full(pace);
     long scale = scale(pace);
     boolean quota = limits.stream().anyMatch(l -> l.kind() == Limit.Kind.QUOTA);
     long cap = limits.stream().mapToLong(Limit::limit).max().orElseThrow();
-    Arbitrary<Long> permits = limits.size() == 1
+    Gen<Long> permits = limits.size() == 1
         ? permits(cap)
-        : Arbitraries.oneOf(permits(limits.get(0).limit()), permits(limits.get(1).limit()));
-    Arbitrary<Step> step = Combinators.combine(moves(scale, full), ops(quota, extra), permits)
-        .as((m, op, n) -> new Step(m.move(), m.amount(), op, n));
-    Arbitrary<List<Step>> steps = step.list().ofMinSize(50).ofMaxSize(300)
-        .withSizeDistribution(RandomDistribution.uniform());
-    return Combinators.combine(starts(pace, full), steps).as((s, st) -> new Timeline(limits, s, st));
+        : Gen.oneOf(permits(limits.get(0).limit()), permits(limits.get(1).limit()));
+    Gen<MoveBy> moves = moves(scale, full);
+    Gen<LimiterOperation> ops = ops(quota, extra);
+    Gen<Step> step = random -> {
+      MoveBy m = moves.next(random);
+      return new Step(m.move(), m.amount(), ops.next(random), permits.next(random));
+    };
+    Gen<List<Step>> steps = step.list(50, 300);
+    Gen<Long> starts = starts(pace, full);
+    return random -> new Timeline(limits, starts.next(random), steps.next(random));
   }
 
   /** The span over which a limit's state matters: a full refill, a window, a period. */
@@ -312,72 +336,73 @@ final class Timelines {
 
   private record MoveBy(Move move, long amount) {}
 
-  private static Arbitrary<MoveBy> moves(long scale, long full) {
-    Arbitrary<Long> nearby = Arbitraries.frequencyOf(
-        Tuple.of(3, Arbitraries.of(-1L, 0L, 1L)),
-        Tuple.of(1, Arbitraries.longs().between(-Math.min(scale, 1L << 40), Math.min(scale, 1L << 40))));
-    return Arbitraries.frequencyOf(
-        Tuple.of(10, Arbitraries.just(new MoveBy(Move.BY, 0))),
-        Tuple.of(30, Arbitraries.longs().between(1, scale).map(g -> new MoveBy(Move.BY, g))),
-        Tuple.of(8, Arbitraries.longs().between(1, Math.max(1, full)).map(g -> new MoveBy(Move.BY, g))),
-        Tuple.of(5, Combinators.combine(Arbitraries.longs().between(1, 3), Arbitraries.longs().between(-1, 1))
-            .as((k, d) -> new MoveBy(Move.BY, saturatedTimes(k, full) + d))),
-        Tuple.of(1, Arbitraries.longs().between(1, MAX_SPAN).map(g -> new MoveBy(Move.BY, g))),
-        Tuple.of(10, nearby.map(d -> new MoveBy(Move.TO_BOUNDARY, d))),
-        Tuple.of(12, Arbitraries.of(-1L, 0L, 0L, 1L).map(d -> new MoveBy(Move.TO_RETRY, d))),
-        Tuple.of(4, Arbitraries.of(-1L, 0L, 1L).map(d -> new MoveBy(Move.TO_RESET, d))));
+  private static Gen<MoveBy> moves(long scale, long full) {
+    Gen<Long> nearby = Gen.frequencyOf(
+        w(3, Gen.of(-1L, 0L, 1L)),
+        w(1, Gen.longs(-Math.min(scale, 1L << 40), Math.min(scale, 1L << 40))));
+    return Gen.frequencyOf(
+        w(10, Gen.just(new MoveBy(Move.BY, 0))),
+        w(30, Gen.longs(1, scale).map(gap -> new MoveBy(Move.BY, gap))),
+        w(8, Gen.longs(1, Math.max(1, full)).map(gap -> new MoveBy(Move.BY, gap))),
+        w(5, random -> new MoveBy(Move.BY, saturatedTimes(1 + random.nextInt(3), full) + random.nextInt(-1, 2))),
+        w(1, Gen.longs(1, MAX_SPAN).map(gap -> new MoveBy(Move.BY, gap))),
+        w(10, nearby.map(d -> new MoveBy(Move.TO_BOUNDARY, d))),
+        w(12, Gen.of(-1L, 0L, 0L, 1L).map(d -> new MoveBy(Move.TO_RETRY, d))),
+        w(4, Gen.of(-1L, 0L, 1L).map(d -> new MoveBy(Move.TO_RESET, d))));
   }
 
-  private static Arbitrary<LimiterOperation> ops(boolean quota, Extra extra) {
-    List<Tuple.Tuple2<Integer, LimiterOperation>> ops = new ArrayList<>(List.of(
-        Tuple.of(80, LimiterOperation.ACQUIRE),
-        Tuple.of(7, LimiterOperation.PEEK),
-        Tuple.of(8, LimiterOperation.REFUND)));
+  private static Gen<LimiterOperation> ops(boolean quota, Extra extra) {
+    List<Gen.Weighted<LimiterOperation>> ops = new ArrayList<>(List.of(
+        w(80, Gen.just(LimiterOperation.ACQUIRE)),
+        w(7, Gen.just(LimiterOperation.PEEK)),
+        w(8, Gen.just(LimiterOperation.REFUND))));
     if (quota) {
-      ops.add(Tuple.of(5, LimiterOperation.TOP_UP));
+      ops.add(w(5, Gen.just(LimiterOperation.TOP_UP)));
     }
     if (extra == Extra.RESET) {
-      ops.add(Tuple.of(1, LimiterOperation.RESET));
+      ops.add(w(1, Gen.just(LimiterOperation.RESET)));
     }
-    return Arbitraries.frequency(ops);
+    return Gen.frequencyOf(ops);
   }
 
   /** Permits for a limit of {@code cap}: 0, 1, a few, up to the limit, just over, far over. */
-  static Arbitrary<Long> permits(long cap) {
+  static Gen<Long> permits(long cap) {
     long over = cap == Long.MAX_VALUE ? cap : cap + 1;
-    return Arbitraries.frequencyOf(
-        Tuple.of(5, Arbitraries.just(0L)),
-        Tuple.of(30, Arbitraries.just(1L)),
-        Tuple.of(20, Arbitraries.longs().between(1, Math.min(cap, 10))),
-        Tuple.of(15, Arbitraries.longs().between(1, cap)),
-        Tuple.of(5, Arbitraries.just(cap)),
-        Tuple.of(5, Arbitraries.just(over)),
-        Tuple.of(3, Arbitraries.longs().between(over, Long.MAX_VALUE)),
-        Tuple.of(3, Arbitraries.longs().between(Long.MAX_VALUE - 16, Long.MAX_VALUE)));
+    return Gen.frequencyOf(
+        w(5, Gen.just(0L)),
+        w(30, Gen.just(1L)),
+        w(20, Gen.longs(1, Math.min(cap, 10))),
+        w(15, Gen.longs(1, cap)),
+        w(5, Gen.just(cap)),
+        w(5, Gen.just(over)),
+        w(3, Gen.longs(over, Long.MAX_VALUE)),
+        w(3, Gen.longs(Long.MAX_VALUE - 16, Long.MAX_VALUE)));
   }
 
   /** Start instants: near zero, the present, anywhere, the end of the range, or a zone change. */
-  private static Arbitrary<Long> starts(Limit pace, long full) {
+  private static Gen<Long> starts(Limit pace, long full) {
     long reach = Math.min(saturatedTimes(4, full), 1L << 61);
-    List<Tuple.Tuple2<Integer, Arbitrary<Long>>> starts = new ArrayList<>(List.of(
-        Tuple.of(15, Arbitraries.longs().between(0, reach)),
-        Tuple.of(40, Arbitraries.longs().between(PRESENT_FROM, PRESENT_TO)),
-        Tuple.of(10, Arbitraries.longs().between(TIME_MIN, TIME_MAX)),
-        Tuple.of(5, Arbitraries.longs().between(TIME_MAX - reach, TIME_MAX))));
+    List<Gen.Weighted<Long>> starts = new ArrayList<>(List.of(
+        w(15, Gen.longs(0, reach)),
+        w(40, Gen.longs(PRESENT_FROM, PRESENT_TO)),
+        w(10, Gen.longs(TIME_MIN, TIME_MAX)),
+        w(5, Gen.longs(TIME_MAX - reach, TIME_MAX))));
     if (pace.kind() == Limit.Kind.QUOTA) {
       // Shortly before one of the zone's offset changes, often one near local midnight.
-      Arbitrary<Long> before = Arbitraries.frequencyOf(
-          Tuple.of(3, Arbitraries.longs().between(0, 6 * HOUR)),
-          Tuple.of(1, Arbitraries.longs().between(0, 2 * DAY)));
+      Gen<Long> before = Gen.frequencyOf(
+          w(3, Gen.longs(0, 6 * HOUR)),
+          w(1, Gen.longs(0, 2 * DAY)));
       Transitions tr = transitions(pace.zone());
       if (!tr.all().isEmpty()) {
-        starts.add(Tuple.of(20, Combinators.combine(Arbitraries.of(tr.all()), before).as((at, b) -> at - b)));
+        Gen<Long> transition = Gen.of(tr.all());
+        starts.add(w(20, random -> transition.next(random) - before.next(random)));
       }
       if (!tr.nearMidnight().isEmpty()) {
-        starts.add(Tuple.of(30, Combinators.combine(Arbitraries.of(tr.nearMidnight()), before).as((at, b) -> at - b)));
+        Gen<Long> nearMidnight = Gen.of(tr.nearMidnight());
+        starts.add(w(30, random -> nearMidnight.next(random) - before.next(random)));
       }
     }
-    return Arbitraries.frequencyOf(starts);
+    return Gen.frequencyOf(starts);
   }
 
   /** A zone's offset changes from 1970 to 2100, as epoch nanoseconds; and those near midnight. */
