@@ -88,45 +88,33 @@ final class Timelines {
 
   /** {@code Limit.tokenBucket(C, R, P)} (and the two-argument form) for a chosen interval. */
   static Gen<Limit> tokenBuckets(boolean hugeOnly) {
-    return intervals(hugeOnly).flatMap(t -> {
-      Gen<Long> capacities = units(MAX_SPAN / t, hugeOnly);
-      Gen<Long> refills = units(Long.MAX_VALUE / t, hugeOnly);
-      Gen<Long> picks = Gen.longs(0, 9);
-      return random -> {
-        long c = capacities.next(random);
-        long r = refills.next(random);
-        long pick = picks.next(random);
-        if (pick == 0 && c <= Long.MAX_VALUE / t) {
-          return Limit.tokenBucket(c, Duration.ofNanos(c * t));
-        }
-        return Limit.tokenBucket(c, r, Duration.ofNanos(periodFor(t, r, pick)));
-      };
-    });
+    return bucketsOf(hugeOnly, (t, c, r, pick) -> pick == 0 && c <= Long.MAX_VALUE / t
+        ? Limit.tokenBucket(c, Duration.ofNanos(c * t))
+        : Limit.tokenBucket(c, r, Duration.ofNanos(periodFor(t, r, pick))));
   }
 
   /** {@code Limit.leakyBucket(C, drainTime)}. */
   static Gen<Limit> leakyBuckets(boolean hugeOnly) {
-    return intervals(hugeOnly).flatMap(t -> {
-      Gen<Long> capacities = units(MAX_SPAN / t, hugeOnly);
-      Gen<Long> picks = Gen.longs(0, 9);
-      return random -> {
-        long c = capacities.next(random);
-        return Limit.leakyBucket(c, Duration.ofNanos(periodFor(t, c, picks.next(random))));
-      };
-    });
+    return bucketsOf(hugeOnly, (t, c, r, pick) -> Limit.leakyBucket(c, Duration.ofNanos(periodFor(t, c, pick))));
   }
 
   /** {@code Limit.gcra(maxBurst, count, period)}: capacity is {@code maxBurst + 1}. */
   static Gen<Limit> gcras(boolean hugeOnly) {
+    return bucketsOf(hugeOnly, (t, c, count, pick) -> Limit.gcra(c - 1, count, Duration.ofNanos(periodFor(t, count, pick))));
+  }
+
+  /** Makes a bucket-shaped limit from its refill interval, capacity, units per period and a pick. */
+  private interface BucketMaker {
+    Limit make(long interval, long capacity, long units, long pick);
+  }
+
+  /** Bucket-shaped limits: an interval, then a capacity and units per period that fit it. */
+  private static Gen<Limit> bucketsOf(boolean hugeOnly, BucketMaker maker) {
     return intervals(hugeOnly).flatMap(t -> {
       Gen<Long> capacities = units(MAX_SPAN / t, hugeOnly);
-      Gen<Long> counts = units(Long.MAX_VALUE / t, hugeOnly);
+      Gen<Long> perPeriod = units(Long.MAX_VALUE / t, hugeOnly);
       Gen<Long> picks = Gen.longs(0, 9);
-      return random -> {
-        long c = capacities.next(random);
-        long count = counts.next(random);
-        return Limit.gcra(c - 1, count, Duration.ofNanos(periodFor(t, count, picks.next(random))));
-      };
+      return random -> maker.make(t, capacities.next(random), perPeriod.next(random), picks.next(random));
     });
   }
 
