@@ -99,6 +99,10 @@ public final class Api implements AutoCloseable {
       return Reply.ok(counter(key, value));
     } catch (KeyNotFoundException e) {
       return mustExist(e);
+    } catch (NotAnIntegerException e) {
+      // The core's message names the Java methods; here the fix is in what the caller types.
+      return Reply.error(Problem.CONFLICT, "counter '" + key + "' holds a floating value; give the delta as"
+          + " a decimal (" + delta + ".0, not " + delta + ") to change it");
     } catch (RuntimeException e) {
       return Reply.error(e);
     }

@@ -86,7 +86,8 @@ class HttpApiIT {
     assertThat(ok(server.post("/v1/counters/f/incr", "{\"delta\":1.5}")).get("value").asDouble()).isEqualTo(1.5);
     assertThat(ok(server.get("/v1/counters/f")).get("value").isFloatingPointNumber()).isTrue();
     JsonNode e = status(409, server.post("/v1/counters/f/incr", "{\"delta\":1}"));
-    assertThat(e.get("message").asText()).contains("floating");
+    assertThat(e.get("message").asText()).isEqualTo(
+        "counter 'f' holds a floating value; give the delta as a decimal (1.0, not 1) to change it");
     assertThat(ok(server.post("/v1/counters/f/pop", null)).get("value").asDouble()).isEqualTo(1.5);
   }
 
