@@ -42,6 +42,15 @@ abstract class Algorithm {
   /** Brings the state up to {@code now}; {@code zone} is the calendar of quotas. */
   abstract void normalize(long[] r, int o, long now, ZoneId zone);
 
+  /**
+   * The earliest instant this stored state may be decided at: an instant it was already decided
+   * at or after, or {@link Long#MIN_VALUE} if the state does not tell. See
+   * {@link LimiterMachine#apply}.
+   */
+  long notBefore(long[] r, int o) {
+    return Long.MIN_VALUE;
+  }
+
   /** Units available now. */
   abstract long remaining(long[] r, int o, long now);
 

@@ -22,6 +22,12 @@ final class FixedWindow extends Algorithm {
     return now - Math.floorMod(now, window);
   }
 
+
+  /** The window's start: the state was decided in this window, so never before it. */
+  @Override
+  long notBefore(long[] r, int o) {
+    return r[o + S0];
+  }
   @Override
   void normalize(long[] r, int o, long now, ZoneId zone) {
     long start = windowStart(now, r[o + P1]);

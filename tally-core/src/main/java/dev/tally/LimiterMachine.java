@@ -69,6 +69,8 @@ final class LimiterMachine implements LimiterCall {
       return new LimiterOutcome(null, full(), 0);
     }
     long[] r = isEmpty(stored) ? fresh() : check(stored);
+    long callerNow = now;
+    now = notBefore(r, now);
     if (op == LimiterOperation.RECONFIGURE && stored != null) {
       r = reconfigured(r, now);
     }
@@ -129,7 +131,29 @@ final class LimiterMachine implements LimiterCall {
       resetAfter = Math.max(resetAfter, a.resetAfter(r, i * WIDTH, now));
     }
     Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter);
-    return new LimiterOutcome(resetAfter == 0 ? null : r, decision, resetAfter);
+    // The store keeps the record from its own now, which may be behind the instant decided at.
+    long keep = resetAfter == 0 ? 0 : Arith.saturatedAdd(resetAfter, now - callerNow);
+    return new LimiterOutcome(resetAfter == 0 ? null : r, decision, keep);
+  }
+
+  /**
+   * The instant to decide at: {@code now}, unless the stored state was already decided later.
+   *
+   * <p>Why: a window's count belongs to the window it was counted in. Just after a boundary, an
+   * instant a little earlier lies in the previous window; deciding there would roll the window
+   * back to an empty count, and everything this window granted would be granted again. Such an
+   * instant reaches the machine whenever clocks disagree or step: a caller whose clock is behind
+   * another's, an NTP step, or a thread that read the clock and was descheduled before it took
+   * the state. So the state never moves back: a call is decided no earlier than the latest
+   * instant the state itself proves was reached (a window's start). Its answer is then the one it
+   * would have got at that instant, and the durations it reports count from there. Buckets and
+   * quotas need no such floor: an earlier instant only finds them with less room.
+   */
+  private static long notBefore(long[] r, long now) {
+    for (int o = 0; o < r.length; o += WIDTH) {
+      now = Math.max(now, Algorithm.ofTag(r[o]).notBefore(r, o));
+    }
+    return now;
   }
 
   /**

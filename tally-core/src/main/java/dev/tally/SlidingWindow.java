@@ -25,6 +25,12 @@ final class SlidingWindow extends Algorithm {
 
   private SlidingWindow() {}
 
+
+  /** The window's start: the state was decided in this window, so never before it. */
+  @Override
+  long notBefore(long[] r, int o) {
+    return r[o + S0];
+  }
   @Override
   void normalize(long[] r, int o, long now, ZoneId zone) {
     long window = r[o + P1];

@@ -938,6 +938,23 @@ local function run()
     text[fields[i]] = fields[i + 1]
   end
 
+  -- LimiterMachine.notBefore: never decide before a stored window's start, so that a clock that
+  -- stepped back (or a caller whose clock is behind) cannot roll a window back to an empty count.
+  -- The frame moves to that instant; shift is how far, for the expiry Redis keeps on its clock.
+  local shift = 0
+  if ARGV[1] ~= 'reset' then
+    local i = 1
+    while text[tostring(i)] do
+      local s0 = string.match(text[tostring(i)], '^[45] %d+ %d+ (%d+) ')
+      if s0 and lt(0, from_epoch(s0)) then
+        shift = add(shift, from_epoch(s0))
+        NOW_S, NOW_NS = fdivmod(parse(s0), GIGA)
+        NOW = nil
+      end
+      i = i + 1
+    end
+  end
+
   -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry. A reset
   -- does not read it, so that it clears even a record it could not read.
   local stored, as_read = nil, {}
@@ -1130,7 +1147,7 @@ local function run()
     end
     -- keepNanos in whole milliseconds, rounded up; under a caller's clock a day more, since
     -- that clock may stand still while real time runs ("exp" decides, not Redis' expiry)
-    local ms, rest = fdivmod(reset_after, 1000000)
+    local ms, rest = fdivmod(min(add(reset_after, shift), MAX), 1000000)
     if not eq(rest, 0) then
       ms = add(ms, 1)
     end

@@ -33,7 +33,8 @@ import org.junit.jupiter.api.Test;
  * {@code limiter.lua} against tally-core's {@code LimiterMachine}: random timelines of random
  * operations on random limits (tiny and huge capacities, nanosecond to 73-year periods, windows
  * that are and are not whole seconds, quotas in zones with daylight saving, handles with
- * different limits on one key, reconfigurations, top-ups), the script deciding at the test clock.
+ * different limits on one key, reconfigurations, top-ups, a clock that sometimes steps back), the
+ * script deciding at the test clock.
  * After every step the decision, the thrown exception if any, and the stored record must be the
  * same as the machine's, run over a record kept the way the memory store keeps it.
  */
@@ -271,8 +272,8 @@ class LimiterMachineParityTest {
         return Math.min(far, rnd.nextLong(40L * 86_400 * NS));
       case 8:
         return Math.min(far, last == null ? 0 : last.resetAfterNanos());
-      default:
-        return rnd.nextLong(1_000_000);
+      default: // or back: a clock that stepped back, or a caller whose clock is behind
+        return rnd.nextBoolean() ? rnd.nextLong(1_000_000) : -rnd.nextLong(1, Math.max(2, Math.min(now, NS)));
     }
   }
 

@@ -73,6 +73,25 @@ public abstract class LimiterContract extends TallyFixture {
     assertThat(l.tryAcquire()).isFalse();
   }
 
+  /**
+   * A clock that steps back (an NTP step, or a caller whose clock reading was delayed) must not
+   * move the stored state back with it: just past a boundary, an earlier instant lies in the
+   * previous window or period, whose count is not this one's. Deciding there would forget what
+   * this window granted.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void aClockSteppingBackNeverGrantsAnAllowanceAgain(String kind, Limit limit) {
+    clock.set(Instant.parse("2026-12-01T00:00:00.001Z")); // just past a window, a month, an hour
+    RateLimiter l = tally.limiter(name(), limit);
+    assertThat(l.tryAcquire(CAPACITY)).isTrue();
+    clock.advance(Duration.ofMillis(-2));
+    assertThat(l.decide(1).allowed()).as("1 ms before the boundary").isFalse();
+    clock.advance(Duration.ofMillis(2));
+    assertThat(l.decide(1).allowed()).as("back where it was").isFalse();
+    assertThat(l.available()).isZero();
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("algorithms")
   public void concurrentRequestsGrantExactlyTheCapacity(String kind, Limit limit) {
