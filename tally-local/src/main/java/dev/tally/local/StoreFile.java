@@ -119,6 +119,8 @@ final class StoreFile {
   private volatile long[] segments = new long[0];
   private volatile long[] heapChunks = new long[0];
   private int refs;
+  /** The last reference is gone and the file is being closed; guarded by {@code OPEN}. */
+  private boolean closing;
 
   /** Opens (creating if needed) the store file at {@code path}, shared within this JVM. */
   static StoreFile acquire(LocalOptions options) {
@@ -139,7 +141,17 @@ final class StoreFile {
       throw new StoreException("cannot create the Tally store file " + path + ": " + e, e);
     }
     synchronized (OPEN) {
-      StoreFile f = OPEN.get(real);
+      StoreFile f;
+      while ((f = OPEN.get(real)) != null && f.closing) {
+        // A second channel on the file while the last one closes would take file locks this JVM
+        // already holds (OverlappingFileLockException), so wait for the close to finish.
+        try {
+          OPEN.wait();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new StoreException("interrupted while " + real + " was being closed", e);
+        }
+      }
       if (f == null) {
         f = new StoreFile(real, options);
         OPEN.put(real, f);
@@ -149,15 +161,25 @@ final class StoreFile {
     }
   }
 
-  /** Drops one reference; the last closes the file. */
+  /**
+   * Drops one reference; the last closes the file. The file stays in {@code OPEN}, marked as
+   * closing, until its channel is closed: an open meanwhile waits for it, then opens afresh.
+   */
   void release() {
     synchronized (OPEN) {
       if (--refs > 0) {
         return;
       }
-      OPEN.remove(path);
+      closing = true;
     }
-    closeFile();
+    try {
+      closeFile();
+    } finally {
+      synchronized (OPEN) {
+        OPEN.remove(path);
+        OPEN.notifyAll();
+      }
+    }
   }
 
   Path path() {

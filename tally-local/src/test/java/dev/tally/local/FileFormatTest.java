@@ -14,6 +14,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -147,6 +152,42 @@ class FileFormatTest {
       assertThat(b.counters().get("k")).hasValue(5);
     } finally {
       a.close();
+    }
+  }
+
+  @Test
+  void threadsOpeningAndClosingOneFileNeverOverlapItsLocks() throws Exception {
+    // An open while the last instance closes must wait for it: two channels on one file in one
+    // JVM would take the same file locks twice (OverlappingFileLockException).
+    String uri = "file:" + dir.resolve("tally-data");
+    int threads = 3;
+    int rounds = 200;
+    Queue<Throwable> errors = new ConcurrentLinkedQueue<>();
+    CountDownLatch go = new CountDownLatch(1);
+    List<Thread> all = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      Thread thread = new Thread(() -> {
+        try {
+          go.await();
+          for (int i = 0; i < rounds && errors.isEmpty(); i++) {
+            try (Tally tally = Tally.open(uri)) {
+              tally.counters().incr("k");
+            }
+          }
+        } catch (Throwable e) {
+          errors.add(e);
+        }
+      });
+      thread.start();
+      all.add(thread);
+    }
+    go.countDown();
+    for (Thread thread : all) {
+      thread.join();
+    }
+    assertThat(errors).isEmpty();
+    try (Tally tally = Tally.open(uri)) {
+      assertThat(tally.counters().get("k")).hasValue(threads * rounds);
     }
   }
 
