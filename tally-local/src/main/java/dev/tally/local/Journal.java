@@ -40,8 +40,8 @@ import java.util.concurrent.ThreadLocalRandom;
  *   <li>it seals the slot: writes the value to {@code held}, then compare-and-swaps {@code raw}
  *       to {@link Layout#SEALED} (see {@link Table} for why), and only then changes fields.
  * </ol>
- * When every change is written it marks the entry {@code COMMITTED}, unseals the slots, unlocks
- * them and clears the entry. Whoever finds a lock whose owner died runs {@link #recoverOwner}:
+ * When every change is written it marks the entry {@code COMMITTED}, unseals the slots, drops the
+ * images ({@link Entry#retire}), unlocks the slots and clears the entry. Whoever finds a lock whose owner died runs {@link #recoverOwner}:
  * for each entry of the dead owner, a committed one is rolled forward (each slot it still holds
  * is unsealed from {@code held}) and any other rolled back (each slot it still holds and had
  * sealed gets its image back). A slot that was never sealed was never changed. So a transaction
@@ -100,6 +100,21 @@ final class Journal {
 
     void committed() {
       map.setIntVolatile(at + E_STATE, COMMITTED);
+    }
+
+    /**
+     * Forgets the images, once every slot holds its final value unsealed and before the slots
+     * are unlocked. Why: a lock word names a process, not a thread. Once a slot is unlocked,
+     * another thread of this process may lock and seal it for its own operation; if the process
+     * then died before this entry was returned, rolling this entry forward would unseal that
+     * thread's half-written value, while that thread's own entry rolled back its other slots.
+     * With no images, recovery leaves this entry's slots to their current holder's journal (a
+     * slot still locked, by a process that died right here, is repaired as unjournaled: it is
+     * already unsealed).
+     */
+    void retire() {
+      images = 0;
+      map.setIntVolatile(at + E_COUNT, 0);
     }
 
     /** Writes the entry (header and images) to the device; for sync=always. */

@@ -126,6 +126,8 @@ final class Table {
   static volatile Runnable midTransactionHook;
   /** Set by tests only: runs when a rate limiter's new record is in its slot, not yet committed. */
   static volatile Runnable uncommittedRecordHook;
+  /** Set by tests only: runs once an operation has unlocked its slots, before its entry is returned. */
+  static volatile Runnable unlockedHook;
 
   final StoreFile file;
   final FileMap map;
@@ -533,10 +535,14 @@ final class Table {
         map.setLongVolatile(h.slot + S_RAW, map.getLong(h.slot + S_HELD) ^ h.finalMask);
       }
     }
+    op.entry.retire();
     for (Held h : op.held) {
       locks.unlockSlot(h.slot);
     }
     file.dirty = true;
+    if ((hook = unlockedHook) != null) {
+      hook.run();
+    }
   }
 
   private void writeFields(Held h) {

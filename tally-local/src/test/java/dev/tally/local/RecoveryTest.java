@@ -1,6 +1,7 @@
 package dev.tally.local;
 
 import static dev.tally.local.Layout.COMMITTED;
+import static dev.tally.local.Layout.ENTRIES;
 import static dev.tally.local.Layout.ENTRIES_AT;
 import static dev.tally.local.Layout.ENTRY_SIZE;
 import static dev.tally.local.Layout.E_COUNT;
@@ -20,6 +21,7 @@ import static dev.tally.local.Layout.S_RAW;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.spi.Store;
+import dev.tally.spi.TxOp;
 import dev.tally.tck.ManualTimeSource;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -29,6 +31,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -172,6 +176,39 @@ class RecoveryTest {
 
     assertThat(store.transact(java.util.List.of(new dev.tally.spi.TxOp.Get("from"),
         new dev.tally.spi.TxOp.Get("to")))).containsExactly(100L, 0L);
+  }
+
+  /**
+   * Lock words name a process, not a thread: once a committed operation unlocks its slots,
+   * another thread of the process may lock and seal one of them before the first returns its
+   * journal entry. If the process died then, an entry that still listed the slot would roll it
+   * forward, unsealing the other thread's half-written value. So the images go before the locks.
+   */
+  @Test
+  void anOperationUnlocksItsSlotsOnlyAfterItsEntryForgetsThem() {
+    store = open();
+    store.put("from", 100L, Store.NO_TTL);
+    store.put("to", 0L, Store.NO_TTL);
+    FileMap m = store.file().map;
+    long me = ProcessOwner.CURRENT.word;
+    List<Integer> imagesAtUnlock = new ArrayList<>();
+    Table.unlockedHook = () -> {
+      for (int i = 0; i < ENTRIES; i++) {
+        long at = ENTRIES_AT + (long) i * ENTRY_SIZE;
+        if (m.getLongVolatile(at + E_OWNER) == me) {
+          imagesAtUnlock.add(m.getIntVolatile(at + E_COUNT));
+        }
+      }
+    };
+    try {
+      store.put("from", 99L, Store.NO_TTL);
+      store.transact(List.of(new TxOp.Incr("from", -1, 0, true), new TxOp.Incr("to", 1, 0, true)));
+    } finally {
+      Table.unlockedHook = null;
+    }
+    assertThat(imagesAtUnlock).as("images of the entry borrowed by each operation, once unlocked")
+        .containsExactly(0, 0);
+    assertThat(store.get("from")).isEqualTo(98L);
   }
 
   @Test
