@@ -1,6 +1,7 @@
 package dev.tally.redis;
 
 import dev.tally.Decision;
+import dev.tally.NotAnIntegerException;
 import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
@@ -39,7 +40,7 @@ import java.util.function.Function;
  *   <tr><td>put</td><td>{@code SET [PX]}</td></tr>
  *   <tr><td>add</td><td>{@code SET NX [PX]}</td></tr>
  *   <tr><td>pop (integer)</td><td>{@code EVALSHA counters.lua}: a floating counter must stay</td></tr>
- *   <tr><td>popDouble</td><td>{@code GETDEL}</td></tr>
+ *   <tr><td>popDouble</td><td>{@code EVALSHA counters.lua}</td></tr>
  *   <tr><td>delete</td><td>{@code DEL}</td></tr>
  *   <tr><td>touch</td><td>{@code GETEX PX} / {@code GETEX PERSIST} (answers whether the key was live)</td></tr>
  *   <tr><td>ttl</td><td>{@code PTTL}</td></tr>
@@ -104,9 +105,28 @@ final class AsyncRedisStore implements AsyncStore {
   @Override
   public CompletableFuture<Long> incr(String key, long delta, long dflt, boolean create) {
     if (create && dflt == 0) {
-      return call(commands.incrby(key, delta), key, Function.identity());
+      return call(commands.incrby(key, delta), key, Function.identity())
+          .exceptionallyCompose(failure -> refusedIncrement(key, failure));
     }
     return run(new CounterScript().incr(key, delta, dflt, create)).thenApply(r -> Long.parseLong(first(r)));
+  }
+
+  /**
+   * Why {@code INCRBY} refused: it says "not an integer" both for a floating counter, which
+   * needs the double forms, and for a value that is no counter at all. Nothing was written, so a
+   * {@code GET} tells them apart (a value changed meanwhile keeps the first answer).
+   */
+  private CompletableFuture<Long> refusedIncrement(String key, Throwable failure) {
+    Throwable cause = RedisFailures.unwrap(failure);
+    if (!(cause instanceof NotAnIntegerException)) {
+      return CompletableFuture.failedFuture(cause);
+    }
+    return call(commands.get(key), key, value -> {
+      if (value != null) {
+        CounterValues.decode(key, value); // throws for a value that is not a counter
+      }
+      throw (NotAnIntegerException) cause;
+    });
   }
 
   /**
@@ -148,10 +168,9 @@ final class AsyncRedisStore implements AsyncStore {
 
   @Override
   public CompletableFuture<Number> pop(String key, boolean integerOnly) {
-    if (integerOnly) {
-      return run(new CounterScript().popInteger(key)).thenApply(r -> CounterValues.decode(key, first(r)));
-    }
-    return call(commands.getdel(key), key, v -> CounterValues.decode(key, v));
+    // A script, not GETDEL: a value that is not a counter is refused before anything is deleted.
+    CounterScript pop = integerOnly ? new CounterScript().popInteger(key) : new CounterScript().pop(key);
+    return run(pop).thenApply(r -> CounterValues.decode(key, first(r)));
   }
 
   @Override

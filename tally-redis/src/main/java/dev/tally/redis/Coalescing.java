@@ -44,10 +44,45 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
     void complete(List<C> batch, V reply, Throwable failure);
   }
 
-  /** The calls on one key: how many commands are in flight, and who waits behind them. */
+  /**
+   * The calls on one key: how many commands are in flight, and who waits behind them.
+   *
+   * <p>An idle lane leaves the map, so that keys used once cost nothing later. It must not leave
+   * while a call can still join it: that call would be stranded, or a caller's next call would
+   * start a second lane and overtake it. So {@code queued} counts the calls in the queue and those
+   * about to be added, and a lane is retired only by turning a count of 0 into {@link #RETIRED},
+   * with nothing in flight; a call can join only while the count is not {@code RETIRED}.
+   */
   private static final class Lane<C> {
+    static final int RETIRED = -1;
     final AtomicInteger inFlight = new AtomicInteger();
+    final AtomicInteger queued = new AtomicInteger();
     final ConcurrentLinkedQueue<C> waiting = new ConcurrentLinkedQueue<>();
+
+    /** Counts a call in, unless the lane is retired. */
+    boolean join() {
+      for (int n = queued.get(); n != RETIRED; n = queued.get()) {
+        if (queued.compareAndSet(n, n + 1)) {
+          return true;
+        }
+      }
+      return false;
+    }
+
+    /**
+     * Retires the lane if nothing is queued and nothing in flight. A command counted in before the
+     * count fell to 0 may still be on its way out; then the lane stays.
+     */
+    boolean retire() {
+      if (inFlight.get() != 0 || !queued.compareAndSet(0, RETIRED)) {
+        return false;
+      }
+      if (inFlight.get() == 0) {
+        return true;
+      }
+      queued.set(0); // a command went out meanwhile: its completion will come back here
+      return false;
+    }
   }
 
   private final ConcurrentHashMap<String, Lane<C>> lanes = new ConcurrentHashMap<>();
@@ -78,9 +113,20 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
   /** Sends {@code call} now, or with the next batch on its key. */
   void submit(C call) {
     String key = call.key();
-    Lane<C> lane = lanes.computeIfAbsent(key, k -> new Lane<>());
-    lane.waiting.add(call);
-    drain(key, lane);
+    for (int spins = 0; ; spins++) {
+      Lane<C> lane = lanes.computeIfAbsent(key, k -> new Lane<>());
+      if (lane.join()) {
+        lane.waiting.add(call);
+        drain(key, lane);
+        return;
+      }
+      // Being retired: it leaves the map (or comes back to life) within a few instructions.
+      if (spins < 64) {
+        Thread.onSpinWait();
+      } else {
+        Thread.yield();
+      }
+    }
   }
 
   private boolean claim(Lane<C> lane) {
@@ -108,10 +154,8 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
       }
       lane.inFlight.decrementAndGet(); // another caller took them first
     }
-    if (lane.waiting.isEmpty() && lane.inFlight.get() == 0) {
-      // Idle: forget the lane. A caller holding it still works through it (its slots and queue
-      // are its own); one arriving later makes a new one.
-      lanes.remove(key, lane);
+    if (lane.waiting.isEmpty() && lane.retire()) {
+      lanes.remove(key, lane); // idle: a call arriving later makes a new lane
     }
   }
 
@@ -125,6 +169,7 @@ final class Coalescing<C extends Coalescing.Call<?>, V> {
     while (batch.size() < maxBatch && (next = lane.waiting.peek()) != null
         && (batch.isEmpty() || joins.test(batch.get(0), next))) {
       batch.add(lane.waiting.poll()); // the head just peeked: only the sender polls
+      lane.queued.decrementAndGet();
     }
     return batch;
   }

@@ -50,6 +50,11 @@ final class CounterScript {
     return op("popi", key, "", "");
   }
 
+  /** Get and delete an integer or floating counter, refusing (and keeping) any other value. */
+  CounterScript pop(String key) {
+    return op("pop", key, "", "");
+  }
+
   /** One call holding a transaction's operations. */
   static CounterScript of(List<TxOp> ops) {
     CounterScript s = new CounterScript();

@@ -15,14 +15,18 @@ import java.util.function.BiFunction;
  * still gets its own, distinct value, and the counter moves by exactly the sum.
  *
  * <p>Every caller gets exactly the answer it would have had if each increment had been sent on
- * its own, in the order they arrived ({@link Coalescing} keeps that order), because:
+ * its own, in one order of the calls that agrees with when each was made (linearizable), and
+ * almost always in the order they arrived ({@link Coalescing} keeps that order), because:
  * <ul>
  *   <li>Only consecutive increments of the same sign share a command, so the values in between
  *       lie between the old value and the new one: if the sum fits in 64 bits, so does every step.
  *   <li>If the shared {@code INCRBY} is refused (the sum would overflow, or the value is a
  *       floating or foreign one), Redis applied nothing, and each increment is sent again on its
  *       own, in order, for its own answer: an increment that fits never fails for having shared.
- *       Any other failure (a timeout, a lost connection) is every caller's, as it would be alone.
+ *       The batch behind it may have gone out meanwhile (two may be in flight) and be applied
+ *       first. That reorders only calls that were all waiting at the same time, which any order
+ *       may serve. Any other failure (a timeout, a lost connection) is every caller's, as it
+ *       would be alone.
  *   <li>Only the blocking API shares: one thread has at most one blocking call in flight, so
  *       none can see its own calls reordered. The asynchronous API keeps Lettuce's order of
  *       commands on the connection, which a caller chaining nothing may rely on.

@@ -19,6 +19,7 @@ ARGV holds four strings per operation: a code, the 1-based index of its key in K
   del    -      -                 result "1" if the key was live, else "0"
   get    -      -                 result the value, or nil
   popi   -      -                 get and delete, refusing a floating counter
+  pop    -      -                 get and delete an integer or floating counter
 
 An increment keeps a live key's expiry and gives a key it creates none. Every operation is
 applied to a working copy first; only when all have succeeded are the changed keys written, so
@@ -125,6 +126,18 @@ local function float_format(x)
   return s
 end
 
+-- Whether s is a counter: a 64-bit integer, or a finite decimal with a point or an exponent as
+-- Tally and INCRBYFLOAT write them. A pop checks it before deleting anything.
+local function is_counter(s)
+  if int_parse(s) then
+    return true
+  end
+  local x = tonumber(s)
+  local mantissa = string.gsub(s, '[eE][%-+]?%d+$', '', 1)
+  return x ~= nil and x == x and x ~= math.huge and x ~= -math.huge
+      and (string.find(mantissa, '^%-?%d+%.?%d*$') or string.find(mantissa, '^%-?%.%d+$')) ~= nil
+end
+
 local function fail(what, k)
   return redis.error_reply('TALLY_' .. what .. ' ' .. k)
 end
@@ -194,6 +207,14 @@ for op = 1, #ARGV / 4 do
     if key.value then
       if not int_parse(key.value) then
         return fail(tonumber(key.value) and 'NOT_INTEGER' or 'NOT_A_COUNTER', k)
+      end
+      key.value, key.dirty = false, true
+    end
+  elseif code == 'pop' then
+    result = key.value
+    if key.value then
+      if not is_counter(key.value) then
+        return fail('NOT_A_COUNTER', k)
       end
       key.value, key.dirty = false, true
     end

@@ -3,8 +3,15 @@ package dev.tally.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -80,5 +87,63 @@ class CoalescingTest {
     // arrival order kept: the evens up to the first odd, the odds (at most three), the rest
     assertThat(sent).extracting(batch -> batch.stream().map(Job::n).toList())
         .containsExactly(List.of(0), List.of(2, 4), List.of(1, 3, 5), List.of(7), List.of(6));
+  }
+
+  /**
+   * Many callers, each sending two calls without waiting in between (as an asynchronous caller
+   * may), one completion thread as Lettuce's I/O thread, on a key whose idle lane keeps leaving
+   * the map and coming back: never more than one command in flight, and no caller's second call
+   * sent before its first. (A lane removed while a caller was joining it broke both.)
+   */
+  @Test
+  void aLaneLeavingTheMapNeverLetsACallOvertakeOrExceedsTheInFlightLimit() throws Exception {
+    record Seq(String key, int thread, int seq, CompletableFuture<Integer> result) implements Coalescing.Call<Integer> {}
+    int threads = 8;
+    int pairs = 10_000;
+    ExecutorService io = Executors.newSingleThreadExecutor();
+    AtomicInteger inFlight = new AtomicInteger();
+    AtomicInteger mostInFlight = new AtomicInteger();
+    Queue<String> overtaken = new ConcurrentLinkedQueue<>();
+    int[] lastSent = new int[threads];
+    Arrays.fill(lastSent, -1);
+    Coalescing<Seq, String> c = new Coalescing<>(1, 128, (first, next) -> true, batch -> {
+      mostInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      synchronized (lastSent) {
+        for (Seq j : batch) {
+          if (j.seq() < lastSent[j.thread()]) {
+            overtaken.add("caller " + j.thread() + ": call " + j.seq() + " sent after " + lastSent[j.thread()]);
+          }
+          lastSent[j.thread()] = Math.max(lastSent[j.thread()], j.seq());
+        }
+      }
+      CompletableFuture<String> reply = new CompletableFuture<>();
+      io.execute(() -> {
+        inFlight.decrementAndGet();
+        reply.complete("ok");
+      });
+      return reply;
+    }, (batch, reply, failure) -> batch.forEach(j -> j.result().complete(j.seq())));
+    List<Thread> callers = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      int id = t;
+      Thread caller = new Thread(() -> {
+        for (int i = 0; i < 2 * pairs; i += 2) {
+          Seq a = new Seq("k", id, i, new CompletableFuture<>());
+          Seq b = new Seq("k", id, i + 1, new CompletableFuture<>());
+          c.submit(a);
+          c.submit(b);
+          a.result().orTimeout(10, TimeUnit.SECONDS).join();
+          b.result().orTimeout(10, TimeUnit.SECONDS).join();
+        }
+      });
+      caller.start();
+      callers.add(caller);
+    }
+    for (Thread caller : callers) {
+      caller.join();
+    }
+    io.shutdown();
+    assertThat(overtaken).isEmpty();
+    assertThat(mostInFlight.get()).isEqualTo(1);
   }
 }

@@ -141,6 +141,17 @@ class RedisLayoutTest {
         .isNotInstanceOf(StoreException.class).hasMessageContaining("not a counter");
     assertThatThrownBy(() -> counters.incr("text", 1, 5)).isInstanceOf(TallyException.class)
         .isNotInstanceOf(StoreException.class).hasMessageContaining("not a counter");
+    // A plain INCRBY says only "not an integer", as it does for a floating counter.
+    assertThatThrownBy(() -> counters.incr("text", 1)).isInstanceOf(TallyException.class)
+        .isNotInstanceOf(NotAnIntegerException.class).hasMessageContaining("not a counter");
+    assertThatThrownBy(() -> counters.async().incr("text", 1).toCompletableFuture().join())
+        .hasRootCauseInstanceOf(TallyException.class).hasMessageContaining("not a counter");
+    // A pop refuses it before deleting anything.
+    assertThatThrownBy(() -> counters.popDouble("text")).isInstanceOf(TallyException.class)
+        .hasMessageContaining("not a counter");
+    assertThatThrownBy(() -> counters.pop("text")).isInstanceOf(TallyException.class)
+        .hasMessageContaining("not a counter");
+    assertThat(raw("GET", prefix + "text")).isEqualTo("hello");
     raw("HSET", prefix + "hash", "field", "1");
     assertThatThrownBy(() -> counters.get("hash")).isInstanceOf(TallyException.class)
         .isNotInstanceOf(StoreException.class).hasMessageContaining("not a counter");
