@@ -94,6 +94,9 @@ final class Clients implements AutoCloseable {
         .apiCallTimeout(o.timeout().multipliedBy(retries + 1L))
         .apiCallAttemptTimeout(o.timeout())
         .retryStrategy(StandardRetryStrategy.builder()
+            // Only our predicate: the SDK's defaults also retry 5xx answers and lost connections,
+            // after which a write may have been applied, and an increment would count twice.
+            .useClientDefaults(false)
             .maxAttempts(retries + 1)
             .retryOnException(Errors::neverApplied)
             .treatAsThrottling(t -> t instanceof software.amazon.awssdk.awscore.exception.AwsServiceException e
