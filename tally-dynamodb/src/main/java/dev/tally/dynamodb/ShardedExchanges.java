@@ -129,13 +129,21 @@ final class ShardedExchanges {
       super(t, key, shards);
       String shard = shardKey(key, ThreadLocalRandom.current().nextInt(shards));
       Map<String, AttributeValue> v = values(":d", n(delta), ":zero", n(0));
+      // Each shard stays within 1/shards of the 64-bit range, so that no sum of shards can
+      // leave it: an overflow is refused by the write's own condition, before anything changes,
+      // and a sum (or a pop's) always fits.
+      long hi = Long.MAX_VALUE / shards;
+      long lo = Long.MIN_VALUE / shards;
+      if (delta > hi || delta < lo) {
+        throw overflow(key, shards);
+      }
       String bound;
       if (delta > 0) {
         bound = "#v <= :hi";
-        v.put(":hi", n(Long.MAX_VALUE - delta));
+        v.put(":hi", n(hi - delta));
       } else if (delta < 0) {
         bound = "#v >= :lo";
-        v.put(":lo", n(Long.MIN_VALUE - delta));
+        v.put(":lo", n(lo - delta));
       } else {
         bound = "attribute_exists(#v)";
       }
@@ -150,8 +158,7 @@ final class ShardedExchanges {
 
     @Override
     void conditionFailed(Map<String, AttributeValue> current) {
-      throw new dev.tally.CounterOverflowException("sharded counter '" + key + "': a shard would"
-          + " leave the signed 64-bit range; the value is unchanged");
+      throw overflow(key, shards);
     }
 
     @Override
@@ -163,6 +170,12 @@ final class ShardedExchanges {
       }
       super.answer(response);
     }
+  }
+
+  private static dev.tally.CounterOverflowException overflow(String key, int shards) {
+    return new dev.tally.CounterOverflowException("sharded counter '" + key + "': one of its " + shards
+        + " shards would leave its share of the signed 64-bit range (1/" + shards + " of it, so that"
+        + " their sum always fits); the value is unchanged");
   }
 
   /** Pops (or deletes) every shard, one atomic DeleteItem each, and sums what they held. */
@@ -191,7 +204,7 @@ final class ShardedExchanges {
         Number v = Items.value(r.attributes());
         if (v != null) {
           any = true;
-          sum = Math.addExact(sum, v.longValue()); // beyond 2^63 in total: not a realistic count
+          sum += v.longValue(); // exact: each shard holds at most 1/shards of the range
         }
       }
       if (++shard == shards) {

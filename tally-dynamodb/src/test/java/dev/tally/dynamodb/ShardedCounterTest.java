@@ -3,6 +3,7 @@ package dev.tally.dynamodb;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tally.CounterOverflowException;
 import dev.tally.Counters;
 import dev.tally.Tally;
 import dev.tally.tck.Concurrently;
@@ -46,6 +47,26 @@ class ShardedCounterTest {
     assertThat(requests.take()).hasSize(81).last().isEqualTo("BatchGetItem");
     assertThat(tally.counters().keys(group + ":")).containsExactly(group + ":views");
     assertThat(hot.keys("")).containsExactly("views");
+  }
+
+  @Test
+  void anOverflowIsRefusedByTheShardAndChangesNothing() {
+    long share = Long.MAX_VALUE / 8; // each of the 8 shards holds at most this much
+    assertThatThrownBy(() -> hot.incr("big", share + 1)).isInstanceOf(CounterOverflowException.class);
+    assertThat(hot.get("big")).isEmpty();
+    long total = 0;
+    int refused = 0;
+    for (int i = 0; i < 60; i++) { // fills shards at random until every one is full
+      try {
+        total = hot.incr("big", share / 4);
+      } catch (CounterOverflowException e) {
+        refused++;
+        assertThat(hot.get("big")).as("after a refused increment").hasValue(total);
+      }
+    }
+    assertThat(refused).isPositive();
+    assertThat(hot.pop("big")).as("every shard popped, their sum exact").hasValue(total);
+    assertThat(hot.get("big")).isEmpty();
   }
 
   @Test
