@@ -98,9 +98,8 @@ final class Checks {
       throw new IllegalArgumentException("ttl must be positive, not " + ttl
           + "; pass null for a counter that never expires, or delete it");
     }
-    // Saturate far beyond any real ttl (about 146 years) so now + ttl cannot overflow.
-    long max = Long.MAX_VALUE / 2;
-    return ttl.compareTo(Duration.ofNanos(max)) >= 0 ? max : ttl.toNanos();
+    // Saturate far beyond any real ttl so now + ttl cannot overflow.
+    return ttl.compareTo(Counters.MAX_TTL) >= 0 ? Counters.MAX_TTL.toNanos() : ttl.toNanos();
   }
 
   static long addExact(String key, long value, long delta) {

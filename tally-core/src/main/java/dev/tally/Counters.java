@@ -55,6 +55,12 @@ import java.util.function.Consumer;
  * <p>Instances are thread-safe and cheap; get them from {@link Tally#counters()}.
  */
 public interface Counters {
+  /**
+   * The longest ttl a counter keeps, about 146 years: a longer one is kept as this, so that
+   * {@code now + ttl} never overflows.
+   */
+  Duration MAX_TTL = Duration.ofNanos(Long.MAX_VALUE / 2);
+
 
   /** The largest key, in UTF-8 bytes including any group prefix; the same on every store. */
   int MAX_KEY_BYTES = 1024;

@@ -51,7 +51,7 @@ final class ServeCommand implements Callable<Integer> {
   Integer threads;
 
   @Option(names = "--max-body", paramLabel = "BYTES", defaultValue = "65536",
-      description = "Largest request body accepted; larger ones get 413 (default 65536).")
+      description = "Largest request body accepted, at most 16777216; larger ones get 413 (default 65536).")
   int maxBody;
 
   @Option(names = "--shutdown-grace", paramLabel = "DURATION", defaultValue = "10s",

@@ -27,4 +27,14 @@ class MainTest {
     assertThat(Main.run(new String[] {"--store", "mem:", "get", "k"}, new PrintWriter(out, true),
         new PrintWriter(err, true))).isEqualTo(3);
   }
+
+  @Test
+  void serveRefusesABodyLimitItCannotHonour() {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    int code = Main.run(new String[] {"--store", "mem:", "serve", "--port", "0", "--max-body", "2147483647"},
+        new PrintWriter(out, true), new PrintWriter(err, true));
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).contains("--max-body must be between 0 and 16777216 bytes");
+  }
 }

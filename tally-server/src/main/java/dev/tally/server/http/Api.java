@@ -201,7 +201,8 @@ public final class Api implements AutoCloseable {
       if (!touched) {
         return notFound(key);
       }
-      return Reply.ok(ttlBody(key, ttl));
+      // As kept: a longer ttl than the store keeps is kept as its longest.
+      return Reply.ok(ttlBody(key, ttl == null || ttl.compareTo(Counters.MAX_TTL) < 0 ? ttl : Counters.MAX_TTL));
     } catch (RuntimeException e) {
       return Reply.error(e);
     }

@@ -64,6 +64,19 @@ public final class TallyServer implements AutoCloseable {
    */
   public record Settings(String bind, int port, String token, int threads, int maxBodyBytes,
       Duration shutdownGrace) {
+    /** The largest body limit: a body is read whole into memory before it is parsed. */
+    public static final int MAX_BODY_LIMIT = 16 << 20;
+
+    /** Refuses settings the server cannot honour, naming the option to fix. */
+    public Settings {
+      if (maxBodyBytes < 0 || maxBodyBytes > MAX_BODY_LIMIT) {
+        throw new IllegalArgumentException("--max-body must be between 0 and " + MAX_BODY_LIMIT
+            + " bytes (16 MiB), not " + maxBodyBytes);
+      }
+      if (threads < 1) {
+        throw new IllegalArgumentException("--threads must be at least 1, not " + threads);
+      }
+    }
     /** 127.0.0.1:8080, no token, 4 threads per core (at least 8), 64 KiB bodies, 10 s grace. */
     public static Settings defaults() {
       return new Settings("127.0.0.1", 8080, null, defaultThreads(), 64 * 1024, Duration.ofSeconds(10));

@@ -150,6 +150,11 @@ class HttpApiIT {
     assertThat(ok(server.post("/v1/counters/t/touch", "{\"ttl\":\"1h\"}")).get("ttl").asText()).isEqualTo("1h");
     assertThat(ok(server.get("/v1/counters/t/ttl")).get("ttl").asText()).isEqualTo("1h");
     assertThat(ok(server.post("/v1/counters/t/touch", "{\"ttl\":null}")).get("ttl").isNull()).isTrue();
+    // Longer than a store keeps (about 146 years): kept, and answered, as the longest it keeps.
+    JsonNode longest = ok(server.post("/v1/counters/t/touch", "{\"ttl\":\"200000000000d\"}"));
+    assertThat(longest.get("ttlMillis").asLong()).isEqualTo(dev.tally.Counters.MAX_TTL.toMillis());
+    assertThat(ok(server.get("/v1/counters/t/ttl")).get("ttlMillis").asLong())
+        .isBetween(dev.tally.Counters.MAX_TTL.toMillis() - 60_000, dev.tally.Counters.MAX_TTL.toMillis());
     status(400, server.post("/v1/counters/t/touch", "{}"));
     status(404, server.post("/v1/counters/no-such/touch", "{\"ttl\":\"1h\"}"));
     status(404, server.get("/v1/counters/no-such/ttl"));
