@@ -43,12 +43,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class TallyServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
+  /** The JDK server's bound, in seconds, on receiving one request (headers and body). */
+  static final String REQUEST_TIME_PROPERTY = "sun.net.httpserver.maxReqTime";
 
   static {
     // The JDK server writes headers and body separately; without TCP_NODELAY, Nagle's
     // algorithm and the client's delayed ACK stall every keep-alive response by ~40 ms.
     if (System.getProperty("sun.net.httpserver.nodelay") == null) {
       System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
+    // The JDK server reads requests on its worker threads and, by default, waits for ever: a few
+    // clients that send part of a request and stop would hold every worker, and the server,
+    // health checks included, would answer no one. A request must arrive within this many
+    // seconds, or its connection is closed.
+    if (System.getProperty(REQUEST_TIME_PROPERTY) == null) {
+      System.setProperty(REQUEST_TIME_PROPERTY, "20");
     }
   }
 
