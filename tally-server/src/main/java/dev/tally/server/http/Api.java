@@ -22,7 +22,9 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -48,6 +50,8 @@ public final class Api implements AutoCloseable {
   private final Counters probe;
   private final TallyMetrics metrics;
   private volatile ScheduledExecutorService waits;
+  /** Acquires waiting for their next attempt, answered 503 if the server closes first. */
+  private final Set<CompletableFuture<Reply>> waiting = ConcurrentHashMap.newKeySet();
 
   /**
    * @param tally the store
@@ -435,6 +439,9 @@ public final class Api implements AutoCloseable {
         result.complete(decision(limiter.name(), permits, limits, d));
         return;
       }
+      if (waiting.add(result)) {
+        result.whenComplete((reply, failure) -> waiting.remove(result));
+      }
       waits().schedule(() -> attempt(limiter, limits, permits, deadline, result),
           Math.max(wait, 1_000), TimeUnit.NANOSECONDS);
     } catch (RejectedExecutionException closing) {
@@ -570,9 +577,10 @@ public final class Api implements AutoCloseable {
   public void close() {
     ScheduledExecutorService w = waits;
     if (w != null) {
-      for (Runnable pending : w.shutdownNow()) {
-        pending.run(); // each pending attempt tries once more, then answers
-      }
+      w.shutdownNow(); // the attempts it held will never run: answer their callers here
+    }
+    for (CompletableFuture<Reply> result : waiting) {
+      result.complete(Reply.error(Problem.SHUTTING_DOWN, "the server is shutting down"));
     }
   }
 }

@@ -236,8 +236,8 @@ public final class TallyServer implements AutoCloseable {
       Thread.currentThread().interrupt();
     } finally {
       try {
+        api.close(); // answers acquires still waiting, while their connections are open
         server.stop(0);
-        api.close();
         workers.shutdown();
         try {
           workers.awaitTermination(2, TimeUnit.SECONDS);

@@ -39,4 +39,28 @@ class ShutdownIT {
       server.close();
     }
   }
+
+  @Test
+  void anAcquireStillWaitingWhenTheGraceRunsOutIsAnswered503() throws Exception {
+    ServerProcess server = ServerProcess.start("--store", "mem:", "--shutdown-grace", "1s");
+    try {
+      String limit = "\"limit\":{\"tokenBucket\":\"1/20s\"}";
+      assertThat(server.post("/v1/limiters/slow/try", "{" + limit + "}").statusCode()).isEqualTo(200);
+      // this acquire would wait about twenty seconds for the bucket to refill
+      CompletableFuture<HttpResponse<String>> waiting = ServerProcess.HTTP.sendAsync(
+          HttpRequest.newBuilder(server.loopback("/v1/limiters/slow/acquire"))
+              .timeout(Duration.ofSeconds(20))
+              .POST(HttpRequest.BodyPublishers.ofString("{\"maxWait\":\"30s\"," + limit + "}"))
+              .build(),
+          HttpResponse.BodyHandlers.ofString());
+      Thread.sleep(500);
+      server.process.destroy(); // SIGTERM
+      HttpResponse<String> r = waiting.get(20, TimeUnit.SECONDS);
+      assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+      assertThat(new ObjectMapper().readTree(r.body()).get("error").asText()).isEqualTo("shutting_down");
+      assertThat(server.process.waitFor(20, TimeUnit.SECONDS)).isTrue();
+    } finally {
+      server.close();
+    }
+  }
 }
