@@ -1,6 +1,7 @@
 package dev.tally.server;
 
 import dev.tally.server.http.Problem;
+import dev.tally.server.http.Reply;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.IVersionProvider;
@@ -40,6 +41,11 @@ public final class Main {
     cli.setParameterExceptionHandler(Main::badUsage);
     cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
       Problem problem = Problem.of(e);
+      if (json(commandLine)) { // the body the HTTP API would answer, as for errors it returns
+        commandLine.getOut().println(Reply.error(e).json());
+        commandLine.getOut().flush();
+        return problem.exitCode();
+      }
       String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       if (problem == Problem.INTERNAL) {
         e.printStackTrace(commandLine.getErr());
@@ -65,10 +71,23 @@ public final class Main {
       message = "unknown " + (option ? "option" : command ? "command" : "argument") + " '" + arg
           + "'" + (near == null || !(option || command) ? "" : "; did you mean '" + near + "'?");
     }
-    err.println(prefix(cl) + lowerFirst(message) + " (see '" + cl.getCommandSpec().qualifiedName()
-        + " --help')");
-    err.flush();
+    message = lowerFirst(message) + " (see '" + cl.getCommandSpec().qualifiedName() + " --help')";
+    if (json(cl)) {
+      cl.getOut().println(Reply.error(Problem.BAD_REQUEST, message).json());
+      cl.getOut().flush();
+    } else {
+      err.println(prefix(cl) + message);
+      err.flush();
+    }
     return Problem.BAD_REQUEST.exitCode();
+  }
+
+  /** Whether {@code --json} was given (it belongs to the root command, whatever the subcommand). */
+  private static boolean json(CommandLine cl) {
+    while (cl.getParent() != null) {
+      cl = cl.getParent();
+    }
+    return cl.getCommand() instanceof TallyCommand root && root.json;
   }
 
   /** The name within two edits (insert, delete, replace, swap) of {@code typed}, if any. */

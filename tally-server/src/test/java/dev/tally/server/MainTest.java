@@ -37,4 +37,19 @@ class MainTest {
     assertThat(code).isEqualTo(2);
     assertThat(err.toString()).contains("--max-body must be between 0 and 16777216 bytes");
   }
+
+  @Test
+  void withJsonEveryErrorIsTheHttpErrorBodyOnStdout() {
+    for (String[] args : List.of(
+        new String[] {"--json", "--store", "mem:", "limit", "try", "api"}, // no limit: found running
+        new String[] {"--json", "--store", "mem:", "incr"}, // no key: found parsing
+        new String[] {"--json", "--store", "nosuch:", "get", "k"})) { // no such store
+      StringWriter out = new StringWriter();
+      StringWriter err = new StringWriter();
+      int code = Main.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+      assertThat(code).as(String.join(" ", args)).isEqualTo(2);
+      assertThat(out.toString()).as(String.join(" ", args)).startsWith("{\"error\":\"bad_request\",\"message\":");
+      assertThat(err.toString()).as(String.join(" ", args)).isEmpty();
+    }
+  }
 }
