@@ -122,7 +122,7 @@ final class Router implements HttpHandler {
     } catch (MethodNotAllowed e) {
       ex.getResponseHeaders().set("Allow", e.allow);
       send(ex, method, route.template, start, Reply.error(Problem.METHOD_NOT_ALLOWED,
-          method + " is not allowed on " + route.template + "; use " + e.allow));
+          ex.getRequestMethod() + " is not allowed on " + route.template + "; use " + e.allow));
     } catch (RuntimeException e) {
       Reply reply = Reply.error(e);
       if (reply.problem() == Problem.TOO_LARGE) {
