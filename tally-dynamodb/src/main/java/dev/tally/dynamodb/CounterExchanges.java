@@ -58,14 +58,27 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  * <h2>Counters and limiters share the key space</h2>
  *
  * A limiter's state lives in an item keyed by the limiter's name. Counter writes are conditional
- * on the item not holding limiter state, so the two never overwrite each other; a clash is
- * reported as an {@link IllegalStateException}.
+ * on the item not holding live limiter state, so the two never overwrite each other; a clash is
+ * reported as a {@link TallyException}. An item that has expired, of either kind, is missing for
+ * both (DynamoDB deletes expired items lazily, within days): a counter write replaces an expired
+ * limiter's item, and a limiter an expired counter's.
  */
 final class CounterExchanges {
   private CounterExchanges() {}
 
   static final String LIVE = "(attribute_not_exists(#e) OR #e > :now)";
-  static final String NOT_LIMITER = "attribute_not_exists(#r)";
+  /** Not live limiter state; needs {@code :now}. */
+  static final String NOT_LIMITER = "(attribute_not_exists(#r) OR #e <= :now)";
+  /**
+   * No limiter state at all, live or expired: an {@code UpdateItem} that adds a counter to an
+   * item must not leave a limiter's attributes beside it (an expired limiter is replaced by
+   * {@link #REMOVE_ALL_BUT_COUNTER} instead).
+   */
+  static final String NO_LIMITER_STATE = "attribute_not_exists(#r)";
+  /** What turns an expired item of either kind into an integer counter: every other attribute goes. */
+  static final String REMOVE_ALL_BUT_COUNTER = "REMOVE #f, #e, #t, #r, #n, #o, #w";
+  /** The same for a floating counter, which sets {@code #f} itself. */
+  static final String REMOVE_ALL_BUT_FLOAT = "REMOVE #e, #t, #r, #n, #o, #w";
 
   static CounterOverflowException overflow(String key, long value, long delta) {
     return new CounterOverflowException("counter '" + key + "': " + value + " + (" + delta
@@ -77,8 +90,9 @@ final class CounterExchanges {
         + " counters and rate limiters share the table's keys, so give them different names");
   }
 
-  static void checkNotLimiter(String key, Map<String, AttributeValue> item) {
-    if (item != null && Items.isLimiter(item)) {
+  /** Refuses an item holding live limiter state; an expired one counts as missing. */
+  static void checkNotLimiter(String key, Map<String, AttributeValue> item, long now) {
+    if (item != null && Items.isLimiter(item) && !Items.expired(item, now)) {
       throw limiterHere(key);
     }
   }
@@ -127,16 +141,16 @@ final class CounterExchanges {
       if (create && createFits) {
         v.put(":dflt", n(dflt));
         next = t.update(key, "SET #v = if_not_exists(#v, :dflt) + :d",
-            "(attribute_not_exists(#v) AND " + NOT_LIMITER + ") OR (" + live + ")", v, ReturnValue.UPDATED_NEW);
+            "(attribute_not_exists(#v) AND " + NO_LIMITER_STATE + ") OR (" + live + ")", v, ReturnValue.UPDATED_NEW);
       } else {
         next = t.update(key, "SET #v = #v + :d", live, v, ReturnValue.UPDATED_NEW);
       }
     }
 
-    /** The item expired: restart it from the default, with no expiry, if it still is. */
+    /** The item expired (a counter, or limiter state): restart it from the default, if it still is. */
     private void reset() {
       resetting = true;
-      next = t.update(key, "SET #v = :c REMOVE #f, #e, #t", "attribute_exists(#v) AND #e <= :now",
+      next = t.update(key, "SET #v = :c " + REMOVE_ALL_BUT_COUNTER, "#e <= :now",
           values(":c", n(created), ":now", n(now)), ReturnValue.NONE);
     }
 
@@ -156,7 +170,7 @@ final class CounterExchanges {
 
     @Override
     void conditionFailed(Map<String, AttributeValue> item) {
-      checkNotLimiter(key, item);
+      checkNotLimiter(key, item, now);
       if (item == null || !Items.isCounter(item) || Items.expired(item, now)) {
         if (!create) {
           throw new KeyNotFoundException(key);
@@ -164,7 +178,7 @@ final class CounterExchanges {
         if (!createFits) {
           throw overflow(key, dflt, delta);
         }
-        if (item != null && Items.isCounter(item)) {
+        if (item != null && Items.expired(item, now)) {
           reset();
           return;
         }
@@ -218,7 +232,7 @@ final class CounterExchanges {
       mode = Mode.DECIMAL;
       now = t.now();
       next = t.update(key, "SET #v = if_not_exists(#v, :dflt) + :d, #f = :true",
-          "(attribute_not_exists(#v) AND " + NOT_LIMITER + ") OR (" + LIVE + " AND attribute_type(#v, :N))",
+          "(attribute_not_exists(#v) AND " + NO_LIMITER_STATE + ") OR (" + LIVE + " AND attribute_type(#v, :N))",
           values(":dflt", Items.encodeDouble(dflt), ":d", Items.encodeDouble(delta), ":true", Items.bool(),
               ":now", n(now), ":N", AttributeValue.fromS("N")),
           ReturnValue.UPDATED_NEW);
@@ -231,15 +245,19 @@ final class CounterExchanges {
 
     /** The conditional write of a sum computed here from {@code item}. */
     private void writeFrom(Map<String, AttributeValue> item) {
-      checkNotLimiter(key, item);
       mode = Mode.WRITE;
       now = t.now();
-      if (item == null || !Items.isCounter(item)) {
+      checkNotLimiter(key, item, now);
+      if (item != null && Items.isLimiter(item)) { // expired: as good as missing
+        pending = sum(dflt);
+        next = t.update(key, "SET #v = :val, #f = :true " + REMOVE_ALL_BUT_FLOAT, "#e <= :now",
+            values(":val", Items.encodeDouble(pending), ":true", Items.bool(), ":now", n(now)), ReturnValue.NONE);
+      } else if (item == null || !Items.isCounter(item)) {
         if (item != null) {
           throw new IllegalStateException("the item of '" + key + "' holds no counter; it was not written by Tally");
         }
         pending = sum(dflt);
-        next = t.update(key, "SET #v = :val, #f = :true", "attribute_not_exists(#v) AND " + NOT_LIMITER,
+        next = t.update(key, "SET #v = :val, #f = :true", "attribute_not_exists(#v) AND attribute_not_exists(#r)",
             values(":val", Items.encodeDouble(pending), ":true", Items.bool()), ReturnValue.NONE);
       } else if (Items.expired(item, now)) {
         pending = sum(dflt);
@@ -291,7 +309,7 @@ final class CounterExchanges {
 
     @Override
     void conditionFailed(Map<String, AttributeValue> item) {
-      checkNotLimiter(key, item);
+      checkNotLimiter(key, item, now);
       if (mode == Mode.DECIMAL && item != null && Items.isCounter(item) && !Items.expired(item, now)
           && item.get(Items.VALUE).n() != null) {
         conflict();
@@ -415,8 +433,10 @@ final class CounterExchanges {
 
     Put(Table t, String key, Number value, long ttlNanos) {
       super(key, t.items.key(key), t.conflictTries);
-      long exp = Items.expiry(t.now(), ttlNanos);
-      this.request = t.put(checkSize(key, t.items.counter(key, value, exp)), NOT_LIMITER, null);
+      long now = t.now();
+      long exp = Items.expiry(now, ttlNanos);
+      // A put replaces the whole item, so an expired limiter's goes with it.
+      this.request = t.put(checkSize(key, t.items.counter(key, value, exp)), NOT_LIMITER, values(":now", n(now)));
     }
 
     @Override
@@ -448,7 +468,7 @@ final class CounterExchanges {
       super(key, t.items.key(key), t.conflictTries);
       long now = t.now();
       this.request = t.put(checkSize(key, t.items.counter(key, value, Items.expiry(now, ttlNanos))),
-          "attribute_not_exists(#k) OR (attribute_exists(#v) AND #e <= :now)", values(":now", n(now)));
+          "attribute_not_exists(#k) OR #e <= :now", values(":now", n(now))); // expired: of either kind
     }
 
     @Override
@@ -496,7 +516,7 @@ final class CounterExchanges {
       next = integerOnly
           ? t.delete(key, NOT_LIMITER + " AND (attribute_not_exists(#f) OR #e <= :now)",
               values(":now", n(now)), ReturnValue.ALL_OLD)
-          : t.delete(key, NOT_LIMITER, null, ReturnValue.ALL_OLD);
+          : t.delete(key, NOT_LIMITER, values(":now", n(now)), ReturnValue.ALL_OLD);
     }
 
     @Override
@@ -519,7 +539,7 @@ final class CounterExchanges {
 
     @Override
     void conditionFailed(Map<String, AttributeValue> item) {
-      checkNotLimiter(key, item);
+      checkNotLimiter(key, item, now);
       if (item != null && Items.isCounter(item) && !Items.expired(item, now)
           && item.containsKey(Items.FLOAT)) {
         throw new NotAnIntegerException(key);

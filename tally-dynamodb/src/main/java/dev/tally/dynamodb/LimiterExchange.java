@@ -71,6 +71,11 @@ final class LimiterExchange extends Exchange<Decision> {
   private LimiterCache.State known;
   /** Whether {@link #known} was read during this exchange (so it needs no confirmation). */
   private boolean fresh;
+  /**
+   * The expiry of an expired counter found in the limiter's item, 0 if none: as good as missing,
+   * and replaced by the first write, on condition that it is still that counter.
+   */
+  private long expiredCounter;
 
   private Sent sent;
   private DynamoDbRequest next;
@@ -97,7 +102,7 @@ final class LimiterExchange extends Exchange<Decision> {
       LimiterOutcome out = call.apply(null, t.now(), op, permits);
       pendingDecision = out.decision();
       pendingState = LimiterCache.State.MISSING;
-      next = t.delete(key, "attribute_not_exists(#v)", null, ReturnValue.NONE);
+      next = t.delete(key, "attribute_not_exists(#v) OR #e <= :now", values(":now", n(t.now())), ReturnValue.NONE);
       return;
     }
     LimiterCache.State k = known == null ? LimiterCache.State.MISSING : known;
@@ -130,7 +135,9 @@ final class LimiterExchange extends Exchange<Decision> {
       pendingState = new LimiterCache.State(true, out.record(), version, writer, now, exp);
       next = k.present()
           ? t.put(item, "#w = :w", values(":w", n(k.writer())))
-          : t.put(item, "attribute_not_exists(#k)", null);
+          : expiredCounter != 0
+              ? t.put(item, "attribute_exists(#v) AND #e = :e", values(":e", n(expiredCounter)))
+              : t.put(item, "attribute_not_exists(#k)", null);
       return;
     }
     if (changes && k.present()) {
@@ -196,8 +203,13 @@ final class LimiterExchange extends Exchange<Decision> {
   }
 
   private void learn(Map<String, AttributeValue> item) {
+    expiredCounter = 0;
     if (item != null && Items.isCounter(item)) {
-      throw counterHere();
+      if (!Items.expired(item, t.now())) {
+        throw counterHere();
+      }
+      expiredCounter = Items.expiresAt(item); // DynamoDB deletes expired items lazily
+      item = null;
     }
     known = LimiterCache.State.of(item);
     entry.state = known;

@@ -103,7 +103,7 @@ final class TransactExchange extends Exchange<Number[]> {
     Map<String, Cell> working = new HashMap<>();
     for (String k : keys) {
       Map<String, AttributeValue> item = read.get(k);
-      CounterExchanges.checkNotLimiter(k, item);
+      CounterExchanges.checkNotLimiter(k, item, now);
       Number v = Items.liveValue(item, now);
       working.put(k, v == null ? null : new Cell(v, Items.expiresAt(item)));
     }
@@ -193,6 +193,10 @@ final class TransactExchange extends Exchange<Number[]> {
   private static String unchanged(Map<String, AttributeValue> before, Map<String, AttributeValue> values) {
     if (before == null) {
       return "attribute_not_exists(#k)";
+    }
+    if (Items.isLimiter(before)) { // expired (a live one was refused): replaced as if missing
+      values.put(":e", n(Items.expiresAt(before)));
+      return "attribute_exists(#r) AND #e = :e";
     }
     if (!Items.isCounter(before)) {
       throw new IllegalStateException("an item in the transaction holds no counter; it was not written by Tally");
