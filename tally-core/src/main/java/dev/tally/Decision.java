@@ -14,7 +14,8 @@ import java.time.Duration;
  * }</pre>
  *
  * <p>For a limiter with several limits the decision is the most restrictive: allowed only if all
- * allow, the smallest remaining, the longest retry-after and reset-after. (Retry-after is never
+ * allow, the smallest remaining (with that limit's {@link #limit()} and {@link #limitIndex()}),
+ * the longest retry-after and reset-after. (Retry-after is never
  * if a limit with room now will have lost it by then: a quota whose top-ups end with its period.)
  */
 public final class Decision {
@@ -26,6 +27,7 @@ public final class Decision {
   private final long limit;
   private final long retryAfterNanos;
   private final long resetAfterNanos;
+  private final int limitIndex;
 
   /**
    * Creates a decision; stores build these, users read them.
@@ -38,6 +40,21 @@ public final class Decision {
    * @param resetAfterNanos until the limiter is back to its full limit
    */
   public Decision(boolean allowed, long remaining, long limit, long retryAfterNanos, long resetAfterNanos) {
+    this(allowed, remaining, limit, retryAfterNanos, resetAfterNanos, 0);
+  }
+
+  /**
+   * Creates a decision of a limiter with several limits.
+   *
+   * @param limitIndex which limit decided, counting from 0 in the order the limiter has them
+   * @see #Decision(boolean, long, long, long, long)
+   */
+  public Decision(boolean allowed, long remaining, long limit, long retryAfterNanos, long resetAfterNanos,
+      int limitIndex) {
+    if (limitIndex < 0) {
+      throw new IllegalArgumentException("limitIndex must not be negative, not " + limitIndex);
+    }
+    this.limitIndex = limitIndex;
     this.allowed = allowed;
     this.remaining = Math.max(0, Math.min(remaining, limit));
     this.limit = limit;
@@ -70,6 +87,16 @@ public final class Decision {
     return retryAfterNanos;
   }
 
+  /**
+   * Which of the limiter's limits decided, from 0, in the order the limiter has them: the one with
+   * the fewest units left (the first of those on a tie), whose {@link #limit()} this is. Always 0
+   * for a single limit. Tells apart two limits of the same size, e.g. for a {@code RateLimit}
+   * header that names the policy that decided.
+   */
+  public int limitIndex() {
+    return limitIndex;
+  }
+
   /** How long until the limiter is back to its full limit. */
   public Duration resetAfter() {
     return Duration.ofNanos(resetAfterNanos);
@@ -83,7 +110,8 @@ public final class Decision {
   @Override
   public boolean equals(Object o) {
     return o instanceof Decision d && d.allowed == allowed && d.remaining == remaining
-        && d.limit == limit && d.retryAfterNanos == retryAfterNanos && d.resetAfterNanos == resetAfterNanos;
+        && d.limit == limit && d.retryAfterNanos == retryAfterNanos && d.resetAfterNanos == resetAfterNanos
+        && d.limitIndex == limitIndex;
   }
 
   @Override
@@ -94,6 +122,7 @@ public final class Decision {
   @Override
   public String toString() {
     return (allowed ? "allowed" : "denied") + "[remaining=" + remaining + "/" + limit
+        + (limitIndex == 0 ? "" : " (limit " + limitIndex + ")")
         + (allowed ? "" : ", retryAfter=" + (retryAfterNanos == NEVER ? "never" : retryAfterNanos + "ns"))
         + ", resetAfter=" + resetAfterNanos + "ns]";
   }

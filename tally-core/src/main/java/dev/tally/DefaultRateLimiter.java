@@ -146,7 +146,8 @@ final class DefaultRateLimiter implements Quota {
       Decision full = machine.full();
       return policy == FailurePolicy.FAIL_OPEN
           ? full
-          : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS);
+          : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS,
+              full.limitIndex());
     }
   }
 

@@ -120,6 +120,7 @@ final class LimiterMachine implements LimiterCall {
     }
     long remaining = Long.MAX_VALUE;
     long limit = 0;
+    int deciding = 0;
     long resetAfter = 0;
     for (int i = 0; i < n; i++) {
       Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
@@ -127,10 +128,11 @@ final class LimiterMachine implements LimiterCall {
       if (i == 0 || rem < remaining) { // a limit of Long.MAX_VALUE can have that much left
         remaining = rem;
         limit = a.limit(r, i * WIDTH);
+        deciding = i;
       }
       resetAfter = Math.max(resetAfter, a.resetAfter(r, i * WIDTH, now));
     }
-    Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter);
+    Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter, deciding);
     // The store keeps the record from its own now, which may be behind the instant decided at.
     long keep = resetAfter == 0 ? 0 : Arith.saturatedAdd(resetAfter, now - callerNow);
     return new LimiterOutcome(resetAfter == 0 ? null : r, decision, keep);
@@ -181,13 +183,16 @@ final class LimiterMachine implements LimiterCall {
   Decision full() {
     long remaining = Long.MAX_VALUE;
     long limit = 0;
-    for (Limit l : limits) {
+    int deciding = 0;
+    for (int i = 0; i < limits.size(); i++) {
+      Limit l = limits.get(i);
       if (limit == 0 || l.limit() < remaining) {
         remaining = l.limit();
         limit = l.limit();
+        deciding = i;
       }
     }
-    return new Decision(true, remaining, limit, 0, 0);
+    return new Decision(true, remaining, limit, 0, 0, deciding);
   }
 
   private ZoneId zone(int i) {

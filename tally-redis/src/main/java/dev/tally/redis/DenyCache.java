@@ -28,7 +28,7 @@ import java.util.concurrent.atomic.LongAdder;
 final class DenyCache {
   private static final System.Logger LOG = System.getLogger("dev.tally.redis");
 
-  private record Entry(long permits, long until, long resetAt, long remaining, long limit) {}
+  private record Entry(long permits, long until, long resetAt, long remaining, long limit, int limitIndex) {}
 
   private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
   private final int maxEntries;
@@ -65,7 +65,7 @@ final class DenyCache {
     } catch (RuntimeException listenerBug) {
       LOG.log(Level.ERROR, "TallyListener threw; ignoring", listenerBug);
     }
-    return new Decision(false, e.remaining, e.limit, e.until - now, Math.max(0, e.resetAt - now));
+    return new Decision(false, e.remaining, e.limit, e.until - now, Math.max(0, e.resetAt - now), e.limitIndex);
   }
 
   /**
@@ -83,7 +83,8 @@ final class DenyCache {
         return;
       }
     }
-    Entry e = new Entry(permits, sentAt + retry, sentAt + d.resetAfterNanos(), d.remaining(), d.limit());
+    Entry e = new Entry(permits, sentAt + retry, sentAt + d.resetAfterNanos(), d.remaining(), d.limit(),
+        d.limitIndex());
     entries.put(key, e);
     if (invalidations.get() != stamp) {
       entries.remove(key, e); // an invalidation raced with this insertion: drop it

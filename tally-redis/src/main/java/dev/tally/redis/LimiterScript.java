@@ -83,16 +83,16 @@ final class LimiterScript {
     return args;
   }
 
-  /** The script's reply: allowed (1 or 0), remaining, limit, retryAfter, resetAfter. */
+  /** The script's reply: allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding limit. */
   static Decision decision(List<Object> reply) {
     return decision(reply, 0);
   }
 
   /** The decision of the {@code index}th operation of a batch's reply. */
   static Decision decision(List<Object> reply, int index) {
-    int o = 5 * index;
+    int o = 6 * index;
     return new Decision(number(reply.get(o)) == 1, number(reply.get(o + 1)), number(reply.get(o + 2)),
-        number(reply.get(o + 3)), number(reply.get(o + 4)));
+        number(reply.get(o + 3)), number(reply.get(o + 4)), (int) number(reply.get(o + 5)));
   }
 
   /** A reply value: an integer from the script's fast path, a decimal string from the rest. */

@@ -17,9 +17,9 @@ ARGV     op permits clock count, then four per limit the caller configured: tag 
   zone     '' for none (a quota then follows UTC), or eight epoch seconds "d1 d2 d3 d4 m1 m2 m3 m4":
            consecutive starts of days, then of months, in the quota's zone around the caller's
            time, computed by the caller with java.time (Lua knows no time zones)
-Reply    {allowed 1|0, remaining, limit, retryAfter, resetAfter}, each an integer or a decimal
-         string (the fast path answers integers, the general path strings); for a batch, five
-         such values per operation
+Reply    {allowed 1|0, remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}, each an
+         integer or a decimal string (the fast path answers integers, the general path strings);
+         for a batch, six such values per operation
 Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW
 
 Arithmetic. Lua numbers are doubles, exact for integers below 2^53, while instants (about 1.8e18
@@ -181,6 +181,7 @@ do
         reply[n + 3] = C
         reply[n + 4] = retry or '9223372036854775807'
         reply[n + 5] = S0 -- Gcra.resetAfter, S0 >= 0
+        reply[n + 6] = 0 -- the deciding limit: the only one
         if S0 == 0 then
           S0 = nil -- full again: no state
         end
@@ -1010,13 +1011,13 @@ local function run()
   local function apply(stored, op, permits)
     if op == 'reset' then
       -- LimiterMachine.full(): the caller's limits, untouched
-      local remaining, limit = MAX, 0
+      local remaining, limit, deciding = MAX, 0, 0
       for i = 1, count do
         if i == 1 or lt(mine[i][P0], remaining) then -- the first limit always sets it
-          remaining, limit = mine[i][P0], mine[i][P0]
+          remaining, limit, deciding = mine[i][P0], mine[i][P0], i - 1
         end
       end
-      return nil, {'1', fmt(remaining), fmt(limit), '0', '0'}, 0
+      return nil, {'1', fmt(remaining), fmt(limit), '0', '0', tostring(deciding)}, 0
     end
     local r = stored or fresh()
     if op == 'reconfigure' and stored then
@@ -1069,15 +1070,16 @@ local function run()
       return error({err = 'TALLY_BAD_STATE unknown operation ' .. op})
     end
 
-    local remaining, limit, reset_after = MAX, 0, 0
+    local remaining, limit, reset_after, deciding = MAX, 0, 0, 0
     for i = 1, n do
       local rem = remaining_of(r[i])
       if i == 1 or lt(rem, remaining) then -- the first limit always sets it
-        remaining, limit = rem, limit_of(r[i])
+        remaining, limit, deciding = rem, limit_of(r[i]), i - 1
       end
       reset_after = max(reset_after, reset_after_of(r[i]))
     end
-    local decision = {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after)}
+    local decision = {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after),
+        tostring(deciding)}
     if eq(reset_after, 0) then
       return nil, decision, 0
     end
@@ -1093,7 +1095,7 @@ local function run()
     for op, permits in string.gmatch(ARGV[2], '(%S+) (%S+)') do
       local decision
       state, decision, reset_after = apply(state, op, parse(permits))
-      for j = 1, 5 do
+      for j = 1, 6 do
         reply[#reply + 1] = decision[j]
       end
     end

@@ -98,10 +98,10 @@ class HandoffTest {
     CompletableFuture<Decision> b = batches.submit(call, LimiterOperation.ACQUIRE, 1, secondBlocking);
     AtomicReference<Thread> completer = new AtomicReference<>();
     a.whenComplete((d, e) -> completer.set(Thread.currentThread()));
-    replies.get(0).complete(List.of(1L, 9L, 10L, 0L, 100L)); // the head's own batch, sent at once
+    replies.get(0).complete(List.of(1L, 9L, 10L, 0L, 100L, 0L)); // the head's own batch, sent at once
     assertThat(replies).as("a and b, sent together when the head's reply came").hasSize(2);
     assertThat(handoff.open()).isTrue(); // this thread now plays the spinner
-    Thread io = new Thread(() -> replies.get(1).complete(List.of(1L, 8L, 10L, 0L, 200L, 1L, 7L, 10L, 0L, 300L)), "io");
+    Thread io = new Thread(() -> replies.get(1).complete(List.of(1L, 8L, 10L, 0L, 200L, 0L, 1L, 7L, 10L, 0L, 300L, 0L)), "io");
     io.start();
     io.join();
     handoff.serve();

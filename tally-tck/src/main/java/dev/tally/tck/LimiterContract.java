@@ -333,6 +333,22 @@ public abstract class LimiterContract extends TallyFixture {
   }
 
   @Test
+  public void aDecisionNamesTheLimitThatDecidedEvenAmongLimitsOfOneSize() {
+    RateLimiter l = tally.limiter(name(), Limit.tokenBucket(3, Duration.ofSeconds(1)),
+        Limit.fixedWindow(3, Duration.ofHours(1)));
+    assertThat(l.tryAcquire(3)).isTrue();
+    Decision both = l.decide(1);
+    assertThat(both.allowed()).isFalse();
+    assertThat(both.limitIndex()).as("both empty: the first").isZero();
+    clock.advance(Duration.ofSeconds(1)); // the bucket is full again, the window is not
+    Decision window = l.decide(1);
+    assertThat(window.allowed()).isFalse();
+    assertThat(window.limit()).isEqualTo(3);
+    assertThat(window.limitIndex()).as("the window decided").isEqualTo(1);
+    assertThat(tally.limiter(name(), Limit.tokenBucket(3, Duration.ofSeconds(1))).decide(1).limitIndex()).isZero();
+  }
+
+  @Test
   public void fixedWindowResetsAtTheAlignedBoundary() {
     clock.set(Instant.parse("2026-11-08T10:00:00.250Z"));
     RateLimiter l = tally.limiter(name(), Limit.fixedWindow(3, Duration.ofSeconds(1)));

@@ -27,7 +27,6 @@ final class RateLimitFields {
 
   static void apply(Reply reply, List<LimitSpec> limits, Decision d, Instant now) {
     StringBuilder policy = new StringBuilder();
-    LimitSpec deciding = null;
     for (LimitSpec s : limits) {
       // A single limiter handle adopts the stored limits: the decision's limit is the truth.
       long q = limits.size() == 1 ? d.limit() : s.limit().limit();
@@ -36,13 +35,9 @@ final class RateLimitFields {
       }
       policy.append('"').append(s.policy()).append("\";q=").append(q)
           .append(";w=").append(s.windowSeconds(now));
-      if (deciding == null && q == d.limit()) {
-        deciding = s;
-      }
     }
-    if (deciding == null) {
-      deciding = limits.get(0);
-    }
+    // The decision names the limit that decided, by its place: two limits of one size differ.
+    LimitSpec deciding = limits.get(d.limitIndex() < limits.size() ? d.limitIndex() : 0);
     reply.header("RateLimit-Policy", policy.toString());
     reply.header("RateLimit", "\"" + deciding.policy() + "\";r=" + d.remaining()
         + ";t=" + ceilSeconds(d.resetAfterNanos()));

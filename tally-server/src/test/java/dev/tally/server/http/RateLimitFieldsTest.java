@@ -51,9 +51,19 @@ class RateLimitFieldsTest {
   void severalLimitsAreListedAndTheDecidingOneReported() {
     var limits = List.of(spec(LimitSpec.Kind.TOKEN_BUCKET, "100/1m", "default"),
         spec(LimitSpec.Kind.FIXED_WINDOW, "1000/1h", "hourly"));
-    Map<String, String> f = fields(limits, new Decision(false, 0, 1000, 5 * S, 5 * S));
+    Map<String, String> f = fields(limits, new Decision(false, 0, 1000, 5 * S, 5 * S, 1));
     assertThat(f.get("RateLimit-Policy")).isEqualTo("\"default\";q=100;w=60, \"hourly\";q=1000;w=3600");
     assertThat(f.get("RateLimit")).isEqualTo("\"hourly\";r=0;t=5");
+  }
+
+  @Test
+  void ofTwoLimitsOfOneSizeTheOneThatDecidedIsReported() {
+    var limits = List.of(spec(LimitSpec.Kind.TOKEN_BUCKET, "3/1s", "default"),
+        spec(LimitSpec.Kind.FIXED_WINDOW, "3/1h", "hourly"));
+    assertThat(fields(limits, new Decision(false, 0, 3, 5 * S, 5 * S, 1)).get("RateLimit"))
+        .isEqualTo("\"hourly\";r=0;t=5");
+    assertThat(fields(limits, new Decision(false, 0, 3, S, S, 0)).get("RateLimit"))
+        .isEqualTo("\"default\";r=0;t=1");
   }
 
   @Test
