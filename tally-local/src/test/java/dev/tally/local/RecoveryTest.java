@@ -72,6 +72,14 @@ class RecoveryTest {
     return ProcessOwner.word(ProcessOwner.pid(me), (int) (me >>> 32) + 1);
   }
 
+  /** Opens the store with "from" at 100 and "to" at 0, as for a transfer; returns its map. */
+  private FileMap openWithAccounts() {
+    store = open();
+    store.put("from", 100L, Store.NO_TTL);
+    store.put("to", 0L, Store.NO_TTL);
+    return store.file().map;
+  }
+
   private long slotOf(String key) {
     return store.file().table.find(new Key(key)).slot();
   }
@@ -152,10 +160,7 @@ class RecoveryTest {
 
   @Test
   void aTransactionCutShortIsUndoneOnEveryKey() {
-    store = open();
-    store.put("from", 100L, Store.NO_TTL);
-    store.put("to", 0L, Store.NO_TTL);
-    FileMap m = store.file().map;
+    FileMap m = openWithAccounts();
     long dead = deadOwner();
     long from = slotOf("from");
     long to = slotOf("to");
@@ -186,10 +191,7 @@ class RecoveryTest {
    */
   @Test
   void anOperationUnlocksItsSlotsOnlyAfterItsEntryForgetsThem() {
-    store = open();
-    store.put("from", 100L, Store.NO_TTL);
-    store.put("to", 0L, Store.NO_TTL);
-    FileMap m = store.file().map;
+    FileMap m = openWithAccounts();
     long me = ProcessOwner.CURRENT.word;
     List<Integer> imagesAtUnlock = new ArrayList<>();
     Table.unlockedHook = () -> {
@@ -213,10 +215,7 @@ class RecoveryTest {
 
   @Test
   void aSlotAnotherDeadThreadWaitedForIsUndoneByItsHoldersJournalOnly() {
-    store = open();
-    store.put("from", 100L, Store.NO_TTL);
-    store.put("to", 0L, Store.NO_TTL);
-    FileMap m = store.file().map;
+    FileMap m = openWithAccounts();
     long dead = deadOwner();
     long from = slotOf("from");
     long to = slotOf("to");

@@ -12,20 +12,30 @@ import org.junit.jupiter.api.Test;
 
 /** SIGTERM lets the requests in flight finish before the process exits. */
 class ShutdownIT {
+  /**
+   * Empties a token bucket of one unit, then sends an acquire that waits for it to refill, and
+   * gives the server half a second to start waiting.
+   */
+  private static CompletableFuture<HttpResponse<String>> acquireAfterEmptying(ServerProcess server,
+      String bucket, String maxWait) throws InterruptedException {
+    String limit = "\"limit\":{\"tokenBucket\":\"" + bucket + "\"}";
+    assertThat(server.post("/v1/limiters/b/try", "{" + limit + "}").statusCode()).isEqualTo(200);
+    CompletableFuture<HttpResponse<String>> waiting = ServerProcess.HTTP.sendAsync(
+        HttpRequest.newBuilder(server.loopback("/v1/limiters/b/acquire"))
+            .timeout(Duration.ofSeconds(20))
+            .POST(HttpRequest.BodyPublishers.ofString("{\"maxWait\":\"" + maxWait + "\"," + limit + "}"))
+            .build(),
+        HttpResponse.BodyHandlers.ofString());
+    Thread.sleep(500);
+    return waiting;
+  }
+
   @Test
   void sigtermCompletesARequestInFlight() throws Exception {
     ServerProcess server = ServerProcess.start("--store", "mem:", "--shutdown-grace", "10s");
     try {
-      String limit = "\"limit\":{\"tokenBucket\":\"1/2s\"}";
-      assertThat(server.post("/v1/limiters/drain/try", "{" + limit + "}").statusCode()).isEqualTo(200);
       // this acquire waits about two seconds for the bucket to refill
-      CompletableFuture<HttpResponse<String>> waiting = ServerProcess.HTTP.sendAsync(
-          HttpRequest.newBuilder(server.loopback("/v1/limiters/drain/acquire"))
-              .timeout(Duration.ofSeconds(20))
-              .POST(HttpRequest.BodyPublishers.ofString("{\"maxWait\":\"5s\"," + limit + "}"))
-              .build(),
-          HttpResponse.BodyHandlers.ofString());
-      Thread.sleep(500);
+      CompletableFuture<HttpResponse<String>> waiting = acquireAfterEmptying(server, "1/2s", "5s");
       long t0 = System.nanoTime();
       server.process.destroy(); // SIGTERM
       HttpResponse<String> r = waiting.get(20, TimeUnit.SECONDS);
@@ -44,16 +54,8 @@ class ShutdownIT {
   void anAcquireStillWaitingWhenTheGraceRunsOutIsAnswered503() throws Exception {
     ServerProcess server = ServerProcess.start("--store", "mem:", "--shutdown-grace", "1s");
     try {
-      String limit = "\"limit\":{\"tokenBucket\":\"1/20s\"}";
-      assertThat(server.post("/v1/limiters/slow/try", "{" + limit + "}").statusCode()).isEqualTo(200);
       // this acquire would wait about twenty seconds for the bucket to refill
-      CompletableFuture<HttpResponse<String>> waiting = ServerProcess.HTTP.sendAsync(
-          HttpRequest.newBuilder(server.loopback("/v1/limiters/slow/acquire"))
-              .timeout(Duration.ofSeconds(20))
-              .POST(HttpRequest.BodyPublishers.ofString("{\"maxWait\":\"30s\"," + limit + "}"))
-              .build(),
-          HttpResponse.BodyHandlers.ofString());
-      Thread.sleep(500);
+      CompletableFuture<HttpResponse<String>> waiting = acquireAfterEmptying(server, "1/20s", "30s");
       server.process.destroy(); // SIGTERM
       HttpResponse<String> r = waiting.get(20, TimeUnit.SECONDS);
       assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
