@@ -9,6 +9,7 @@ import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 
 /**
  * The store file mapped into memory, addressed by file offset. A mapping holds at most 2 GiB,
@@ -36,6 +37,8 @@ final class FileMap {
   private volatile long mapped;
   /** How many times pages were forced to the device; for tests of the sync modes. */
   final AtomicLong forces = new AtomicLong();
+  /** Set by tests only: told the offset and length of every {@link #force}, before it runs. */
+  static volatile BiConsumer<Long, Long> forceHook;
 
   FileMap(FileChannel channel, int windowShift) {
     this(channel, windowShift, false);
@@ -152,6 +155,10 @@ final class FileMap {
   /** Writes the pages of {@code [at, at + len)} to the device (msync). */
   void force(long at, long len) {
     forces.incrementAndGet();
+    BiConsumer<Long, Long> hook = forceHook;
+    if (hook != null) {
+      hook.accept(at, len);
+    }
     long end = at + len;
     while (at < end) {
       MappedByteBuffer b = w(at);

@@ -110,7 +110,9 @@ final class Journal {
      * thread's half-written value, while that thread's own entry rolled back its other slots.
      * With no images, recovery leaves this entry's slots to their current holder's journal (a
      * slot still locked, by a process that died right here, is repaired as unjournaled: it is
-     * already unsealed).
+     * already unsealed). With {@code sync=always} the caller forces the retired entry before
+     * unlocking: otherwise, after a machine crash, the device could still hold the images, and
+     * recovery on the next open would roll them forward over a later operation's slots.
      */
     void retire() {
       images = 0;

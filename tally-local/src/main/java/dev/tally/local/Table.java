@@ -536,6 +536,9 @@ final class Table {
       }
     }
     op.entry.retire();
+    if (sync) {
+      op.entry.force(); // the header, now listing nothing, before any slot can be locked again
+    }
     for (Held h : op.held) {
       locks.unlockSlot(h.slot);
     }

@@ -213,6 +213,37 @@ class RecoveryTest {
     assertThat(store.get("from")).isEqualTo(98L);
   }
 
+  /**
+   * With sync=always the entry was forced while it still listed its slots; after a machine crash
+   * the device could hold that, and recovery on the next open would roll it forward over a later
+   * operation of another thread. So the retired entry is forced too, before any slot is unlocked.
+   */
+  @Test
+  void withSyncAlwaysTheEmptiedEntryReachesTheDeviceBeforeTheSlotsAreUnlocked() {
+    store = new LocalStore(LocalOptions.parse("file:" + dir + "?sync=always"), clock);
+    FileMap m = store.file().map;
+    long me = ProcessOwner.CURRENT.word;
+    long[] countWhenLastForced = {-1};
+    List<Long> atUnlock = new ArrayList<>();
+    FileMap.forceHook = (at, len) -> { // what the device gets of this thread's entry header
+      for (int i = 0; i < ENTRIES; i++) {
+        long e = ENTRIES_AT + (long) i * ENTRY_SIZE;
+        if (m.getLongVolatile(e + E_OWNER) == me && at <= e + E_COUNT && e + E_COUNT < at + len) {
+          countWhenLastForced[0] = m.getIntVolatile(e + E_COUNT);
+        }
+      }
+    };
+    Table.unlockedHook = () -> atUnlock.add(countWhenLastForced[0]);
+    try {
+      store.put("k", 1L, Store.NO_TTL);
+      store.transact(List.of(new TxOp.Incr("k", 1, 0, true), new TxOp.Incr("other", 1, 0, true)));
+    } finally {
+      FileMap.forceHook = null;
+      Table.unlockedHook = null;
+    }
+    assertThat(atUnlock).as("images listed by the entry as last forced, at each unlock").containsExactly(0L, 0L);
+  }
+
   @Test
   void aSlotAnotherDeadThreadWaitedForIsUndoneByItsHoldersJournalOnly() {
     FileMap m = openWithAccounts();
