@@ -345,6 +345,14 @@ class RecoveryTest {
     write(file, midOp + S_HELD, 10);
     write(file, midOp + S_RAW, SEALED); // sealed on disk: the value is in held
     assertThat(midOpMask).isNotZero();
+    // The dump, read-only, shows what the next open will drop as torn, never as keys and values.
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    try (java.io.PrintStream out = new java.io.PrintStream(bytes, true, StandardCharsets.UTF_8)) {
+      LocalStoreInspector.dump(dir, out);
+    }
+    String dump = bytes.toString(StandardCharsets.UTF_8);
+    assertThat(dump).contains("  counter  good = 1").contains("; 2 torn").doesNotContain("counter  torn")
+        .doesNotContain("wrong-key").contains("fails its checksum").contains("is another key's");
 
     store = open();
     assertThat(store.file().recoveredOnOpen()).isTrue();
