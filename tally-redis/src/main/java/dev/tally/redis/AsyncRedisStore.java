@@ -280,9 +280,20 @@ final class AsyncRedisStore implements AsyncStore {
       decision = batches.submit(call, operation, permits, blocking);
     } else {
       String[] keys = {key};
-      String[] args = LimiterScript.args(call, operation, permits, clock.nanos(), clockOverridden);
+      long now = clock.nanos();
+      String[] args = LimiterScript.args(call, operation, permits, now, clockOverridden);
       decision = call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
-          LimiterScript::decision);
+          LimiterScript::decision)
+          .exceptionallyCompose(failure -> {
+            // Decided further from this client's clock than its quota boundaries reach: once more,
+            // with boundaries around the instant the script decided at (nothing was written).
+            if (!(RedisFailures.unwrap(failure) instanceof ClockSkewException skew)) {
+              return CompletableFuture.failedFuture(RedisFailures.unwrap(failure));
+            }
+            String[] again = LimiterScript.args(call, operation, permits, now, clockOverridden, skew.at);
+            return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, again), keys,
+                LimiterScript::decision);
+          });
     }
     if (denyCache == null || operation == LimiterOperation.PEEK) {
       return decision;

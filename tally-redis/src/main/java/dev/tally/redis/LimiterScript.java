@@ -50,6 +50,15 @@ final class LimiterScript {
    *     than the server's {@code TIME}
    */
   static String[] args(LimiterCall call, LimiterOperation op, long permits, long clientNow, boolean passClock) {
+    return args(call, op, permits, clientNow, passClock, clientNow);
+  }
+
+  /**
+   * {@link #args} with quota boundaries around {@code boundariesAt} rather than the client's
+   * time: the instant a {@link ClockSkewException} says the script decided at.
+   */
+  static String[] args(LimiterCall call, LimiterOperation op, long permits, long clientNow, boolean passClock,
+      long boundariesAt) {
     List<Limit> limits = call.limits();
     String[] args = new String[4 + 4 * limits.size()];
     args[0] = code(op);
@@ -62,7 +71,7 @@ final class LimiterScript {
       args[a] = Integer.toString(l.kind().ordinal() + 1);
       args[a + 1] = Long.toString(l.limit());
       args[a + 2] = Long.toString(l.intervalNanos());
-      args[a + 3] = l.zone() == null ? "" : boundaries(l.zone(), clientNow);
+      args[a + 3] = l.zone() == null ? "" : boundaries(l.zone(), boundariesAt);
     }
     return args;
   }

@@ -92,9 +92,7 @@ final class RedisFailures {
           return new IllegalStateException("stored state of limiter '" + key + "': "
               + scriptMessage(message, space));
         case "TALLY_CLOCK_SKEW":
-          return new StoreException("limiter '" + key + "': this client's clock and the Redis"
-              + " server's differ by more than a day, so the client's calendar boundaries for its"
-              + " quota do not cover the server's time; fix the clocks", t);
+          return new ClockSkewException(key, Long.parseLong(scriptMessage(message, space).strip()), t);
         default:
           return new StoreException("Tally script error: " + message, t);
       }

@@ -20,7 +20,7 @@ ARGV     op permits clock count, then four per limit the caller configured: tag 
 Reply    {allowed 1|0, remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}, each an
          integer or a decimal string (the fast path answers integers, the general path strings);
          for a batch, six such values per operation
-Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW
+Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant decided at, epoch ns>
 
 Arithmetic. Lua numbers are doubles, exact for integers below 2^53, while instants (about 1.8e18
 ns) need 61 bits and the sliding window multiplies counts by durations (up to 2^124). So:
@@ -625,7 +625,7 @@ local function period_end(code, zone)
   if zone then
     local first = code == MONTH and 5 or 1
     if lt(now, frame(zone[first], 0)) then
-      return error({err = 'TALLY_CLOCK_SKEW'})
+      return error({err = 'TALLY_CLOCK_SKEW ' .. to_epoch(now)})
     end
     for i = first + 1, first + 3 do
       local b = frame(zone[i], 0)
@@ -633,7 +633,7 @@ local function period_end(code, zone)
         return b
       end
     end
-    return error({err = 'TALLY_CLOCK_SKEW'})
+    return error({err = 'TALLY_CLOCK_SKEW ' .. to_epoch(now)}) -- the instant the caller's boundaries must cover
   end
   -- UTC, with Howard Hinnant's algorithms for civil dates
   local function days_from_civil(y, m, d)

@@ -344,4 +344,29 @@ class LimiterMachineParityTest {
       server.call("DEL", key);
     }
   }
+
+  /**
+   * A caller whose clock is more than a day behind a stored window's start: the script decides at
+   * that start, which the quota boundaries the caller computed around its own clock do not reach.
+   * The store sends the call again with boundaries around the instant the script names.
+   */
+  @Test
+  void aCallerADayBehindAStoredWindowStillGetsTheMachinesDecision() {
+    clock = new ManualTimeSource(Instant.parse("2026-11-08T12:00:00Z"));
+    String key = "parity-days-behind";
+    LimiterCall call = CoreAccess.machine(key, List.of(Limit.fixedWindow(10, Duration.ofHours(1)),
+        Limit.quota(100, Limit.Period.DAY, ZoneOffset.UTC)));
+    server.call("DEL", key);
+    try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
+      Store store = CoreAccess.store(tally);
+      LimiterOutcome first = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 1);
+      assertThat(store.limit(call, LimiterOperation.ACQUIRE, 1)).isEqualTo(first.decision());
+      clock.set(Instant.parse("2026-11-06T11:00:00Z")); // another caller, 2 days and 1 hour behind
+      LimiterOutcome second = call.apply(first.record().clone(), clock.nanos(), LimiterOperation.RECONFIGURE, 0);
+      assertThat(store.limit(call, LimiterOperation.RECONFIGURE, 0)).isEqualTo(second.decision());
+      assertThat(storedRecord(key)).isEqualTo(second.record());
+    } finally {
+      server.call("DEL", key);
+    }
+  }
 }
