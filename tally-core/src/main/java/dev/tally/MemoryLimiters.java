@@ -232,8 +232,10 @@ final class MemoryLimiters {
         }
         continue;
       }
+      // Decided before sealing: the machine is pure, and one that refuses (a top-up with no quota
+      // to top up) must leave the cell as it was, not sealed with nothing to replace it.
+      LimiterOutcome out = machine.apply(b.record(f), now, op, permits);
       if (b.seal(f)) {
-        LimiterOutcome out = machine.apply(b.record(f), now, op, permits);
         if (out.record() == null) {
           cells.remove(key, b);
         } else {

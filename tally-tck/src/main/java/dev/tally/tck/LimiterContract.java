@@ -2,6 +2,7 @@ package dev.tally.tck;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.tally.BucketFullException;
 import dev.tally.BucketState;
@@ -373,6 +374,24 @@ public abstract class LimiterContract extends TallyFixture {
     assertThat(l.available()).isEqualTo(5);
     assertThat(l.tryAcquire(5)).isTrue();
     assertThat(l.tryAcquire(1)).isFalse();
+  }
+
+  /**
+   * A top-up on a name whose stored state has no quota (another handle made it a token bucket)
+   * is refused and changes nothing: the limiter goes on answering.
+   */
+  @Test
+  public void aRefusedTopUpLeavesTheLimiterAsItWas() {
+    String name = name();
+    RateLimiter bucket = tally.limiter(name, Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    assertThat(bucket.tryAcquire()).isTrue();
+    Quota quota = tally.quota(name, 100, Limit.Period.MONTH, UTC);
+    assertThatThrownBy(() -> quota.topUp(10)).isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("no quota");
+    assertTimeoutPreemptively(Duration.ofSeconds(10), () -> {
+      assertThat(bucket.available()).isEqualTo(4);
+      assertThat(bucket.tryAcquire()).isTrue();
+    });
   }
 
   @Test
