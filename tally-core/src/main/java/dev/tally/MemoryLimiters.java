@@ -55,20 +55,44 @@ final class MemoryLimiters {
     this.isCounter = isCounter;
   }
 
-  /** Whether {@code key} holds limiter state that is not yet full (and so not yet droppable). */
-  boolean holds(String key) {
-    Object c = cells.get(key);
-    if (c == null) {
-      return false;
-    }
-    long now = time.nanos();
-    if (c instanceof BucketCell b) {
-      long f = b.fullAt;
-      return f == SEALED || f > now;
-    }
-    RecordCell rc = (RecordCell) c;
-    synchronized (rc) {
-      return !rc.removed && rc.expiresAt - now > 0;
+  /**
+   * Whether {@code key} holds limiter state that is not yet full, for a counter about to take the
+   * name: a full limiter's cell is dropped first, as the sweeper would drop it. Otherwise a handle
+   * of that limiter would go on using the cell, and the name would be a counter and a limiter at
+   * once.
+   */
+  boolean holdsAfterDroppingFull(String key) {
+    for (int spins = 0; ; spins++) {
+      Object c = cells.get(key);
+      if (c == null) {
+        return false;
+      }
+      long now = time.nanos();
+      if (removeIfFull(key, c, now)) {
+        continue; // dropped: look again, a limiter may have arrived meanwhile
+      }
+      if (c instanceof BucketCell b) {
+        long f = b.fullAt;
+        if (f != SEALED) {
+          if (f > now) {
+            return true;
+          }
+          continue; // full, but changed under the sweep: look again
+        }
+      } else {
+        RecordCell rc = (RecordCell) c;
+        synchronized (rc) {
+          if (!rc.removed) {
+            return true; // not full: removeIfFull would have dropped it
+          }
+        }
+      }
+      // Sealed or removed: being replaced or dropped by another thread, within instructions.
+      if (spins < 64) {
+        Thread.onSpinWait();
+      } else {
+        Thread.yield();
+      }
     }
   }
 

@@ -363,7 +363,7 @@ final class MemoryStore implements Store {
       sorted.add(op.key());
     }
     for (String key : sorted) {
-      if (cells.get(key) == null && limiters.holds(key)) {
+      if (cells.get(key) == null && limiters.holdsAfterDroppingFull(key)) {
         throw MemoryLimiters.clash(key, "rate limiter");
       }
     }
@@ -435,7 +435,7 @@ final class MemoryStore implements Store {
     for (int spins = 0; ; spins++) {
       Cell c = cells.get(key);
       if (c == null) {
-        if (limiters.holds(key)) {
+        if (limiters.holdsAfterDroppingFull(key)) {
           throw MemoryLimiters.clash(key, "rate limiter");
         }
         Cell placeholder = Cell.placeholder();
@@ -445,7 +445,16 @@ final class MemoryStore implements Store {
         }
       } else if (c.seal()) {
         long bits = c.takeBits();
-        return c.expired(now) ? new Locked(key, c, false, 0) : new Locked(key, c, true, bits);
+        if (!c.expired(now)) {
+          return new Locked(key, c, true, bits);
+        }
+        Locked lapsed = new Locked(key, c, false, 0);
+        // Expired: the name was free meanwhile, and a limiter may have taken it.
+        if (limiters.holdsAfterDroppingFull(key)) {
+          unlock(lapsed); // drops the expired cell
+          throw MemoryLimiters.clash(key, "rate limiter");
+        }
+        return lapsed;
       } else {
         backoff(spins);
       }
