@@ -200,6 +200,12 @@ final class MemoryLimiters {
         }
         Object fresh = newCell(out, now);
         if (cells.putIfAbsent(key, fresh) == null) {
+          // Published, then checked again: a counter taking the name at this instant does the
+          // same in its own map (MemoryStore.lock), so at least one of the two sees the other.
+          if (isCounter.test(key)) {
+            retract(key, fresh);
+            throw clash(key, "counter");
+          }
           sweepSome(2, fresh);
           return out.decision();
         }
@@ -269,6 +275,26 @@ final class MemoryLimiters {
       }
     }
     return null;
+  }
+
+  /** Takes back a cell just inserted for a name a counter took meanwhile. */
+  private void retract(String key, Object cell) {
+    if (cell instanceof BucketCell b) {
+      for (long f = b.fullAt; f != SEALED; f = b.fullAt) {
+        if (b.seal(f)) {
+          cells.remove(key, b);
+          return;
+        }
+      }
+      return; // sealed by another thread, which replaces or removes it
+    }
+    RecordCell rc = (RecordCell) cell;
+    synchronized (rc) {
+      if (!rc.removed) {
+        rc.removed = true;
+        cells.remove(key, rc);
+      }
+    }
   }
 
   private static Object newCell(LimiterOutcome out, long now) {

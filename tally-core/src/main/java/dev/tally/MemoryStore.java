@@ -435,11 +435,14 @@ final class MemoryStore implements Store {
     for (int spins = 0; ; spins++) {
       Cell c = cells.get(key);
       if (c == null) {
-        if (limiters.holdsAfterDroppingFull(key)) {
-          throw MemoryLimiters.clash(key, "rate limiter");
-        }
         Cell placeholder = Cell.placeholder();
         if (cells.putIfAbsent(key, placeholder) == null) {
+          // Published, then checked: a limiter taking the name at this instant does the same in
+          // its own map (MemoryLimiters.execute), so at least one of the two sees the other.
+          if (limiters.holdsAfterDroppingFull(key)) {
+            cells.remove(key, placeholder);
+            throw MemoryLimiters.clash(key, "rate limiter");
+          }
           sweepSome(SWEEP_PER_INSERT);
           return new Locked(key, placeholder, false, 0);
         }

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -38,6 +40,40 @@ class MemoryKeySpaceTest {
       assertThatThrownBy(() -> tally.counters().incr("k")).isInstanceOf(TallyException.class)
           .hasMessageContaining("rate limiter");
       assertThat(limiter.available()).isEqualTo(4);
+    }
+  }
+
+  @Test
+  void aCounterAndALimiterCreatingOneNewNameAtOnceNeverBothWin() throws Exception {
+    try (Tally tally = Tally.builder("mem:").build()) {
+      for (int i = 0; i < 3_000; i++) {
+        String name = "race" + i;
+        RateLimiter limiter = tally.limiter(name, Limit.tokenBucket(5, Duration.ofMinutes(1)));
+        CyclicBarrier start = new CyclicBarrier(2);
+        AtomicBoolean counterWon = new AtomicBoolean();
+        Thread counter = new Thread(() -> {
+          try {
+            start.await();
+            tally.counters().incr(name);
+            counterWon.set(true);
+          } catch (TallyException clash) {
+            // the limiter took it
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        });
+        counter.start();
+        start.await();
+        boolean limiterWon;
+        try {
+          limiter.tryAcquire();
+          limiterWon = true;
+        } catch (TallyException clash) {
+          limiterWon = false;
+        }
+        counter.join();
+        assertThat(counterWon.get() && limiterWon).as("%s became a counter and a limiter", name).isFalse();
+      }
     }
   }
 }
