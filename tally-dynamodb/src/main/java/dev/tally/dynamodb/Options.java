@@ -36,7 +36,8 @@ record Options(
     String secretKey,
     int shards,
     List<String> shardPrefixes,
-    Async async) {
+    Async async,
+    boolean retryLost) {
 
   /** Whether the store uses {@code DynamoDbAsyncClient} for the asynchronous API. */
   enum Async {
@@ -53,7 +54,7 @@ record Options(
   private static final Pattern TABLE = Pattern.compile("[A-Za-z0-9_.-]{3,255}");
   private static final Set<String> KNOWN = Set.of("region", "endpoint", "key", "retries",
       "limiterRetries", "conflictTries", "timeout", "accessKey", "secretKey", "shards",
-      "shardPrefix", "async");
+      "shardPrefix", "async", "retryLost");
   static final int MAX_SHARDS = 100; // one BatchGetItem reads at most 100 items
 
   static Options parse(String uri) {
@@ -131,9 +132,13 @@ record Options(
       case "off", "false" -> Async.OFF;
       default -> throw new IllegalArgumentException("async must be auto or off, not '" + asyncText + "'");
     };
+    String retryLostText = one(params, "retryLost", "true");
+    if (!retryLostText.equals("true") && !retryLostText.equals("false")) {
+      throw new IllegalArgumentException("retryLost must be true or false, not '" + retryLostText + "'");
+    }
     String region = one(params, "region", null);
     return new Options(table, region, endpoint, key, retries, limiterRetries, conflictTries, timeout,
-        accessKey, secretKey, shards, List.copyOf(prefixes), async);
+        accessKey, secretKey, shards, List.copyOf(prefixes), async, Boolean.parseBoolean(retryLostText));
   }
 
   /** Whether counters under {@code key} are sharded. */

@@ -16,17 +16,18 @@ import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 
 /**
- * The client retries a request only when DynamoDB provably applied nothing (throttling, a
- * connection never made). After a 5xx answer or a connection lost once the request was sent,
- * the write may have been applied, and retrying an increment would count it twice: those fail
- * at once, as "may or may not have been applied". A fake endpoint counts the attempts.
+ * Which failures the client retries, counted by a fake endpoint. Throttling and connections
+ * never made are always retried: nothing was applied. After a 5xx answer or a connection lost
+ * once the request went out, the write may have been applied, and a retried increment could count
+ * twice: retried by default, as the AWS SDK does, and never with {@code retryLost=false}, where
+ * the caller gets "may or may not have been applied" instead.
  */
 class RetryTest {
   private static final int RETRIES = 3;
 
-  private static Clients clients(int port) {
+  private static Clients clients(int port, boolean retryLost) {
     return new Clients(Options.parse("dynamodb://tally?endpoint=http://127.0.0.1:" + port + "&retries=" + RETRIES
-        + "&timeout=1000"), List.of());
+        + "&timeout=1000&retryLost=" + retryLost), List.of());
   }
 
   private static void increment(Clients c) {
@@ -35,7 +36,7 @@ class RetryTest {
   }
 
   /** Answers every request with {@code status} and a DynamoDB error of type {@code type}. */
-  private static int attemptsAnswered(int status, String type) throws IOException {
+  private static int attemptsAnswered(int status, String type, boolean retryLost) throws IOException {
     AtomicInteger attempts = new AtomicInteger();
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.createContext("/", exchange -> {
@@ -49,7 +50,7 @@ class RetryTest {
       exchange.close();
     });
     server.start();
-    try (Clients c = clients(server.getAddress().getPort())) {
+    try (Clients c = clients(server.getAddress().getPort(), retryLost)) {
       assertThatThrownBy(() -> increment(c)).isInstanceOf(RuntimeException.class);
     } finally {
       server.stop(0);
@@ -58,18 +59,20 @@ class RetryTest {
   }
 
   @Test
-  void aServerErrorIsNotRetried() throws IOException {
-    assertThat(attemptsAnswered(500, "InternalServerError")).isEqualTo(1);
-    assertThat(attemptsAnswered(503, "ServiceUnavailable")).isEqualTo(1);
+  void aServerErrorIsRetriedUnlessLostAnswersMayNotBe() throws IOException {
+    assertThat(attemptsAnswered(500, "InternalServerError", true)).isEqualTo(RETRIES + 1);
+    assertThat(attemptsAnswered(500, "InternalServerError", false)).isEqualTo(1);
+    assertThat(attemptsAnswered(503, "ServiceUnavailable", false)).isEqualTo(1);
   }
 
   @Test
   void throttlingIsRetriedBecauseNothingWasApplied() throws IOException {
-    assertThat(attemptsAnswered(400, "ProvisionedThroughputExceededException")).isEqualTo(RETRIES + 1);
+    assertThat(attemptsAnswered(400, "ProvisionedThroughputExceededException", true)).isEqualTo(RETRIES + 1);
+    assertThat(attemptsAnswered(400, "ProvisionedThroughputExceededException", false)).isEqualTo(RETRIES + 1);
   }
 
   @Test
-  void aConnectionLostAfterTheRequestWasSentIsNotRetried() throws Exception {
+  void aConnectionLostAfterTheRequestWasSentIsNotRetriedWhenLostAnswersMayNotBe() throws Exception {
     AtomicInteger attempts = new AtomicInteger();
     try (ServerSocket listener = new ServerSocket(0)) {
       Thread server = new Thread(() -> {
@@ -85,7 +88,7 @@ class RetryTest {
       });
       server.setDaemon(true);
       server.start();
-      try (Clients c = clients(listener.getLocalPort())) {
+      try (Clients c = clients(listener.getLocalPort(), false)) {
         assertThatThrownBy(() -> increment(c)).isInstanceOf(RuntimeException.class);
       }
     }
