@@ -59,7 +59,10 @@ import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
  * limiter full deletes the item, on the same condition.
  */
 final class LimiterExchange extends Exchange<Decision> {
-  private enum Sent { READ, WRITE, DELETE, RESET }
+  private enum Sent { READ, WRITE, RESET }
+
+  /** How long a full limiter's tombstone keeps its _now before DynamoDB's TTL removes it. */
+  static final long TOMBSTONE_NANOS = 86_400_000_000_000L;
 
   private final Table t;
   private final LimiterCall call;
@@ -114,37 +117,37 @@ final class LimiterExchange extends Exchange<Decision> {
       case ACQUIRE -> permits > 0 && out.decision().allowed();
       default -> true;
     };
-    if (changes && out.record() != null) {
+    if (changes && (out.record() != null || k.present())) {
+      // A limiter full again leaves a tombstone rather than nothing: an empty record that expires
+      // at once (so the name is free for counters and limiters alike) but keeps _now, so that a
+      // host whose clock lags decides no earlier than this one did instead of starting afresh at
+      // an earlier instant, in a window this one has already counted. DynamoDB's TTL removes it.
+      boolean full = out.record() == null;
+      long[] record = full ? new long[0] : out.record();
       long version = k.present() ? k.version() + 1 : 1;
       long keep = Math.max(1, out.keepNanos());
-      long exp = keep > Long.MAX_VALUE - now ? Long.MAX_VALUE : now + keep;
+      long exp = full ? now : keep > Long.MAX_VALUE - now ? Long.MAX_VALUE : now + keep;
+      long gone = full ? now + TOMBSTONE_NANOS : exp;
       do {
         writer = ThreadLocalRandom.current().nextLong();
       } while (writer == 0); // 0 stands for "no id"
       Map<String, AttributeValue> item = new HashMap<>();
       item.put(t.items.keyAttribute, AttributeValue.fromS(key));
-      item.put(Items.REC, Items.record(out.record()));
+      item.put(Items.REC, Items.record(record));
       item.put(Items.VER, n(version));
       item.put(Items.NOW, n(now));
       item.put(Items.EXP, n(exp));
-      item.put(Items.TTL, Items.ttlSeconds(exp));
+      item.put(Items.TTL, Items.ttlSeconds(gone));
       item.put(Items.WRITER, n(writer));
       checkSize(item);
       sent = Sent.WRITE;
       pendingDecision = out.decision();
-      pendingState = new LimiterCache.State(true, out.record(), version, writer, now, exp);
+      pendingState = new LimiterCache.State(true, record, version, writer, now, exp);
       next = k.present()
           ? t.put(item, "#w = :w", values(":w", n(k.writer())))
           : expiredCounter != 0
               ? t.put(item, "attribute_exists(#v) AND #e = :e", values(":e", n(expiredCounter)))
               : t.put(item, "attribute_not_exists(#k)", null);
-      return;
-    }
-    if (changes && k.present()) {
-      sent = Sent.DELETE;
-      pendingDecision = out.decision();
-      pendingState = LimiterCache.State.MISSING;
-      next = t.delete(key, "#w = :w", values(":w", n(k.writer())), ReturnValue.NONE);
       return;
     }
     if (fresh) {
