@@ -5,6 +5,7 @@ import dev.tally.spi.Store;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
@@ -142,7 +143,7 @@ final class DefaultRateLimiter implements Quota {
     try {
       return store.limit(machine, op, permits);
     } catch (StoreException e) {
-      failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(), machine.key(), e);
+      failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(Locale.ROOT), machine.key(), e);
       Decision full = machine.full();
       return policy == FailurePolicy.FAIL_OPEN
           ? full
