@@ -535,7 +535,9 @@ final class LocalStore implements Store {
           if (!Table.expired(h.expiresAt, now) && st.words().length > 0) {
             stored = st;
           }
-        } else if (operation != LimiterOperation.RESET) {
+        } else if (operation == LimiterOperation.RESET) {
+          h.record = false; // forgotten; and its damaged reference never reaches a free list
+        } else {
           throw new StoreException("the state of rate limiter '" + key + "' in " + file.path()
               + " is damaged (the record at " + h.bits + " of the slot at offset " + h.slot
               + " fails its check); reset the limiter to start it afresh");
@@ -676,10 +678,13 @@ final class LocalStore implements Store {
     }
     closed = true;
     maintenance.stop();
-    if (options.sync() != LocalOptions.Sync.NONE) {
-      map.forceAll();
+    try {
+      if (options.sync() != LocalOptions.Sync.NONE) {
+        map.forceAll();
+      }
+    } finally {
+      file.release();
     }
-    file.release();
   }
 
   @Override

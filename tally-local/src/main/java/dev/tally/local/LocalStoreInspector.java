@@ -432,6 +432,10 @@ public final class LocalStoreInspector {
         StringBuilder b = new StringBuilder("  limiter  ").append(key);
         if (r == null) {
           b.append(" = <unreadable state record ").append(held).append('>');
+        } else if (r.length == 1) {
+          b.append(" = full again (a tombstone that keeps the instant it was last decided at: ")
+              .append(Instant.ofEpochSecond(0, r[0])).append(')');
+          return b.append(locked).toString();
         } else {
           for (int o = 1; o + 5 < r.length; o += 6) {
             long tag = r[o];

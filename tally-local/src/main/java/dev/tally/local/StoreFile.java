@@ -66,6 +66,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.DirectoryStream;
 import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -177,11 +179,19 @@ final class StoreFile {
       createDirectories(parent, permissions);
     }
     try {
-      Files.createDirectory(dir);
+      if (posix(dir)) {
+        Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(permissions));
+      } else {
+        Files.createDirectory(dir);
+      }
     } catch (FileAlreadyExistsException e) {
       return; // made meanwhile by someone else, with their permissions
     }
     setPermissions(dir, permissions);
+  }
+
+  private static boolean posix(Path p) {
+    return p.getFileSystem().supportedFileAttributeViews().contains("posix");
   }
 
   private static void setPermissions(Path p, Set<PosixFilePermission> permissions) throws IOException {
@@ -205,8 +215,11 @@ final class StoreFile {
     Path tmp = path.resolveSibling(prefix + ProcessHandle.current().pid() + "-"
         + Long.toHexString(ThreadLocalRandom.current().nextLong()));
     try {
-      try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW,
-          StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      Set<StandardOpenOption> create = EnumSet.of(StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.READ, StandardOpenOption.WRITE);
+      try (FileChannel ch = posix(tmp)
+          ? FileChannel.open(tmp, create, PosixFilePermissions.asFileAttribute(options.filePermissions()))
+          : FileChannel.open(tmp, create)) {
         setPermissions(tmp, options.filePermissions());
         long seg0Bytes = options.segment0Slots() * SLOT;
         long length = REGIONS_AT + seg0Bytes + Layout.DEFAULT_HEAP0_BYTES;
@@ -395,7 +408,7 @@ final class StoreFile {
       } finally {
         gate.release();
       }
-    } catch (IOException | UncheckedIOException e) {
+    } catch (IOException | UncheckedIOException | StoreException e) {
       // the next opener will find the file not marked clean and recover it
     } finally {
       closeQuietly(channel);
