@@ -97,7 +97,7 @@ class DamageTest {
   /** A copy of the store with {@code bit} of byte {@code at} flipped. */
   private Path damaged(String name, long at, int bit) throws IOException {
     byte[] bytes = pristine.clone();
-    bytes[(int) at] ^= (byte) (1 << bit);
+    bytes[(int) at] = (byte) (bytes[(int) at] ^ (1 << bit));
     Path d = dir.resolve(name);
     Files.createDirectories(d);
     Files.write(d.resolve(LocalOptions.FILE_NAME), bytes);
