@@ -502,9 +502,10 @@ final class LocalStore implements Store {
   /**
    * Runs the limiter's state machine under the slot lock of its key. The state is a record in
    * the key heap, replaced copy-on-write (see {@link Table}): the machine runs on a copy, its
-   * result goes to a new record, and the commit points the slot at it, or deletes the slot when
-   * the machine returns no state (the limiter is full again). The slot expires when the
-   * limiter would be full, so the sweeper reclaims limiters nobody uses.
+   * result goes to a new record, and the commit points the slot at it. When the machine returns
+   * no state (the limiter is full again), the slot points at a tombstone record of no words that
+   * keeps the instant, for {@link #TOMBSTONE_NANOS}; a reset deletes the slot. The slot expires
+   * when the limiter would be full, so the sweeper reclaims limiters nobody uses.
    *
    * <p>Time: the file has no clock, so decisions are taken at this store's {@link TimeSource},
    * but never before the record's "last now", the latest time any process decided on this

@@ -72,19 +72,22 @@ import java.util.concurrent.atomic.AtomicLongArray;
  *
  * <h2>Refusing what is not ours</h2>
  *
- * The header starts with a magic number and a format version; the geometry that follows is
- * checksummed, and the file must be as long as the header says. A file that fails any of these
- * is refused with a {@link StoreException} saying why, and is never written to. A new file gets
- * its magic number last, after everything else is on the device, so a creation cut short is
- * recognized and started over rather than mistaken for a foreign file.
+ * The header starts with a magic number and a format version; the geometry that follows and the
+ * directory of regions are checksummed and checked against the file ({@link Header}). A file
+ * that fails any of these, or is empty or short, is refused with a {@link StoreException}
+ * saying why, and is never written to. A new file is written whole under a name of its own and
+ * only then linked into place ({@link #create}), so an empty or half-made store file is never
+ * Tally's own doing, and is never taken for a new store.
  *
  * <h2>Growth</h2>
  *
- * Segments and heap chunks are appended under the growth lock: extend the file, force its new
- * length to the device (so the header never points past the end of the file, even after a crash
- * of the machine), then publish the region's offset and count in the header. Other processes
- * map new regions when they first see the larger count. Nothing is copied or moved, so growth
- * stops nobody: lookups and increments go on in the existing segments meanwhile.
+ * Segments and heap chunks are appended under the growth lock: write zeros over the new region
+ * (so the file system allocates it now and a full one says so here, not by a fault on the
+ * mapping), force it to the device (so the header never points past the end of the file, even
+ * after a crash of the machine), then publish the region's offset, the count and the directory
+ * checksum in the header. Other processes check the directory and map new regions when they
+ * first see the larger count. Nothing is copied or moved, so growth stops nobody: lookups and
+ * increments go on in the existing segments meanwhile.
  */
 final class StoreFile {
   private static final Map<Path, StoreFile> OPEN = new HashMap<>();
