@@ -77,6 +77,21 @@ final class LimiterScript {
   }
 
   /**
+   * {@code args} with an operation id's four arguments appended (the script's header): the
+   * call's fingerprint, the record's Redis expiry in milliseconds, and the caller's clock and
+   * the record's lapse on it ({@code "-"} on the server's clock). The record key is
+   * {@code KEYS[2]}.
+   */
+  static String[] once(String[] args, String fingerprint, long pexpireMillis, String now, String exp) {
+    String[] all = java.util.Arrays.copyOf(args, args.length + 4);
+    all[args.length] = fingerprint;
+    all[args.length + 1] = Long.toString(pexpireMillis);
+    all[args.length + 2] = now;
+    all[args.length + 3] = exp;
+    return all;
+  }
+
+  /**
    * {@code ARGV} for a batch: several acquisitions or peeks with the same limits, which the
    * script decides one after the other at one instant of the server's clock.
    */
