@@ -428,26 +428,24 @@ final class AsyncRedisStore implements AsyncStore {
     return result;
   }
 
-  /** Runs {@code limiter.lua} once for a batch of acquisitions and peeks on one limiter. */
+  /**
+   * Runs {@code limiter.lua} once for a batch of acquisitions and peeks on one limiter (with the
+   * clock-skew retry of {@link #runLimiter}: nothing was decided when it is refused).
+   */
   private CompletableFuture<List<Object>> runBatch(List<LimiterBatches.Pending> batch) {
     LimiterBatches.Pending first = batch.get(0);
     String[] keys = {first.call().key()};
-    String[] args;
+    long now = clock.nanos();
     if (batch.size() == 1) {
-      args = LimiterScript.args(first.call(), first.op(), first.permits(), clock.nanos(), false);
-    } else {
-      List<LimiterOperation> ops = new ArrayList<>(batch.size());
-      List<Long> permits = new ArrayList<>(batch.size());
-      for (LimiterBatches.Pending p : batch) {
-        ops.add(p.op());
-        permits.add(p.permits());
-      }
-      args = LimiterScript.batchArgs(first.call(), ops, permits, clock.nanos(), false);
+      return runLimiter(keys, at -> LimiterScript.args(first.call(), first.op(), first.permits(), now, false, at), now);
     }
-    return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
-        Function.identity())
-        .exceptionallyCompose(failure -> CompletableFuture.failedFuture(
-            RedisFailures.forLimiter(RedisFailures.unwrap(failure), keys[0])));
+    List<LimiterOperation> ops = new ArrayList<>(batch.size());
+    List<Long> permits = new ArrayList<>(batch.size());
+    for (LimiterBatches.Pending p : batch) {
+      ops.add(p.op());
+      permits.add(p.permits());
+    }
+    return runLimiter(keys, at -> LimiterScript.batchArgs(first.call(), ops, permits, now, false, at), now);
   }
 
   /**

@@ -97,7 +97,13 @@ final class LimiterScript {
    */
   static String[] batchArgs(LimiterCall call, List<LimiterOperation> ops, List<Long> permits, long clientNow,
       boolean passClock) {
-    String[] args = args(call, LimiterOperation.PEEK, 0, clientNow, passClock);
+    return batchArgs(call, ops, permits, clientNow, passClock, clientNow);
+  }
+
+  /** {@link #batchArgs} with quota boundaries around {@code boundariesAt} (see {@link #args}). */
+  static String[] batchArgs(LimiterCall call, List<LimiterOperation> ops, List<Long> permits, long clientNow,
+      boolean passClock, long boundariesAt) {
+    String[] args = args(call, LimiterOperation.PEEK, 0, clientNow, passClock, boundariesAt);
     StringBuilder list = new StringBuilder(ops.size() * 10);
     for (int i = 0; i < ops.size(); i++) {
       list.append(i == 0 ? "" : " ").append(code(ops.get(i))).append(' ').append(permits.get(i));
