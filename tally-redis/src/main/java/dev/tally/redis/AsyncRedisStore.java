@@ -60,6 +60,9 @@ import java.util.function.LongFunction;
  * threads: continuations that block must move elsewhere ({@code thenApplyAsync}).
  */
 final class AsyncRedisStore implements AsyncStore {
+  /** An increment from 0 under an operation id: the common idempotent call, kept small. */
+  static final Script ONCE_INCR = Script.load("once-incr.lua");
+
   private final RedisClusterAsyncCommands<String, String> commands;
   private final ScriptRunner scripts;
   private final boolean cluster;
@@ -355,6 +358,13 @@ final class AsyncRedisStore implements AsyncStore {
       }
       String record = operationKeys.record(id, mutation.key());
       long now = clock.nanos();
+      if (mutation instanceof Mutation.Incr m && m.create() && m.dflt() == 0) {
+        String[] keys = {record, m.key()};
+        return call(scripts.<List<Object>>run(ONCE_INCR, ScriptOutputType.MULTI, keys, Long.toString(m.delta()),
+            OperationKeys.hex(m.fingerprint()), Long.toString(operationKeys.pexpireMillis(clockOverridden)),
+            clockOverridden ? Long.toString(now) : "-", clockOverridden ? Long.toString(operationKeys.expiry(now)) : "-"),
+            keys, r -> OperationRecord.decode(first(r)).replay(id, mutation));
+      }
       CounterScript s = new CounterScript().once(record, mutation.fingerprint(), shape(mutation),
           operationKeys.pexpireMillis(clockOverridden), clockOverridden ? Long.toString(now) : null,
           clockOverridden ? Long.toString(operationKeys.expiry(now)) : null);
