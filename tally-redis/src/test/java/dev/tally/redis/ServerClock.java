@@ -76,7 +76,7 @@ final class ServerClock {
       Files.copy(in, source);
       Process cc = new ProcessBuilder(List.of("cc", "-shared", "-fPIC", "-O2", "-o", library.toString(),
           source.toString())).redirectErrorStream(true).start();
-      String output = new String(cc.getInputStream().readAllBytes());
+      String output = new String(cc.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
       if (!cc.waitFor(60, TimeUnit.SECONDS) || cc.exitValue() != 0) {
         throw new IllegalStateException("cc could not build the server clock (install gcc):\n" + output);
       }
