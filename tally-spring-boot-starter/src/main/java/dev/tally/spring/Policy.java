@@ -105,7 +105,7 @@ final class Policy {
       };
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("policy '" + id + "': '" + t + "': " + e.getMessage()
-          + " (forms: " + FORMS + ")", e);
+          + " (forms: " + FORMS + ")");
     }
   }
 
@@ -116,7 +116,13 @@ final class Policy {
           + " optional @zone");
     }
     Limit.Period period = Limit.Period.valueOf(m.group(2).toUpperCase(Locale.ROOT));
-    java.time.ZoneId zone = m.group(3) == null ? java.time.ZoneOffset.UTC : java.time.ZoneId.of(m.group(3));
+    java.time.ZoneId zone;
+    try {
+      zone = m.group(3) == null ? java.time.ZoneOffset.UTC : java.time.ZoneId.of(m.group(3));
+    } catch (java.time.DateTimeException e) {
+      throw new IllegalArgumentException("unknown time zone '" + m.group(3) + "': expected an id like UTC"
+          + " or Europe/Paris");
+    }
     return new Policy(id, text, Limit.quota(number(m.group(1)), period, zone), null);
   }
 

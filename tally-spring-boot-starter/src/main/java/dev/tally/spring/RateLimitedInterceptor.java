@@ -138,7 +138,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       }
       return new Rule(name, policies, failurePolicy(a.failurePolicy()));
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(where + ": " + e.getMessage(), e);
+      throw new IllegalArgumentException(where + ": " + e.getMessage());
     }
   }
 

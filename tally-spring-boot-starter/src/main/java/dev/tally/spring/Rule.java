@@ -40,7 +40,8 @@ final class Rule {
       FailurePolicy fp = p.getFailurePolicy() == null ? FailurePolicy.FAIL_OPEN : p.getFailurePolicy();
       return new Rule(name, policies, fp);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(where + ": " + e.getMessage(), e);
+      // The message says it all; the cause would only repeat it.
+      throw new IllegalArgumentException(where + ": " + e.getMessage());
     }
   }
 
