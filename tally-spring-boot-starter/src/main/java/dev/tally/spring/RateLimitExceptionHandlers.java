@@ -18,14 +18,14 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
  * another answer declares its own bean of the same type.
  */
 final class RateLimitExceptionHandlers {
-  private static final MediaType PROBLEM_JSON = MediaType.parseMediaType(ServletRateLimitFilter.PROBLEM_JSON);
+  private static final MediaType PROBLEM_JSON = MediaType.parseMediaType(ProblemResponses.PROBLEM_JSON);
 
   private RateLimitExceptionHandlers() {}
 
   static ResponseEntity<String> answer(RateLimitExceededException e, String path) {
     RateLimitVerdict v = e.verdict();
     HttpHeaders headers = new HttpHeaders();
-    ReactiveRateLimitFilter.setFields(headers, v);
+    ProblemResponses.setFields(v, headers::set);
     headers.setContentType(PROBLEM_JSON);
     return new ResponseEntity<>(v.problemJson(path), headers, HttpStatus.TOO_MANY_REQUESTS);
   }

@@ -155,8 +155,9 @@ public final class RateLimitVerdict {
       return "allowed";
     }
     Decision d = deciding.decision();
-    String head = "rate limit '" + deciding.policy() + "' of rule '" + deciding.rule() + "' exceeded for key '"
-        + deciding.key() + "'";
+    String which = deciding.policy().equals(deciding.rule()) ? "rate limit '" + deciding.rule() + "'"
+        : "policy '" + deciding.policy() + "' of rate limit '" + deciding.rule() + "'";
+    String head = which + " exceeded for key '" + deciding.key() + "'";
     if (d.retryAfterNanos() == Decision.NEVER) {
       return head + ": " + deciding.permits() + " permits exceed the limit of " + d.limit()
           + " and can never be granted";

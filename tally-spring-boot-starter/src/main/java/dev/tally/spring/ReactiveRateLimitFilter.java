@@ -26,7 +26,7 @@ import reactor.core.scheduler.Schedulers;
  */
 public class ReactiveRateLimitFilter implements WebFilter, Ordered {
   private static final Log LOG = LogFactory.getLog(ReactiveRateLimitFilter.class);
-  private static final MediaType PROBLEM_JSON = MediaType.parseMediaType(ServletRateLimitFilter.PROBLEM_JSON);
+  private static final MediaType PROBLEM_JSON = MediaType.parseMediaType(ProblemResponses.PROBLEM_JSON);
   /** Stands for "no principal" inside the reactive chain, which carries no nulls. */
   private static final String NO_PRINCIPAL = "";
 
@@ -65,7 +65,7 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
           if (outcome instanceof StoreException e) {
             LOG.warn("rate-limit store failed; answering 503 (failure-policy throw): " + e);
             return write(exchange.getResponse(), HttpStatus.SERVICE_UNAVAILABLE,
-                ServletRateLimitFilter.unavailableJson(path));
+                ProblemResponses.unavailableJson(path));
           }
           RateLimitVerdict verdict = (RateLimitVerdict) outcome;
           setFields(exchange.getResponse().getHeaders(), verdict);
@@ -87,12 +87,7 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
 
   /** Sets the header fields of {@code verdict}. */
   static void setFields(HttpHeaders headers, RateLimitVerdict verdict) {
-    if (verdict.outcomes().isEmpty()) {
-      return;
-    }
-    headers.set("RateLimit-Policy", verdict.rateLimitPolicyField());
-    headers.set("RateLimit", verdict.rateLimitField());
-    verdict.retryAfterSeconds().ifPresent(s -> headers.set("Retry-After", Long.toString(s)));
+    ProblemResponses.setFields(verdict, headers::set);
   }
 
   private static Mono<Void> write(ServerHttpResponse response, HttpStatus status, String json) {

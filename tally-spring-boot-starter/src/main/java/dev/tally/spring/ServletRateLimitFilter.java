@@ -21,7 +21,6 @@ import org.springframework.web.filter.OncePerRequestFilter;
  */
 public class ServletRateLimitFilter extends OncePerRequestFilter {
   private static final Log LOG = LogFactory.getLog(ServletRateLimitFilter.class);
-  static final String PROBLEM_JSON = "application/problem+json";
 
   private final FilterRules rules;
   private final TallyRateLimits limits;
@@ -45,7 +44,7 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
       verdict = limits.check(targets);
     } catch (StoreException e) {
       LOG.warn("rate-limit store failed; answering 503 (failure-policy throw): " + e);
-      write(response, 503, unavailableJson(path));
+      write(response, 503, ProblemResponses.unavailableJson(path));
       return;
     }
     setFields(response, verdict);
@@ -58,12 +57,7 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
 
   /** Sets the header fields of {@code verdict} on {@code response}. */
   static void setFields(HttpServletResponse response, RateLimitVerdict verdict) {
-    if (verdict.outcomes().isEmpty()) {
-      return;
-    }
-    response.setHeader("RateLimit-Policy", verdict.rateLimitPolicyField());
-    response.setHeader("RateLimit", verdict.rateLimitField());
-    verdict.retryAfterSeconds().ifPresent(s -> response.setHeader("Retry-After", Long.toString(s)));
+    ProblemResponses.setFields(verdict, response::setHeader);
   }
 
   /** Answers a denial: the header fields and the problem body. */
@@ -75,15 +69,9 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
   private static void write(HttpServletResponse response, int status, String json) throws IOException {
     byte[] body = json.getBytes(StandardCharsets.UTF_8);
     response.setStatus(status);
-    response.setContentType(PROBLEM_JSON);
+    response.setContentType(ProblemResponses.PROBLEM_JSON);
     response.setContentLength(body.length);
     response.getOutputStream().write(body);
     response.flushBuffer();
-  }
-
-  /** The body of a 503 when the store fails under failure-policy throw; says nothing of the store's address. */
-  static String unavailableJson(String path) {
-    return new Json().field("type", "about:blank").field("title", "Service Unavailable").field("status", 503)
-        .field("detail", "the rate-limit store did not answer; try again later").field("instance", path).end();
   }
 }
