@@ -6,6 +6,7 @@ import dev.tally.StoreException;
 import dev.tally.Tally;
 import dev.tally.TallyListener;
 import dev.tally.TallyMetrics;
+import dev.tally.TimeSource;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -38,16 +39,24 @@ public class TallyAutoConfiguration {
 
   /**
    * The store, with every {@link TallyListener} bean told of fail-open and fail-closed answers
-   * (Micrometer's among them when the application has a registry).
+   * (Micrometer's among them when the application has a registry), on the application's
+   * {@link TimeSource} bean if it has one.
    *
    * @throws IllegalArgumentException if tally.store is malformed or its module is missing
    * @throws StoreException if the store cannot be opened
    */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
-  public Tally tally(TallyProperties properties, ObjectProvider<TallyListener> listeners) {
+  public Tally tally(TallyProperties properties, ObjectProvider<TallyListener> listeners,
+      ObjectProvider<TimeSource> clock) {
     List<TallyListener> all = listeners.orderedStream().toList();
-    return Tally.builder(storeUri(properties))
+    Tally.Builder builder = Tally.builder(storeUri(properties));
+    // A TimeSource bean (a test's manual clock) drives expiry and the limiters.
+    TimeSource time = clock.getIfUnique();
+    if (time != null) {
+      builder.timeSource(time);
+    }
+    return builder
         .failurePolicy(properties.getFailurePolicy() == null ? FailurePolicy.THROW : properties.getFailurePolicy())
         .listener(all.isEmpty() ? TallyListener.NONE : new CompositeListener(all))
         .build();

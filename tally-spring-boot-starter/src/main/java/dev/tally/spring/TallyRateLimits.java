@@ -146,7 +146,7 @@ public class TallyRateLimits {
 
   /** Applies every target's policies in order; see the class comment for how a denial unwinds. */
   RateLimitVerdict check(List<Target> targets) {
-    Instant now = Instant.ofEpochMilli(System.currentTimeMillis());
+    Instant now = Instant.ofEpochSecond(0, tally.timeSource().nanos());
     List<PolicyOutcome> outcomes = new ArrayList<>();
     List<Integer> granted = new ArrayList<>();
     List<RateLimiter> grantedLimiters = new ArrayList<>();

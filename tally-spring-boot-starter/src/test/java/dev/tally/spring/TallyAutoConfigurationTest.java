@@ -5,6 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Counters;
 import dev.tally.Tally;
+import dev.tally.TimeSource;
+import dev.tally.tck.ManualTimeSource;
+import java.time.Duration;
+import java.time.Instant;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicReference;
@@ -77,6 +81,27 @@ class TallyAutoConfigurationTest {
       assertThatThrownBy(() -> limits.check("nope", "u"))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no rate-limit rule 'nope'");
     });
+  }
+
+  @Test
+  void retryAfterIsWhenTheRequestFitsOnTheApplicationsClock() {
+    ManualTimeSource clock = new ManualTimeSource(Instant.parse("2026-03-01T10:00:00Z"));
+    runner.withBean(TimeSource.class, () -> clock)
+        .withPropertyValues("tally.limits.api.limit=token-bucket 2/1m").run(context -> {
+          TallyRateLimits limits = context.getBean(TallyRateLimits.class);
+          assertThat(limits.check("api", "u").allowed()).isTrue();
+          assertThat(limits.check("api", "u").allowed()).isTrue();
+          RateLimitVerdict denied = limits.check("api", "u");
+          assertThat(denied.allowed()).isFalse();
+          assertThat(denied.retryAfterSeconds()).hasValue(30);
+          assertThat(denied.rateLimitField()).isEqualTo("\"api\";r=0;t=60");
+          clock.advance(Duration.ofSeconds(29));
+          assertThat(limits.check("api", "u").allowed()).isFalse();
+          clock.advance(Duration.ofSeconds(1));
+          RateLimitVerdict again = limits.check("api", "u");
+          assertThat(again.allowed()).isTrue();
+          assertThat(again.rateLimitField()).isEqualTo("\"api\";r=0;t=60");
+        });
   }
 
   @Test

@@ -22,7 +22,7 @@ import tools.jackson.databind.ObjectMapper;
  */
 @SpringBootTest(classes = ServletApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
     properties = {
-        "tally.store-options.timeout=2s",
+        "tally.store-options.timeout=10s", // connecting on a loaded CI machine can take seconds
         "tally.limits.open.limit=token-bucket 5/1d",
         "tally.limits.closed.limit=token-bucket 5/1d",
         "tally.limits.closed.failure-policy=fail-closed",
