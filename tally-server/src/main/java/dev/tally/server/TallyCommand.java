@@ -7,6 +7,7 @@ import dev.tally.server.http.Problem;
 import dev.tally.server.http.Reply;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -61,9 +62,9 @@ final class TallyCommand {
   // ------------------------------------------------------------------ plumbing
 
   /** Opens the store, runs one call, prints its reply, returns the exit code. */
-  int run(Function<Api, Reply> call, Function<JsonNode, String> plain) {
+  int run(Function<Api, CompletionStage<Reply>> call, Function<JsonNode, String> plain) {
     try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
-      return print(call.apply(api), plain);
+      return print(call.apply(api).toCompletableFuture().join(), plain);
     }
   }
 
@@ -146,7 +147,7 @@ final class TallyCommand {
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long, e.g. 40d.") Duration ttl) {
     try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
-      Reply reply = api.add(key, value, ttl);
+      Reply reply = api.add(key, value, ttl).toCompletableFuture().join();
       int code = print(reply, body -> body.get("added").asBoolean() ? "added" : "exists");
       return code == 0 && !reply.body().get("added").asBoolean() ? 1 : code;
     }
