@@ -63,7 +63,7 @@ final class TallyCommand {
 
   /** Opens the store, runs one call, prints its reply, returns the exit code. */
   int run(Function<Api, CompletionStage<Reply>> call, Function<JsonNode, String> plain) {
-    try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
+    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
       return print(call.apply(api).toCompletableFuture().join(), plain);
     }
   }
@@ -146,7 +146,7 @@ final class TallyCommand {
           Number value,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long, e.g. 40d.") Duration ttl) {
-    try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
+    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
       Reply reply = api.add(key, value, ttl).toCompletableFuture().join();
       int code = print(reply, body -> body.get("added").asBoolean() ? "added" : "exists");
       return code == 0 && !reply.body().get("added").asBoolean() ? 1 : code;

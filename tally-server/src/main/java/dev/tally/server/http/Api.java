@@ -14,6 +14,7 @@ import dev.tally.RateLimiter;
 import dev.tally.StoreException;
 import dev.tally.Tally;
 import dev.tally.TransactionResult;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -56,36 +57,44 @@ public final class Api implements AutoCloseable {
   private final AsyncCounters probe;
   private final String storeName;
   private final LimiterCalls limiters;
+  private final StoreTimings timings;
   private volatile ScheduledExecutorService waits;
   /** Acquires waiting for their next attempt, answered 503 if the server closes first. */
   private final Set<CompletableFuture<Reply>> waiting = ConcurrentHashMap.newKeySet();
 
   /**
    * @param tally the store
-   * @param storeName the store's name in /healthz (its URI scheme)
+   * @param storeName the store's name in /healthz and metrics (its URI scheme), or null
+   * @param registry where store calls are timed, or null for nowhere
    */
-  public Api(Tally tally, String storeName) {
+  public Api(Tally tally, String storeName, MeterRegistry registry) {
     this.tally = Objects.requireNonNull(tally, "tally");
     Counters sync = tally.counters();
     this.counters = sync.async();
     this.probe = sync.withFailurePolicy(FailurePolicy.THROW).async();
     this.storeName = storeName == null ? tally.uri().split(":", 2)[0] : storeName;
     this.limiters = new LimiterCalls();
+    this.timings = new StoreTimings(registry, this.storeName);
   }
 
   /** The operation's stage mapped to a reply; a synchronous throw or a failure becomes one too. */
-  private static <T> CompletionStage<Reply> run(Supplier<CompletionStage<T>> op,
+  private <T> CompletionStage<Reply> run(String operation, Supplier<CompletionStage<T>> op,
       Function<T, Reply> ok, Function<Throwable, Reply> failed) {
+    long start = System.nanoTime();
     CompletionStage<T> stage;
     try {
       stage = op.get();
     } catch (RuntimeException e) {
+      timings.failed(operation, e, start);
       return CompletableFuture.completedFuture(failed.apply(e));
     }
     return stage.handle((value, failure) -> {
       if (failure != null) {
-        return failed.apply(unwrap(failure));
+        Throwable e = unwrap(failure);
+        timings.failed(operation, e, start);
+        return failed.apply(e);
       }
+      timings.done(operation, value, start);
       try {
         return ok.apply(value);
       } catch (RuntimeException e) {
@@ -94,9 +103,9 @@ public final class Api implements AutoCloseable {
     });
   }
 
-  private static <T> CompletionStage<Reply> run(Supplier<CompletionStage<T>> op,
+  private <T> CompletionStage<Reply> run(String operation, Supplier<CompletionStage<T>> op,
       Function<T, Reply> ok) {
-    return run(op, ok, Reply::error);
+    return run(operation, op, ok, Reply::error);
   }
 
   /** The cause a stage failed with, without the wrappers of {@code CompletableFuture}. */
@@ -146,12 +155,12 @@ public final class Api implements AutoCloseable {
         return done(Reply.error(Problem.BAD_REQUEST, "mustExist works with integer deltas only"));
       }
       double d = negate ? -delta.doubleValue() : delta.doubleValue();
-      return run(() -> counters.incr(key, d, dflt.doubleValue()),
+      return run("incr", () -> counters.incr(key, d, dflt.doubleValue()),
           v -> Reply.ok(counter(key, v)), failed);
     }
     long d = delta.longValue();
     long df = dflt.longValue();
-    return run(() -> mustExist
+    return run(negate ? "decr" : "incr", () -> mustExist
             ? (negate ? counters.decrExisting(key, d) : counters.incrExisting(key, d))
             : (negate ? counters.decr(key, d, df) : counters.incr(key, d, df)),
         v -> Reply.ok(counter(key, v)), failed);
@@ -164,7 +173,7 @@ public final class Api implements AutoCloseable {
 
   /** The value of a counter, integer or floating; 404 if it is missing or expired. */
   public CompletionStage<Reply> get(String key) {
-    return run(() -> integerOrFloating(counters.get(key), () -> counters.getDouble(key)),
+    return run("get", () -> integerOrFloating(counters.get(key), () -> counters.getDouble(key)),
         v -> v == null ? notFound(key) : Reply.ok(counter(key, v)));
   }
 
@@ -179,14 +188,14 @@ public final class Api implements AutoCloseable {
 
   /** Sets a counter, expiring after {@code ttl} (null: never). */
   public CompletionStage<Reply> put(String key, Number value, Duration ttl) {
-    return run(() -> value instanceof Double d
+    return run("put", () -> value instanceof Double d
             ? counters.put(key, d, ttl) : counters.put(key, value.longValue(), ttl),
         v -> Reply.ok(counter(key, value)));
   }
 
   /** Sets a counter only if it is missing or expired: {@code {"added": true|false}}. */
   public CompletionStage<Reply> add(String key, Number value, Duration ttl) {
-    return run(() -> value instanceof Double d
+    return run("add", () -> value instanceof Double d
             ? counters.add(key, d, ttl) : counters.add(key, value.longValue(), ttl),
         added -> {
           ObjectNode body = Json.object().put("key", key);
@@ -197,13 +206,13 @@ public final class Api implements AutoCloseable {
 
   /** Reads and deletes a counter in one step; 404 if it is missing. */
   public CompletionStage<Reply> pop(String key) {
-    return run(() -> integerOrFloating(counters.pop(key), () -> counters.popDouble(key)),
+    return run("pop", () -> integerOrFloating(counters.pop(key), () -> counters.popDouble(key)),
         v -> v == null ? notFound(key) : Reply.ok(counter(key, v)));
   }
 
   /** Deletes a counter; 404 if there was none. */
   public CompletionStage<Reply> delete(String key) {
-    return run(() -> counters.delete(key), deleted -> {
+    return run("delete", () -> counters.delete(key), deleted -> {
       if (!deleted) {
         return notFound(key);
       }
@@ -217,13 +226,13 @@ public final class Api implements AutoCloseable {
   public CompletionStage<Reply> touch(String key, Duration ttl) {
     // As kept: a longer ttl than the store keeps is kept as its longest.
     Duration kept = ttl == null || ttl.compareTo(Counters.MAX_TTL) < 0 ? ttl : Counters.MAX_TTL;
-    return run(() -> counters.touch(key, ttl),
+    return run("touch", () -> counters.touch(key, ttl),
         touched -> touched ? Reply.ok(ttlBody(key, kept)) : notFound(key));
   }
 
   /** The time left before a counter expires ({@code "ttl": null}: never); 404 if missing. */
   public CompletionStage<Reply> ttl(String key) {
-    return run(() -> counters.ttl(key).thenCompose(ttl -> ttl.isPresent()
+    return run("ttl", () -> counters.ttl(key).thenCompose(ttl -> ttl.isPresent()
             ? CompletableFuture.completedFuture(ttl)
             : counters.getDouble(key).thenApply(v -> v.isPresent() ? ttl : (Optional<Duration>) null)),
         ttl -> ttl == null ? notFound(key) : Reply.ok(ttlBody(key, ttl.orElse(null))));
@@ -231,7 +240,7 @@ public final class Api implements AutoCloseable {
 
   /** The live keys starting with {@code prefix}, sorted, at most {@code limit} of them. */
   public CompletionStage<Reply> keys(String prefix, int limit) {
-    return run(() -> counters.keys(prefix), found -> {
+    return run("keys", () -> counters.keys(prefix), found -> {
       List<String> keys = new ArrayList<>(found);
       keys.sort(null);
       ObjectNode body = Json.object().put("prefix", prefix);
@@ -284,7 +293,7 @@ public final class Api implements AutoCloseable {
             "ops[" + i + "]: a decr delta of Long.MIN_VALUE cannot be negated"));
       }
     }
-    return run(() -> counters.transaction(tx -> {
+    return run("transaction", () -> counters.transaction(tx -> {
       for (TxOp o : ops) {
         boolean floating = o.delta() instanceof Double || o.dflt() instanceof Double;
         switch (o.op()) {
@@ -368,24 +377,25 @@ public final class Api implements AutoCloseable {
         if (permits < 0) {
           return done(negativePermits(permits));
         }
-        return run(() -> limiters.decide(limiter, permits),
+        return run("limiter.try", () -> limiters.decide(limiter, permits),
             d -> decision(name, permits, limits, d));
       }
       case PEEK -> {
-        return peek(limiter, limits, limiters.decide(limiter, 0), null, 0);
+        return peek("limiter.peek", limiter, limits, limiters.decide(limiter, 0), null, 0);
       }
       case REFUND -> {
         if (permits < 0) {
           return done(negativePermits(permits));
         }
-        return peek(limiter, limits, limiters.refund(limiter, permits), "refunded", permits);
+        return peek("limiter.refund", limiter, limits, limiters.refund(limiter, permits), "refunded",
+            permits);
       }
       case RESET -> {
-        return peek(limiter, limits, limiters.reset(limiter), null, 0);
+        return peek("limiter.reset", limiter, limits, limiters.reset(limiter), null, 0);
       }
       case RECONFIGURE -> {
         Limit[] ls = limits.stream().map(LimitSpec::limit).toArray(Limit[]::new);
-        return run(() -> limiters.reconfigure(limiter, ls)
+        return run("limiter.reconfigure", () -> limiters.reconfigure(limiter, ls)
                 .thenCompose(next -> limiters.decide(next, 0)),
             d -> decision(name, 0, limits, d));
       }
@@ -398,17 +408,17 @@ public final class Api implements AutoCloseable {
           return done(Reply.error(Problem.BAD_REQUEST,
               "top-up units must be positive, not " + permits));
         }
-        return peek(limiter, limits, limiters.topUp((Quota) limiter, permits), "toppedUp",
-            permits);
+        return peek("limiter.top-up", limiter, limits, limiters.topUp((Quota) limiter, permits),
+            "toppedUp", permits);
       }
       default -> throw new AssertionError(action);
     }
   }
 
   /** After {@code first}, a peek at the limiter: the answer of refund, reset and top-up. */
-  private CompletionStage<Reply> peek(RateLimiter limiter, List<LimitSpec> limits,
+  private CompletionStage<Reply> peek(String op, RateLimiter limiter, List<LimitSpec> limits,
       CompletionStage<?> first, String field, long value) {
-    return run(() -> first.thenCompose(ignored -> limiters.decide(limiter, 0)), d -> {
+    return run(op, () -> first.thenCompose(ignored -> limiters.decide(limiter, 0)), d -> {
       Reply r = decision(limiter.name(), 0, limits, d);
       return field == null ? r : r.withField(field, value);
     });
@@ -549,6 +559,11 @@ public final class Api implements AutoCloseable {
       ObjectNode body = Json.object();
       Problem problem = null;
       Throwable e = failure == null ? null : unwrap(failure);
+      if (e == null) {
+        timings.done("healthz", v, start);
+      } else {
+        timings.failed("healthz", e, start);
+      }
       if (e == null) {
         body.put("status", "ok");
       } else {

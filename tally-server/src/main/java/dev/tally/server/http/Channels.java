@@ -210,8 +210,8 @@ final class Channels extends ChannelInitializer<SocketChannel> {
 
     @Override
     protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
-      Reply reply = Reply.error(Problem.TOO_LARGE, "the request body is larger than the "
-          + maxContentLength() + " bytes allowed (tally serve --max-body)");
+      Reply reply = Reply.error(Problem.TOO_LARGE, "the request body is too large: the limit is "
+          + maxContentLength() + " bytes (tally serve --max-body)");
       byte[] body = reply.bytes();
       FullHttpResponse resp = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
           HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, io.netty.buffer.Unpooled.wrappedBuffer(body));

@@ -253,7 +253,12 @@ final class Router {
     }
     String[] seg = path.split("/", -1);
     // seg[0] is "" (the path starts with '/')
-    if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1") && !seg[3].isEmpty()) {
+    if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1")
+        && (seg[2].equals("counters") || seg[2].equals("limiters")) && seg[3].isEmpty()) {
+      throw new RequestException("empty " + (seg[2].equals("counters") ? "key" : "limiter name")
+          + " in " + path + "; name it, e.g. /v1/" + seg[2] + "/views/...");
+    }
+    if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1")) {
       if (seg[2].equals("counters")) {
         String key = Requests.decode(seg[3], "key");
         if (seg.length == 4) {

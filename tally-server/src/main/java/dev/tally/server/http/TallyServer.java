@@ -201,7 +201,7 @@ public final class TallyServer implements AutoCloseable {
     EventLoopGroup boss = null;
     EventLoopGroup workers = null;
     try {
-      Api api = new Api(tally, metrics.store());
+      Api api = new Api(tally, metrics.store(), registry);
       Gate gate = new Gate();
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)
           .description("HTTP requests being handled, including acquires that wait")

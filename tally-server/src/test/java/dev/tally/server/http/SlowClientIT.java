@@ -12,21 +12,28 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
 /**
  * Clients that send part of a request and stop cost the server a timer each, not a thread:
  * 2,000 of them, of four kinds, are held open while {@code /ping} is probed, and it still
- * answers at once; then every one of them is closed by the request timeout (2 s here; 10 s by
- * default), with a 408, except the bad chunk size, which is answered 400 as soon as it is read.
+ * answers at once; then every one of them is closed by the request timeout (set to 10 s here, as
+ * by default, so that the sockets can be opened on a busy machine before the first of them runs
+ * out), with a 408, except the bad chunk size, which is answered 400 as soon as it is read.
  */
 class SlowClientIT {
   private static final int SOCKETS = 2000;
-  private static final long TIMEOUT_MILLIS = 2000;
+  /** Long enough to open 2,000 sockets on a busy machine before the first is timed out. */
+  private static final long TIMEOUT_MILLIS = 10_000;
 
   /** What each kind of held socket sends, and the status the server must end it with. */
   private enum Kind {
@@ -56,17 +63,30 @@ class SlowClientIT {
       Map<SocketChannel, Kind> held = new HashMap<>();
       Map<SocketChannel, StringBuilder> received = new HashMap<>();
       long firstSent = System.nanoTime();
-      for (int i = 0; i < SOCKETS; i++) {
-        Kind kind = Kind.values()[i % Kind.values().length];
-        SocketChannel ch = SocketChannel.open(at);
-        ByteBuffer b = ByteBuffer.wrap(kind.bytes);
-        while (b.hasRemaining()) {
-          ch.write(b);
+      // opened from several threads: one would spend most of the time waiting on each connect
+      List<Future<SocketChannel>> opening = new ArrayList<>();
+      ExecutorService openers = Executors.newFixedThreadPool(8);
+      try {
+        for (int i = 0; i < SOCKETS; i++) {
+          Kind kind = Kind.values()[i % Kind.values().length];
+          opening.add(openers.submit(() -> {
+            SocketChannel ch = SocketChannel.open(at);
+            ByteBuffer b = ByteBuffer.wrap(kind.bytes);
+            while (b.hasRemaining()) {
+              ch.write(b);
+            }
+            ch.configureBlocking(false);
+            return ch;
+          }));
         }
-        ch.configureBlocking(false);
-        ch.register(selector, SelectionKey.OP_READ);
-        held.put(ch, kind);
-        received.put(ch, new StringBuilder());
+        for (int i = 0; i < SOCKETS; i++) {
+          SocketChannel ch = opening.get(i).get();
+          ch.register(selector, SelectionKey.OP_READ);
+          held.put(ch, Kind.values()[i % Kind.values().length]);
+          received.put(ch, new StringBuilder());
+        }
+      } finally {
+        openers.shutdown();
       }
       long lastSent = System.nanoTime();
 
