@@ -120,7 +120,7 @@ final class BrowserGuard {
   }
 
   static boolean isLoopback(String name) {
-    if (name.equals("localhost") || name.endsWith(".localhost") || name.equals("::1")
+    if (name.equals("127.0.0.1") || name.equals("localhost") || name.endsWith(".localhost") || name.equals("::1")
         || name.equals("0:0:0:0:0:0:0:1")) {
       return true;
     }

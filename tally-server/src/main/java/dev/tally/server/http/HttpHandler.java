@@ -3,7 +3,6 @@ package dev.tally.server.http;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -103,12 +102,16 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
         req.protocolVersion().text(), headers, body, remote(ctx.channel()));
     req.release();
     router.handle(r).whenComplete((answer, failure) -> {
-      Answer a = failure == null ? answer
-          : Answer.of(Reply.error(Api.unwrap(failure)), Reply.error(failure).bytes());
+      Answer a = answer;
+      if (failure != null) { // Router answers everything; this is a bug's last resort
+        Reply reply = Reply.error(Api.unwrap(failure));
+        a = Answer.of(reply, reply.bytes());
+      }
+      Answer out = a;
       if (ctx.executor().inEventLoop()) {
-        write(ctx, a, keepAlive);
+        write(ctx, out, keepAlive);
       } else {
-        ctx.executor().execute(() -> write(ctx, a, keepAlive));
+        ctx.executor().execute(() -> write(ctx, out, keepAlive));
       }
     });
   }
@@ -153,24 +156,20 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     if (close) {
       h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
     }
-    ChannelFuture f;
-    if (inRead) {
-      f = ctx.write(resp);
-      flushPending = true;
-    } else {
-      f = ctx.writeAndFlush(resp);
-    }
     if (close) {
       closing = true;
       drain();
-      if (inRead) {
-        ctx.flush();
-        flushPending = false;
-      }
-      f.addListener(ChannelFutureListener.CLOSE);
+      flushPending = false;
+      ctx.writeAndFlush(resp).addListener(ChannelFutureListener.CLOSE);
       return;
     }
-    f.addListener(ChannelFutureListener.FIRE_EXCEPTION_ON_FAILURE);
+    // The void promise: no listener to allocate; a failed write reaches exceptionCaught.
+    if (inRead) {
+      ctx.write(resp, ctx.voidPromise());
+      flushPending = true;
+    } else {
+      ctx.writeAndFlush(resp, ctx.voidPromise());
+    }
     busy = false;
     FullHttpRequest next = queue.poll();
     if (queue.size() < MAX_QUEUED / 2 && !ctx.channel().config().isAutoRead()) {
