@@ -76,6 +76,10 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--access-log", description = "Log one line per request to stderr.")
   boolean accessLog;
 
+  @Option(names = "--require-idempotency-key",
+      description = "Refuse (400) requests that change something without an Idempotency-Key.")
+  boolean requireIdempotencyKey;
+
   @Option(names = "--tls-cert", paramLabel = "FILE",
       description = "Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with this PEM certificate chain.")
   Path tlsCert;
@@ -117,7 +121,8 @@ final class ServeCommand implements Callable<Integer> {
     String token = token(err);
     TallyServer.Settings settings = new TallyServer.Settings(bind, port, token,
         threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace,
-        requestTimeout, idleTimeout, allowHosts, corsOrigins, accessLog, tlsCert, tlsKey);
+        requestTimeout, idleTimeout, allowHosts, corsOrigins, accessLog, tlsCert, tlsKey,
+        requireIdempotencyKey);
     TallyServer server;
     try {
       server = TallyServer.start(root.store, failurePolicy, settings);

@@ -58,6 +58,10 @@ public final class Api implements AutoCloseable {
   private final String storeName;
   private final LimiterCalls limiters;
   private final StoreTimings timings;
+  /** The operation id every mutating call of this view carries, or null. */
+  private final String opId;
+  /** The Api this is a view of (itself for the root): it owns the waits. */
+  private final Api root;
   private volatile ScheduledExecutorService waits;
   /** Acquires waiting for their next attempt, answered 503 if the server closes first. */
   private final Set<CompletableFuture<Reply>> waiting = ConcurrentHashMap.newKeySet();
@@ -75,6 +79,32 @@ public final class Api implements AutoCloseable {
     this.storeName = storeName == null ? tally.uri().split(":", 2)[0] : storeName;
     this.limiters = new LimiterCalls();
     this.timings = new StoreTimings(registry, this.storeName);
+    this.opId = null;
+    this.root = this;
+  }
+
+  private Api(Api root, String opId) {
+    this.tally = root.tally;
+    this.counters = root.counters.withOperationId(opId);
+    this.probe = root.probe;
+    this.storeName = root.storeName;
+    this.limiters = root.limiters;
+    this.timings = root.timings;
+    this.opId = opId;
+    this.root = root;
+  }
+
+  /**
+   * A view whose mutating calls carry the operation id {@code id} (the HTTP
+   * {@code Idempotency-Key}, the command line's {@code --op-id}): a repeat within the store's
+   * retention applies nothing and answers what the first call answered; the same id on another
+   * operation is 422.
+   *
+   * @throws IllegalArgumentException if the id is empty, longer than 128 characters or not
+   *     printable ASCII
+   */
+  public Api withOperationId(String id) {
+    return new Api(root, id);
   }
 
   /** The operation's stage mapped to a reply; a synchronous throw or a failure becomes one too. */
@@ -377,26 +407,26 @@ public final class Api implements AutoCloseable {
         if (permits < 0) {
           return done(negativePermits(permits));
         }
-        return run("limiter.try", () -> limiters.decide(limiter, permits),
+        return run("limiter.try", () -> limiters.decide(limiter, permits, opId),
             d -> decision(name, permits, limits, d));
       }
       case PEEK -> {
-        return peek("limiter.peek", limiter, limits, limiters.decide(limiter, 0), null, 0);
+        return peek("limiter.peek", limiter, limits, limiters.decide(limiter, 0, null), null, 0);
       }
       case REFUND -> {
         if (permits < 0) {
           return done(negativePermits(permits));
         }
-        return peek("limiter.refund", limiter, limits, limiters.refund(limiter, permits), "refunded",
+        return peek("limiter.refund", limiter, limits, limiters.refund(limiter, permits, opId), "refunded",
             permits);
       }
       case RESET -> {
-        return peek("limiter.reset", limiter, limits, limiters.reset(limiter), null, 0);
+        return peek("limiter.reset", limiter, limits, limiters.reset(limiter, opId), null, 0);
       }
       case RECONFIGURE -> {
         Limit[] ls = limits.stream().map(LimitSpec::limit).toArray(Limit[]::new);
-        return run("limiter.reconfigure", () -> limiters.reconfigure(limiter, ls)
-                .thenCompose(next -> limiters.decide(next, 0)),
+        return run("limiter.reconfigure", () -> limiters.reconfigure(limiter, opId, ls)
+                .thenCompose(next -> limiters.decide(next, 0, null)),
             d -> decision(name, 0, limits, d));
       }
       case TOP_UP -> {
@@ -408,7 +438,7 @@ public final class Api implements AutoCloseable {
           return done(Reply.error(Problem.BAD_REQUEST,
               "top-up units must be positive, not " + permits));
         }
-        return peek("limiter.top-up", limiter, limits, limiters.topUp((Quota) limiter, permits),
+        return peek("limiter.top-up", limiter, limits, limiters.topUp((Quota) limiter, permits, opId),
             "toppedUp", permits);
       }
       default -> throw new AssertionError(action);
@@ -418,7 +448,7 @@ public final class Api implements AutoCloseable {
   /** After {@code first}, a peek at the limiter: the answer of refund, reset and top-up. */
   private CompletionStage<Reply> peek(String op, RateLimiter limiter, List<LimitSpec> limits,
       CompletionStage<?> first, String field, long value) {
-    return run(op, () -> first.thenCompose(ignored -> limiters.decide(limiter, 0)), d -> {
+    return run(op, () -> first.thenCompose(ignored -> limiters.decide(limiter, 0, null)), d -> {
       Reply r = decision(limiter.name(), 0, limits, d);
       return field == null ? r : r.withField(field, value);
     });
@@ -447,18 +477,24 @@ public final class Api implements AutoCloseable {
             + Specs.format(MAX_WAIT) + " allowed");
       }
       RateLimiter limiter = open(name, limits);
-      attempt(limiter, limits, permits, System.nanoTime() + wait.toNanos(), result);
+      attempt(limiter, limits, permits, System.nanoTime() + wait.toNanos(), 1, result);
     } catch (RuntimeException e) {
       result.complete(Reply.error(e));
     }
     return result;
   }
 
+  /**
+   * One attempt of an acquire. With an operation id, attempt {@code n} carries the id
+   * {@code ID/n}: a replayed acquire walks through the decisions its first run recorded (the
+   * denials, then the grant) and applies nothing, where one id for every attempt would replay the
+   * first denial for ever.
+   */
   private void attempt(RateLimiter limiter, List<LimitSpec> limits, long permits, long deadline,
-      CompletableFuture<Reply> result) {
+      int n, CompletableFuture<Reply> result) {
     CompletionStage<Decision> decided;
     try {
-      decided = limiters.decide(limiter, permits);
+      decided = limiters.decide(limiter, permits, attemptId(n));
     } catch (RuntimeException e) {
       result.complete(Reply.error(e));
       return;
@@ -474,10 +510,10 @@ public final class Api implements AutoCloseable {
           result.complete(decision(limiter.name(), permits, limits, d));
           return;
         }
-        if (waiting.add(result)) {
-          result.whenComplete((reply, f) -> waiting.remove(result));
+        if (root.waiting.add(result)) {
+          result.whenComplete((reply, f) -> root.waiting.remove(result));
         }
-        waits().schedule(() -> attempt(limiter, limits, permits, deadline, result),
+        waits().schedule(() -> attempt(limiter, limits, permits, deadline, n + 1, result),
             Math.max(wait, 1_000), TimeUnit.NANOSECONDS);
       } catch (RejectedExecutionException closing) {
         result.complete(Reply.error(Problem.SHUTTING_DOWN, "the server is shutting down"));
@@ -487,7 +523,20 @@ public final class Api implements AutoCloseable {
     });
   }
 
+  private String attemptId(int n) {
+    if (opId == null) {
+      return null;
+    }
+    String suffix = "/" + n;
+    // ids are at most 128 characters: keep the suffix, shorten the key's part if need be
+    return (opId.length() + suffix.length() <= 128 ? opId
+        : opId.substring(0, 128 - suffix.length())) + suffix;
+  }
+
   private ScheduledExecutorService waits() {
+    if (root != this) {
+      return root.waits();
+    }
     ScheduledExecutorService w = waits;
     if (w == null) {
       synchronized (this) {
@@ -615,6 +664,9 @@ public final class Api implements AutoCloseable {
   /** Stops scheduling waits; acquires still waiting are answered 503. */
   @Override
   public void close() {
+    if (root != this) {
+      return; // a view: the root owns the waits and the pool
+    }
     ScheduledExecutorService w = waits;
     if (w != null) {
       w.shutdownNow(); // the attempts it held will never run: answer their callers here

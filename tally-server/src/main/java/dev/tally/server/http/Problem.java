@@ -4,6 +4,7 @@ import dev.tally.BucketFullException;
 import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
+import dev.tally.OperationIdConflictException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.TallyException;
@@ -99,6 +100,9 @@ public enum Problem {
   public static Problem of(Throwable e) {
     if (e instanceof RequestException b) {
       return b.problem();
+    }
+    if (e instanceof OperationIdConflictException) {
+      return UNPROCESSABLE; // the Idempotency-Key draft: a key reused for another request
     }
     if (e instanceof IllegalArgumentException) {
       return BAD_REQUEST;

@@ -52,11 +52,13 @@ final class Router {
   private final Gate gate;
   private final PrometheusMeterRegistry registry;
   private final boolean accessLog;
+  private final boolean requireIdempotencyKey;
   private final Map<String, Timer> requestTimers = new ConcurrentHashMap<>();
   private final Map<String, Counter> decisions = new ConcurrentHashMap<>();
 
   Router(Api api, Auth auth, BrowserGuard guard, Gate gate, PrometheusMeterRegistry registry,
-      boolean accessLog) {
+      boolean accessLog, boolean requireIdempotencyKey) {
+    this.requireIdempotencyKey = requireIdempotencyKey;
     this.api = api;
     this.auth = auth;
     this.guard = guard;
@@ -127,11 +129,16 @@ final class Router {
                   + " is not allowed on " + route.template() + "; use " + route.allow())
               .header("Allow", allowHeader(route.allow())));
         }
+        Api calls = api;
         if (!m.equals("GET")) {
           checkMediaType(r);
+          String key = IdempotencyKey.of(r.headers(), requireIdempotencyKey);
+          if (key != null) {
+            calls = api.withOperationId(key);
+          }
         }
         boolean s = strings;
-        answer = call(r, m, route).thenApply(x -> x.answer(s, r));
+        answer = call(r, m, route, calls).thenApply(x -> x.answer(s, r));
       }
     } catch (Refused e) {
       answer = CompletableFuture.completedFuture(answer(e.reply, strings, r));
@@ -282,7 +289,7 @@ final class Router {
         + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
   }
 
-  private CompletionStage<Result> call(Request r, String method, Route route) {
+  private CompletionStage<Result> call(Request r, String method, Route route, Api api) {
     String key = route.key();
     switch (route.template()) {
       case "/ping" -> {
@@ -332,9 +339,9 @@ final class Router {
       default -> { }
     }
     if (route.template().startsWith("/v1/counters/")) {
-      return counterAction(r, key, route.action());
+      return counterAction(r, key, route.action(), api);
     }
-    return limiter(r, key, route.action());
+    return limiter(r, key, route.action(), api);
   }
 
   private static String queryOf(String uri) {
@@ -353,7 +360,7 @@ final class Router {
     });
   }
 
-  private CompletionStage<Result> counterAction(Request r, String key, String action) {
+  private CompletionStage<Result> counterAction(Request r, String key, String action, Api api) {
     switch (action) {
       case "incr", "decr" -> {
         Body b = body(r, "{\"delta\": 1, \"default\": 0}", INCR_FIELDS);
@@ -386,7 +393,7 @@ final class Router {
     }
   }
 
-  private CompletionStage<Result> limiter(Request r, String name, String action) {
+  private CompletionStage<Result> limiter(Request r, String name, String action, Api api) {
     String example = "{\"permits\": 1, \"limit\": {\"tokenBucket\": \"100/1m\"}}";
     LimiterAction simple = switch (action) {
       case "try" -> LimiterAction.TRY;

@@ -85,11 +85,12 @@ public final class TallyServer implements AutoCloseable {
    * @param accessLog whether to log one line per request
    * @param tlsCertificate a PEM certificate chain to serve TLS with, or null for cleartext
    * @param tlsKey the PEM (PKCS#8) private key of the certificate, or null
+   * @param requireIdempotencyKey whether every mutating request must carry an Idempotency-Key
    */
   public record Settings(String bind, int port, String token, int threads, int maxBodyBytes,
       Duration shutdownGrace, Duration requestTimeout, Duration idleTimeout,
       List<String> allowedHosts, List<String> corsOrigins, boolean accessLog,
-      Path tlsCertificate, Path tlsKey) {
+      Path tlsCertificate, Path tlsKey, boolean requireIdempotencyKey) {
     /** The largest body limit: a body is held whole in memory before it is parsed. */
     public static final int MAX_BODY_LIMIT = 16 << 20;
 
@@ -122,7 +123,7 @@ public final class TallyServer implements AutoCloseable {
     public static Settings defaults() {
       return new Settings("127.0.0.1", 8080, null, defaultThreads(), 64 * 1024,
           Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(60), List.of(),
-          List.of(), false, null, null);
+          List.of(), false, null, null, false);
     }
 
     /** Event-loop threads by default: one per core. */
@@ -206,7 +207,8 @@ public final class TallyServer implements AutoCloseable {
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)
           .description("HTTP requests being handled, including acquires that wait")
           .register(registry);
-      Router router = new Router(api, auth, guard, gate, registry, settings.accessLog());
+      Router router = new Router(api, auth, guard, gate, registry, settings.accessLog(),
+          settings.requireIdempotencyKey());
       boolean epoll = Epoll.isAvailable();
       IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
       boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("tally-accept", true), io);
