@@ -584,8 +584,19 @@ public final class Api implements AutoCloseable {
       body.put("retryAfterMillis", ceilMillis(d.retryAfterNanos()));
     }
     body.put("resetAfterMillis", ceilMillis(d.resetAfterNanos()));
+    // The stored limits decide; a request that sent others must hear it, not be ignored. The
+    // decision carries the deciding limit's size, so a different size is what shows.
+    LimitSpec asked = limits.get(d.limitIndex() < limits.size() ? d.limitIndex() : 0);
+    boolean differ = asked.limit().limit() != d.limit();
+    if (differ) {
+      body.put("storedLimits", "differ: this limiter's stored limits decided, not the ones sent;"
+          + " reconfigure changes them");
+    }
     Reply reply = d.allowed() ? Reply.ok(body) : Reply.denied(body);
     RateLimitFields.apply(reply, limits, d, Instant.now());
+    if (differ) {
+      reply.header("Tally-Limits", "stored-differ");
+    }
     return reply;
   }
 

@@ -315,8 +315,15 @@ class HttpApiIT {
     JsonNode re = ok(server.post("/v1/limiters/ops/reconfigure", "{\"limit\":{\"tokenBucket\":\"20/1h\"}}"));
     assertThat(re.get("limit").asLong()).isEqualTo(20);
     assertThat(re.get("remaining").asLong()).as("keeps what was consumed").isEqualTo(19);
-    assertThat(ok(server.post("/v1/limiters/ops/peek", "{" + limit + "}")).get("limit").asLong())
-        .as("handles adopt the stored limits").isEqualTo(20);
+    HttpResponse<String> stale = server.post("/v1/limiters/ops/peek", "{" + limit + "}");
+    assertThat(ok(stale).get("limit").asLong()).as("handles adopt the stored limits").isEqualTo(20);
+    // ...and say so: the limits sent (10/1h) are not the ones that decided
+    assertThat(stale.headers().firstValue("Tally-Limits")).hasValue("stored-differ");
+    assertThat(json(stale).get("storedLimits").asText()).startsWith("differ");
+    HttpResponse<String> current = server.post("/v1/limiters/ops/peek",
+        "{\"limit\":{\"tokenBucket\":\"20/1h\"}}");
+    assertThat(current.headers().firstValue("Tally-Limits")).isEmpty();
+    assertThat(json(current).has("storedLimits")).isFalse();
   }
 
   @Test
