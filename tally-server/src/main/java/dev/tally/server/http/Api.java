@@ -628,7 +628,8 @@ public final class Api implements AutoCloseable {
         body.put("status", "ok");
       } else {
         problem = e instanceof StoreException ? Problem.of(e) : Problem.INTERNAL;
-        body.put("status", "unavailable");
+        // a problem: "status" is the HTTP status there (RFC 9457), so the state is "health"
+        body.put("health", "unavailable");
         body.put("error", problem.code());
         body.put("message", String.valueOf(e.getMessage()));
       }
