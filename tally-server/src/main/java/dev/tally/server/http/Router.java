@@ -138,7 +138,7 @@ final class Router {
           }
         }
         boolean s = strings;
-        answer = call(r, m, route, calls).thenApply(x -> x.answer(s, r));
+        answer = call(r, m, route, calls).thenApply(x -> x.answer(s));
       }
     } catch (Refused e) {
       answer = CompletableFuture.completedFuture(answer(e.reply, strings));
@@ -155,7 +155,7 @@ final class Router {
 
   /** What a call produced: a reply, or raw bytes (ping, metrics). */
   private record Result(Reply reply, Answer raw) {
-    Answer answer(boolean strings, Request r) {
+    Answer answer(boolean strings) {
       return raw != null ? raw : Router.answer(reply, strings);
     }
   }
