@@ -7,11 +7,18 @@ final class Key {
   final String string;
   final byte[] bytes;
   final long hash;
+  /** An operation id's key ({@link OperationIds}), which no counter or limiter name can equal. */
+  final boolean operationId;
 
   Key(String string) {
+    this(string, string.getBytes(StandardCharsets.UTF_8), false);
+  }
+
+  Key(String string, byte[] bytes, boolean operationId) {
     this.string = string;
-    this.bytes = string.getBytes(StandardCharsets.UTF_8);
+    this.bytes = bytes;
     this.hash = Hashing.key(bytes, 0, bytes.length);
+    this.operationId = operationId;
   }
 
   @Override
