@@ -21,6 +21,16 @@ final class Key {
     this.operationId = operationId;
   }
 
+  /**
+   * The key whose UTF-8 bytes (or, for an operation id, whose bytes of another form) are
+   * {@code bytes}, as read back from a key record.
+   */
+  static Key ofBytes(byte[] bytes) {
+    return OperationIds.isIdKey(bytes)
+        ? new Key("operation id " + new String(bytes, 1, bytes.length - 1, StandardCharsets.US_ASCII), bytes, true)
+        : new Key(new String(bytes, StandardCharsets.UTF_8), bytes, false);
+  }
+
   @Override
   public String toString() {
     return string;
