@@ -51,6 +51,13 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class LocalStore implements Store {
   private static final int CACHE_LIMIT = 1 << 17;
+  /**
+   * The {@link LimiterRecord#VERSION} of the state records in a file of format
+   * {@link Layout#VERSION}: the file's format number is the records' version, so a Tally whose
+   * records differ writes another format, which this one refuses to open, and a tally-core whose
+   * records differ from this file store's is refused by {@link LimiterRecord#read}.
+   */
+  static final int RECORD_VERSION = 1;
   private static final int MAX_READ_ROUNDS = 4;
 
   private final LocalOptions options;
@@ -620,7 +627,8 @@ final class LocalStore implements Store {
         }
       }
       LimiterOutcome out = call.apply(stored == null ? null
-          : new LimiterRecord(stored.lastNow(), stored.words().clone()), now, operation, permits);
+          : LimiterRecord.read(key.string, RECORD_VERSION, stored.lastNow(), stored.words().clone()),
+          now, operation, permits);
       long[] next = out.record();
       if (next == null) {
         if (h.state == LIVE) {
