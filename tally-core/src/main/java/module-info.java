@@ -10,4 +10,5 @@ module dev.tally {
   exports dev.tally.spi;
 
   uses dev.tally.spi.StoreProvider;
+  provides dev.tally.spi.StoreProvider with dev.tally.BuiltInStores;
 }
