@@ -31,6 +31,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -495,7 +496,7 @@ final class LocalStore implements Store {
   @Override
   public Number[] transact(List<TxOp> ops) {
     checkOpen();
-    TreeMap<String, Key> keys = transactionKeys(ops, 0);
+    SortedMap<String, Key> keys = transactionKeys(ops, 0);
     try (Op op = begin()) {
       Number[] results = transactLocked(op, keys, ops);
       commit(op);
@@ -507,7 +508,7 @@ final class LocalStore implements Store {
    * The distinct keys of {@code ops}, in order; refused if there are more than a journal entry
    * holds, less {@code reserved} images taken by other slots of the same {@link Op}.
    */
-  static TreeMap<String, Key> transactionKeys(List<TxOp> ops, int reserved) {
+  static SortedMap<String, Key> transactionKeys(List<TxOp> ops, int reserved) {
     TreeMap<String, Key> keys = new TreeMap<>();
     for (TxOp op : ops) {
       keys.computeIfAbsent(op.key(), Key::new);
@@ -521,7 +522,7 @@ final class LocalStore implements Store {
     return keys;
   }
 
-  Number[] transactLocked(Op op, TreeMap<String, Key> keys, List<TxOp> ops) {
+  Number[] transactLocked(Op op, SortedMap<String, Key> keys, List<TxOp> ops) {
     Map<String, Table.Held> held = new HashMap<>();
     for (Key k : keys.values()) { // in key order, the same in every process: no deadlock
       held.put(k.string, op.lockCounter(k, true));

@@ -5,7 +5,7 @@ import dev.tally.spi.Mutation;
 import dev.tally.spi.OperationId;
 import dev.tally.spi.OperationRecord;
 import java.nio.charset.StandardCharsets;
-import java.util.TreeMap;
+import java.util.SortedMap;
 
 /**
  * Operation ids on the file store: how {@link LocalStore#applyOnce} applies a mutation at most
@@ -87,7 +87,7 @@ final class OperationIds {
 
   Object applyOnce(OperationId id, Mutation mutation) {
     // Refused before any I/O: the id takes one of the journal entry's images.
-    TreeMap<String, Key> txKeys = mutation instanceof Mutation.Transact t
+    SortedMap<String, Key> txKeys = mutation instanceof Mutation.Transact t
         ? LocalStore.transactionKeys(t.ops(), 1) : null;
     Key idKey = key(id);
     try (Op op = store.begin()) {
@@ -108,7 +108,7 @@ final class OperationIds {
     }
   }
 
-  private Object apply(Op op, Mutation m, TreeMap<String, Key> txKeys) {
+  private Object apply(Op op, Mutation m, SortedMap<String, Key> txKeys) {
     if (m instanceof Mutation.Incr i) {
       return store.incrLocked(op, new Key(i.key()), i.delta(), i.dflt(), i.create());
     } else if (m instanceof Mutation.IncrDouble d) {
