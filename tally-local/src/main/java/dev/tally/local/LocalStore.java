@@ -12,16 +12,17 @@ import static dev.tally.local.Layout.S_MASK;
 import static dev.tally.local.Layout.S_META;
 import static dev.tally.local.Layout.S_RAW;
 
-import dev.tally.CounterOverflowException;
 import dev.tally.Decision;
 import dev.tally.KeyNotFoundException;
-import dev.tally.NotAnIntegerException;
 import dev.tally.StoreException;
 import dev.tally.TimeSource;
+import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.LimiterRecord;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
 import java.nio.charset.StandardCharsets;
@@ -31,6 +32,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -45,9 +47,20 @@ import java.util.concurrent.ConcurrentHashMap;
  * per-instance cache maps key strings to the slot and mask they were last validated with, so a
  * cached increment is three loads and a compare-and-swap on the mapped file. Everything else
  * locks the key's slot through an {@link Op}.
+ *
+ * <p>Each locked operation has a body that runs inside a given {@link Op} ({@code incrLocked},
+ * {@code transactLocked}, {@code limitLocked}, ...), so that {@link OperationIds} can run one
+ * inside the same {@link Op} as its operation id's record: see {@link #applyOnce}.
  */
 final class LocalStore implements Store {
   private static final int CACHE_LIMIT = 1 << 17;
+  /**
+   * The {@link LimiterRecord#VERSION} of the state records in a file of format
+   * {@link Layout#VERSION}: the file's format number is the records' version, so a Tally whose
+   * records differ writes another format, which this one refuses to open, and a tally-core whose
+   * records differ from this file store's is refused by {@link LimiterRecord#read}.
+   */
+  static final int RECORD_VERSION = 1;
   private static final int MAX_READ_ROUNDS = 4;
 
   private final LocalOptions options;
@@ -57,14 +70,21 @@ final class LocalStore implements Store {
   private final Table table;
   private final ConcurrentHashMap<String, Table.Ref> refs = new ConcurrentHashMap<>();
   private final Maintenance maintenance;
+  private final OperationIds operationIds;
   private volatile boolean closed;
 
   LocalStore(LocalOptions options, TimeSource time) {
+    this(options, time, OperationId.DEFAULT_RETENTION.toNanos());
+  }
+
+  /** A store that remembers operation ids for {@code retentionNanos} of {@code time}. */
+  LocalStore(LocalOptions options, TimeSource time, long retentionNanos) {
     this.options = options;
     this.time = time;
     this.file = StoreFile.acquire(options);
     this.map = file.map;
     this.table = file.table;
+    this.operationIds = new OperationIds(this, table, retentionNanos);
     this.maintenance = new Maintenance(this, file, time, options.sync());
     maintenance.start();
   }
@@ -83,8 +103,23 @@ final class LocalStore implements Store {
     }
   }
 
-  private Op begin() {
+  Op begin() {
     return new Op(table, file.journal.borrow(), time, options.sync());
+  }
+
+  /** Commits {@code op} and updates this instance's cache for the counters it wrote. */
+  void commit(Op op) {
+    op.commit();
+    for (Table.Held h : op.held) {
+      if (h.key == null || h.key.operationId) {
+        continue; // swept, or an operation id: never looked up through the cache
+      }
+      if (h.changed ? h.nowPresent && h.nowRecord : h.record) {
+        refs.remove(h.key.string); // a rate limiter's slot: the cache is for counters
+      } else {
+        remember(h.key.string, h);
+      }
+    }
   }
 
   private void wrote(long slot) {
@@ -144,7 +179,7 @@ final class LocalStore implements Store {
         break; // locked, gone or expired: the locked way
       }
       long v = r ^ mask;
-      long n = addExact(key, v, delta);
+      long n = CounterMath.add(key, v, delta);
       long nr = n ^ mask;
       if (nr == SEALED) {
         break;
@@ -154,27 +189,30 @@ final class LocalStore implements Store {
         return n;
       }
     }
-    Key kk = k[0] != null ? k[0] : new Key(key);
     try (Op op = begin()) {
-      Table.Held h = op.lockCounter(kk, create);
-      if (h == null || (!h.present && !create)) {
-        throw new KeyNotFoundException(key);
-      }
-      long next;
-      if (!h.present) {
-        next = addExact(key, dflt, delta);
-        h.set(false, next, 0);
-      } else {
-        if (h.floating) {
-          throw new NotAnIntegerException(key);
-        }
-        next = addExact(key, h.bits, delta);
-        h.set(false, next, h.expiresAt);
-      }
-      op.commit();
-      remember(key, h);
+      long next = incrLocked(op, k[0] != null ? k[0] : new Key(key), delta, dflt, create);
+      commit(op);
       return next;
     }
+  }
+
+  long incrLocked(Op op, Key key, long delta, long dflt, boolean create) {
+    Table.Held h = op.lockCounter(key, create);
+    if (h == null || (!h.present && !create)) {
+      throw new KeyNotFoundException(key.string);
+    }
+    long next;
+    if (!h.present) {
+      next = CounterMath.add(key.string, dflt, delta);
+      h.set(false, next, 0);
+    } else {
+      if (h.floating) {
+        throw CounterMath.notAnInteger(key.string);
+      }
+      next = CounterMath.add(key.string, h.bits, delta);
+      h.set(false, next, h.expiresAt);
+    }
+    return next;
   }
 
   @Override
@@ -193,7 +231,7 @@ final class LocalStore implements Store {
       if (r == SEALED || (expiresAt != 0 && Table.expired(expiresAt, time.nanos()))) {
         break;
       }
-      double n = addFinite(key, Double.longBitsToDouble(r ^ mask), delta);
+      double n = CounterMath.add(key, Double.longBitsToDouble(r ^ mask), delta);
       long nr = Double.doubleToRawLongBits(n) ^ mask;
       if (nr == SEALED) {
         break;
@@ -203,22 +241,25 @@ final class LocalStore implements Store {
         return n;
       }
     }
-    Key kk = k[0] != null ? k[0] : new Key(key);
     try (Op op = begin()) {
-      Table.Held h = op.lockCounter(kk, true);
-      double next;
-      if (!h.present) {
-        next = addFinite(key, dflt, delta);
-        h.set(true, Double.doubleToRawLongBits(next), 0);
-      } else {
-        double base = h.floating ? Double.longBitsToDouble(h.bits) : (double) h.bits;
-        next = addFinite(key, base, delta);
-        h.set(true, Double.doubleToRawLongBits(next), h.expiresAt);
-      }
-      op.commit();
-      remember(key, h);
+      double next = incrDoubleLocked(op, k[0] != null ? k[0] : new Key(key), delta, dflt);
+      commit(op);
       return next;
     }
+  }
+
+  double incrDoubleLocked(Op op, Key key, double delta, double dflt) {
+    Table.Held h = op.lockCounter(key, true);
+    double next;
+    if (!h.present) {
+      next = CounterMath.add(key.string, dflt, delta);
+      h.set(true, Double.doubleToRawLongBits(next), 0);
+    } else {
+      double base = h.floating ? Double.longBitsToDouble(h.bits) : (double) h.bits;
+      next = CounterMath.add(key.string, base, delta);
+      h.set(true, Double.doubleToRawLongBits(next), h.expiresAt);
+    }
+    return next;
   }
 
   // ---------------------------------------------------------------- reads
@@ -341,11 +382,14 @@ final class LocalStore implements Store {
   public void put(String key, Number value, long ttlNanos) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lockCounter(new Key(key), true);
-      h.set(value instanceof Double, bits(value), expiry(ttlNanos, time.nanos()));
-      op.commit();
-      remember(key, h);
+      putLocked(op, new Key(key), value, ttlNanos);
+      commit(op);
     }
+  }
+
+  void putLocked(Op op, Key key, Number value, long ttlNanos) {
+    Table.Held h = op.lockCounter(key, true);
+    h.set(value instanceof Double, bits(value), expiry(ttlNanos, time.nanos()));
   }
 
   @Override
@@ -363,65 +407,90 @@ final class LocalStore implements Store {
       }
     }
     try (Op op = begin()) {
-      Table.Held h = op.lockCounter(k[0] != null ? k[0] : new Key(key), true);
-      if (h.present) {
-        return false;
+      boolean added = addLocked(op, k[0] != null ? k[0] : new Key(key), value, ttlNanos);
+      if (added) {
+        commit(op);
       }
-      h.set(value instanceof Double, bits(value), expiry(ttlNanos, time.nanos()));
-      op.commit();
-      remember(key, h);
-      return true;
+      return added;
     }
+  }
+
+  boolean addLocked(Op op, Key key, Number value, long ttlNanos) {
+    Table.Held h = op.lockCounter(key, true);
+    if (h.present) {
+      return false;
+    }
+    h.set(value instanceof Double, bits(value), expiry(ttlNanos, time.nanos()));
+    return true;
   }
 
   @Override
   public Number pop(String key, boolean integerOnly) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lockCounter(new Key(key), false);
-      if (h == null || !h.present) {
-        return null;
+      Number value = popLocked(op, new Key(key), integerOnly);
+      if (value != null) {
+        commit(op);
       }
-      if (integerOnly && h.floating) {
-        throw new NotAnIntegerException(key);
-      }
-      Number value = h.value();
-      h.remove();
-      op.commit();
-      refs.remove(key);
       return value;
     }
+  }
+
+  Number popLocked(Op op, Key key, boolean integerOnly) {
+    Table.Held h = op.lockCounter(key, false);
+    if (h == null || !h.present) {
+      return null;
+    }
+    if (integerOnly && h.floating) {
+      throw CounterMath.notAnInteger(key.string);
+    }
+    Number value = h.value();
+    h.remove();
+    return value;
   }
 
   @Override
   public boolean delete(String key) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lockCounter(new Key(key), false);
-      if (h == null) {
-        return false;
+      boolean was = deleteLocked(op, new Key(key));
+      if (!op.held.isEmpty()) {
+        commit(op);
       }
-      boolean was = h.present;
-      h.remove();
-      op.commit();
       refs.remove(key);
       return was;
     }
+  }
+
+  boolean deleteLocked(Op op, Key key) {
+    Table.Held h = op.lockCounter(key, false);
+    if (h == null) {
+      return false;
+    }
+    boolean was = h.present;
+    h.remove();
+    return was;
   }
 
   @Override
   public boolean touch(String key, long ttlNanos) {
     checkOpen();
     try (Op op = begin()) {
-      Table.Held h = op.lockCounter(new Key(key), false);
-      if (h == null || !h.present) {
-        return false;
+      boolean live = touchLocked(op, new Key(key), ttlNanos);
+      if (live) {
+        commit(op);
       }
-      h.set(h.floating, h.bits, expiry(ttlNanos, time.nanos()));
-      op.commit();
-      remember(key, h);
-      return true;
+      return live;
     }
+  }
+
+  boolean touchLocked(Op op, Key key, long ttlNanos) {
+    Table.Held h = op.lockCounter(key, false);
+    if (h == null || !h.present) {
+      return false;
+    }
+    h.set(h.floating, h.bits, expiry(ttlNanos, time.nanos()));
+    return true;
   }
 
   // ---------------------------------------------------------------- transactions
@@ -429,31 +498,44 @@ final class LocalStore implements Store {
   @Override
   public Number[] transact(List<TxOp> ops) {
     checkOpen();
+    SortedMap<String, Key> keys = transactionKeys(ops, 0);
+    try (Op op = begin()) {
+      Number[] results = transactLocked(op, keys, ops);
+      commit(op);
+      return results;
+    }
+  }
+
+  /**
+   * The distinct keys of {@code ops}, in order; refused if there are more than a journal entry
+   * holds, less {@code reserved} images taken by other slots of the same {@link Op}.
+   */
+  static SortedMap<String, Key> transactionKeys(List<TxOp> ops, int reserved) {
     TreeMap<String, Key> keys = new TreeMap<>();
     for (TxOp op : ops) {
       keys.computeIfAbsent(op.key(), Key::new);
     }
-    if (keys.size() > Layout.ENTRY_IMAGES) {
+    int most = Layout.ENTRY_IMAGES - reserved;
+    if (keys.size() > most) {
       throw new IllegalArgumentException("a transaction on the file store may touch at most "
-          + Layout.ENTRY_IMAGES + " distinct keys; this one touches " + keys.size());
+          + most + " distinct keys" + (reserved > 0 ? " when it carries an operation id" : "")
+          + "; this one touches " + keys.size());
     }
-    try (Op op = begin()) {
-      Map<String, Table.Held> held = new HashMap<>();
-      for (Key k : keys.values()) { // in key order, the same in every process: no deadlock
-        held.put(k.string, op.lockCounter(k, true));
-      }
-      long now = time.nanos();
-      Number[] results = new Number[ops.size()];
-      for (int i = 0; i < results.length; i++) {
-        TxOp o = ops.get(i);
-        results[i] = apply(held.get(o.key()), o, now);
-      }
-      op.commit();
-      for (Table.Held h : held.values()) {
-        remember(h.key.string, h);
-      }
-      return results;
+    return keys;
+  }
+
+  Number[] transactLocked(Op op, SortedMap<String, Key> keys, List<TxOp> ops) {
+    Map<String, Table.Held> held = new HashMap<>();
+    for (Key k : keys.values()) { // in key order, the same in every process: no deadlock
+      held.put(k.string, op.lockCounter(k, true));
     }
+    long now = time.nanos();
+    Number[] results = new Number[ops.size()];
+    for (int i = 0; i < results.length; i++) {
+      TxOp o = ops.get(i);
+      results[i] = apply(held.get(o.key()), o, now);
+    }
+    return results;
   }
 
   private static Number apply(Table.Held h, TxOp op, long now) {
@@ -464,25 +546,25 @@ final class LocalStore implements Store {
         if (!incr.create()) {
           throw new KeyNotFoundException(key);
         }
-        next = addExact(key, incr.dflt(), incr.delta());
+        next = CounterMath.add(key, incr.dflt(), incr.delta());
         h.set(false, next, 0);
       } else {
         if (h.liveFloating()) {
-          throw new NotAnIntegerException(key);
+          throw CounterMath.notAnInteger(key);
         }
-        next = addExact(key, h.liveBits(), incr.delta());
+        next = CounterMath.add(key, h.liveBits(), incr.delta());
         h.set(false, next, h.liveExpiresAt());
       }
       return next;
     } else if (op instanceof TxOp.IncrDouble incr) {
       double next;
       if (!h.livePresent()) {
-        next = addFinite(key, incr.dflt(), incr.delta());
+        next = CounterMath.add(key, incr.dflt(), incr.delta());
         h.set(true, Double.doubleToRawLongBits(next), 0);
       } else {
         long b = h.liveBits();
         double base = h.liveFloating() ? Double.longBitsToDouble(b) : (double) b;
-        next = addFinite(key, base, incr.delta());
+        next = CounterMath.add(key, base, incr.delta());
         h.set(true, Double.doubleToRawLongBits(next), h.liveExpiresAt());
       }
       return next;
@@ -527,6 +609,14 @@ final class LocalStore implements Store {
       }
     }
     try (Op op = begin()) {
+      Decision d = limitLocked(op, key, call, operation, permits);
+      commit(op);
+      return d;
+    }
+  }
+
+  Decision limitLocked(Op op, Key key, LimiterCall call, LimiterOperation operation, long permits) {
+    {
       Table.Held h = op.lockRecord(key, true);
       long now = time.nanos();
       KeyHeap.State stored = null;
@@ -547,7 +637,8 @@ final class LocalStore implements Store {
         }
       }
       LimiterOutcome out = call.apply(stored == null ? null
-          : new LimiterRecord(stored.lastNow(), stored.words().clone()), now, operation, permits);
+          : LimiterRecord.read(key.string, RECORD_VERSION, stored.lastNow(), stored.words().clone()),
+          now, operation, permits);
       long[] next = out.record();
       if (next == null) {
         if (operation == LimiterOperation.RESET || (h.state == LIVE && !h.record)) {
@@ -566,9 +657,21 @@ final class LocalStore implements Store {
           h.setRecord(table.heap.allocateRecord(key.hash, now, next), expiresAt == 0 ? 1 : expiresAt);
         } // else unchanged (a peek, a denial): nothing to write
       }
-      op.commit();
       return out.decision();
     }
+  }
+
+  // ---------------------------------------------------------------- operation ids
+
+  /**
+   * Applies {@code mutation} once per {@code id}: the id's record and the mutation are written by
+   * one {@link Op}, so they are committed, rolled back or recovered together. See
+   * {@link OperationIds}.
+   */
+  @Override
+  public Object applyOnce(OperationId id, Mutation mutation) {
+    checkOpen();
+    return operationIds.applyOnce(id, mutation);
   }
 
   /** How long a full limiter's tombstone keeps its last instant before the sweeper reclaims it. */
@@ -586,24 +689,6 @@ final class LocalStore implements Store {
     }
     long at = now + ttlNanos;
     return at == 0 ? 1 : at; // 0 means "never"
-  }
-
-  static long addExact(String key, long value, long delta) {
-    long r = value + delta;
-    if (((value ^ r) & (delta ^ r)) < 0) {
-      throw new CounterOverflowException("counter '" + key + "': " + value + " + (" + delta
-          + ") leaves the signed 64-bit range; the value is unchanged");
-    }
-    return r;
-  }
-
-  static double addFinite(String key, double value, double delta) {
-    double r = value + delta;
-    if (!Double.isFinite(r)) {
-      throw new CounterOverflowException("counter '" + key + "': " + value + " + " + delta
-          + " is not finite; the value is unchanged");
-    }
-    return r;
   }
 
   /**

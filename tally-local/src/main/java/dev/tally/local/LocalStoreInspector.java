@@ -51,6 +51,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -363,7 +364,7 @@ public final class LocalStoreInspector {
             + (grow != 0 ? ", the growth lock (" + who(grow) + ")" : ""));
       }
 
-      long[] n = new long[9]; // counters, limiters, expired, tombstones, reserved, empty, locked, all, torn
+      long[] n = new long[10]; // counters, limiters, expired, tombstones, reserved, empty, locked, all, torn, ids
       List<String> lines = new ArrayList<>();
       eachSlot(slot -> {
         n[7]++;
@@ -389,7 +390,7 @@ public final class LocalStoreInspector {
             }
             long expiry = map.getLong(slot + S_EXPIRY);
             boolean expired = Table.expired(expiry, now);
-            n[expired ? 2 : Table.record(meta) ? 1 : 0]++;
+            n[expired ? 2 : !Table.record(meta) ? 0 : OperationIds.isIdKey(key(slot)) ? 9 : 1]++;
             if (lines.size() < maxKeys) {
               lines.add(describe(slot, meta, lock, expiry, expired, now));
             }
@@ -397,9 +398,10 @@ public final class LocalStoreInspector {
         }
       });
       out.printf(Locale.ROOT, "  slots       %,d: %,d live counter(s), %,d live limiter(s), %,d expired,"
-          + " %,d tombstone(s), %,d reserved, %,d empty; %,d locked now%s%n",
-          n[7], n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[8] == 0 ? "" : String.format(Locale.ROOT, "; %,d torn", n[8]));
-      long keys = n[0] + n[1] + n[2];
+          + " %,d tombstone(s), %,d reserved, %,d empty; %,d locked now%s%s%n",
+          n[7], n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[8] == 0 ? "" : String.format(Locale.ROOT, "; %,d torn", n[8]),
+          n[9] == 0 ? "" : String.format(Locale.ROOT, "; %,d live operation id(s)", n[9]));
+      long keys = n[0] + n[1] + n[2] + n[9];
       out.println("keys at " + Instant.ofEpochSecond(0, now) + (keys > lines.size()
           ? " (the first " + lines.size() + " of " + keys + ")" : "") + ":");
       for (String line : lines) {
@@ -421,6 +423,15 @@ public final class LocalStoreInspector {
               + duration(expiry - now) + ")";
       String locked = lock != 0 ? "  [locked by " + who(lock) + "]" : "";
       long held = map.getLong(slot + S_HELD);
+      if (Table.record(meta) && OperationIds.isIdKey(k)) {
+        boolean[] checked = new boolean[1];
+        long[] r = record(held, map.getLong(slot + S_KEY_HASH), checked);
+        String text = r == null ? null : OperationIds.text(Arrays.copyOfRange(r, 1, r.length));
+        String id = new String(k, 1, k.length - 1, StandardCharsets.US_ASCII);
+        return "  op id    " + printable(id) + " = " + (text == null || !checked[0]
+            ? "<unreadable record " + held + ">" : text + "; recorded at " + Instant.ofEpochSecond(0, r[0]))
+            + (expired ? when : "  (forgotten in " + duration(expiry - now) + ")") + locked;
+      }
       if (Table.record(meta)) {
         boolean[] checked = new boolean[1];
         long[] r = record(held, map.getLong(slot + S_KEY_HASH), checked);
@@ -519,7 +530,7 @@ public final class LocalStoreInspector {
         }
         String key = new String(k, StandardCharsets.UTF_8);
         where += " ('" + printable(key) + "')";
-        long[] other = seen.put(key, new long[] {slot, meta});
+        long[] other = seen.put(new String(k, StandardCharsets.ISO_8859_1), new long[] {slot, meta}); // by bytes: ids are not UTF-8
         if (other != null && map.getLongVolatile(other[0] + S_META) == other[1]
             && map.getLongVolatile(slot + S_META) == meta) {
           problems.add(where + ": the key is also live in the slot at " + other[0]);

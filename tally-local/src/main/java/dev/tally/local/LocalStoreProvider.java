@@ -36,6 +36,6 @@ public final class LocalStoreProvider implements StoreProvider {
 
   @Override
   public Store open(String uri, StoreContext context) {
-    return new LocalStore(LocalOptions.parse(uri), context.timeSource());
+    return new LocalStore(LocalOptions.parse(uri), context.timeSource(), context.operationRetentionNanos());
   }
 }

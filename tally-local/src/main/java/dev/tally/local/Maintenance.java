@@ -7,13 +7,15 @@ import java.util.concurrent.locks.LockSupport;
  * The store's daemon thread. Every {@value #FLUSH_MILLIS} ms, with {@code sync=periodic}, it
  * forces what this process wrote to the device (Redis' {@code appendfsync everysec} class: a
  * crash of the machine loses at most about that much). Every second it recovers journal entries
- * of processes that died, and sweeps part of the table for expired counters and rate limiters,
- * turning them into reusable tombstones; the sweep runs on the store's {@link TimeSource}.
+ * of processes that died, and sweeps part of the table for expired counters, rate limiters and
+ * operation ids, turning them into reusable tombstones (the whole table at least once a minute,
+ * see {@link #sweepBudget}); the sweep runs on the store's {@link TimeSource}.
  */
 final class Maintenance implements Runnable {
   static final long FLUSH_MILLIS = 100;
   private static final int TICKS_PER_SWEEP = 10;
   private static final long SWEEP_SLOTS = 65_536;
+  private static final long SWEEP_CYCLE_SECONDS = 60;
 
   private final LocalStore store;
   private final StoreFile file;
@@ -44,6 +46,16 @@ final class Maintenance implements Runnable {
     }
   }
 
+  /**
+   * Slots to visit this second: {@value #SWEEP_SLOTS}, or a {@value #SWEEP_CYCLE_SECONDS}th of the
+   * table if that is more, so that expired keys (operation ids above all, which expire at the rate
+   * they are recorded) are reclaimed within about a minute however large the table has grown.
+   */
+  static long sweepBudget(StoreFile file) {
+    long slots = file.segment0Slots * ((1L << file.segmentCount()) - 1);
+    return Math.max(SWEEP_SLOTS, slots / SWEEP_CYCLE_SECONDS);
+  }
+
   @Override
   public void run() {
     for (long tick = 1; !stopped; tick++) {
@@ -58,7 +70,7 @@ final class Maintenance implements Runnable {
         }
         if (tick % TICKS_PER_SWEEP == 0) {
           file.recoverDeadLeftovers();
-          store.sweep(cursor, SWEEP_SLOTS);
+          store.sweep(cursor, sweepBudget(file));
         }
       } catch (RuntimeException e) {
         if (!stopped) {

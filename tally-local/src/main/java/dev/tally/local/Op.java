@@ -1,7 +1,7 @@
 package dev.tally.local;
 
-import dev.tally.TallyException;
 import dev.tally.TimeSource;
+import dev.tally.WrongKindException;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -46,9 +46,7 @@ final class Op implements AutoCloseable {
   Table.Held lockCounter(Key key, boolean create) {
     Table.Held h = table.lock(this, key, create);
     if (h != null && h.present && h.record) {
-      throw new TallyException("key '" + key + "' holds a rate limiter's state, not a counter;"
-          + " counters and rate limiters share the file store's keys, so give them distinct"
-          + " names (e.g. a counter group: tally.counters(\"views\"))");
+      throw new WrongKindException(key.string, WrongKindException.Kind.LIMITER);
     }
     return h;
   }
@@ -57,9 +55,7 @@ final class Op implements AutoCloseable {
   Table.Held lockRecord(Key key, boolean create) {
     Table.Held h = table.lock(this, key, create);
     if (h != null && h.present && !h.record) {
-      throw new TallyException("key '" + key + "' holds a counter, not a rate limiter's state;"
-          + " counters and rate limiters share the file store's keys, so give the limiter"
-          + " another name");
+      throw new WrongKindException(key.string, WrongKindException.Kind.COUNTER);
     }
     return h;
   }

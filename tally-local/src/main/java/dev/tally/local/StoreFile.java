@@ -541,7 +541,7 @@ final class StoreFile {
           }
           byte[] bytes = heap.read(map.getInt(slot + S_KEY_REF));
           Table.Ref found = bytes == null ? null
-              : table.find(new Key(new String(bytes, java.nio.charset.StandardCharsets.UTF_8)));
+              : table.find(Key.ofBytes(bytes)); // by bytes: an operation id's are not UTF-8
           if (found == null || found.slot() != slot) {
             Table.writeMeta(map, slot, TOMBSTONE | ((int) meta & ~(Layout.STATE_BITS | Layout.RECORD)));
             map.setByteVolatile(Table.fingerprintAt(slot), (byte) 0);

@@ -175,4 +175,36 @@ class MultiProcessTest {
       assertThat(Worker.bucket(t, buckets - 1).available()).isZero();
     }
   }
+
+  @Test
+  void duplicateOperationIdsFromEveryProcessAndThreadApplyOnce() throws Exception {
+    int ids = 300;
+    Path go = dir.resolve("go");
+    List<Child> children = start(CHILDREN, "once", data().toString(), go.toString(),
+        Integer.toString(THREADS), Integer.toString(ids));
+    List<String> answers = new ArrayList<>();
+    try {
+      awaitAll(children, "READY");
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+      for (Child c : children) {
+        assertThat(c.linesStartingWith("FAILED")).as("threads of process %d that disagreed", c.process.pid()).isEmpty();
+        answers.add(c.await("ANSWERS ", START_MILLIS));
+      }
+    } finally {
+      closeAll(children);
+    }
+    // Each id reached the store 8 times (4 processes x 2 threads), mostly at once: one applied,
+    // and every caller got its answer, so every process saw the same answers, and the ids'
+    // increments returned 1..300 between them.
+    assertThat(answers).as("the answers each process got").containsOnly(answers.get(0));
+    long[] got = java.util.Arrays.stream(answers.get(0).substring(8).split(" "))
+        .mapToLong(Long::parseLong).sorted().toArray();
+    assertThat(got).isEqualTo(java.util.stream.LongStream.rangeClosed(1, ids).toArray());
+    try (Tally t = Tally.open("file:" + data())) {
+      assertThat(t.counters().get("once")).hasValue(ids);
+      assertThat(Worker.onceBucket(t).available()).as("units left of 1000 after %d acquires with ids", ids)
+          .isEqualTo(1_000 - ids);
+    }
+  }
 }

@@ -33,6 +33,10 @@ import java.util.concurrent.locks.LockSupport;
  * pop      DIR GO STOP                pop "views" until STOP exists; prints POPPED total
  * drain    DIR GO THREADS B           drain "bucket:0".."bucket:B-1" in turn; prints GRANTED n0 n1 ...
  * campaign DIR GO THREADS REPORT HOOK a random mix until killed (see CrashTest)
+ * once     DIR GO THREADS IDS         every thread sends incr "once" and an acquire on "once-bucket"
+ *                                     with each of IDS ids, in the same order; prints ANSWERS a0 a1 ...
+ * ids      DIR GO THREADS REPORT HOOK idempotent increments of "idem" with fresh ids until killed
+ *                                     (see OperationIdCrashTest)
  * </pre>
  */
 public final class Worker {
@@ -60,6 +64,8 @@ public final class Worker {
         case "pop" -> pop(c, Path.of(args[3]));
         case "drain" -> drain(tally, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
         case "campaign" -> campaign(tally, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
+        case "once" -> once(tally, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+        case "ids" -> ids(c, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
         default -> throw new IllegalArgumentException(mode);
       }
     }
@@ -281,6 +287,106 @@ public final class Worker {
           report.putLong(at(t, F_DEAD_OWNER_WAIT), Locks.LONGEST_DEAD_OWNER_WAIT.get());
         }
         if ((op & 15) == 15) {
+          LockSupport.parkNanos(20_000); // leave the machine's two cores some room
+        }
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- operation ids
+
+  /** The bucket of the multi-process id test: 1,000 units, none refilled during a test. */
+  static RateLimiter onceBucket(Tally tally) {
+    return tally.limiter("once-bucket", Limit.tokenBucket(1_000, Duration.ofDays(1)));
+  }
+
+  /**
+   * Every thread sends the ids "same-0".."same-(IDS-1)" in the same order, so that the threads of
+   * every process send each id at about the same moment: an increment of "once" and an acquire
+   * of one unit from {@link #onceBucket} (id "acq-i"). Prints the increments' answers, once the
+   * threads of this process agreed on each, or FAILED.
+   */
+  private static void once(Tally tally, int threads, int ids) throws InterruptedException {
+    Counters c = tally.counters();
+    RateLimiter bucket = onceBucket(tally);
+    long[][] answers = new long[threads][ids];
+    onThreads(threads, t -> {
+      for (int i = 0; i < ids; i++) {
+        answers[t][i] = c.withOperationId("same-" + i).incr("once");
+        bucket.withOperationId("acq-" + i).decide(1);
+      }
+    });
+    StringBuilder line = new StringBuilder("ANSWERS");
+    for (int i = 0; i < ids; i++) {
+      for (int t = 1; t < threads; t++) {
+        if (answers[t][i] != answers[0][i]) {
+          System.out.println("FAILED id same-" + i + ": thread 0 got " + answers[0][i] + ", thread "
+              + t + " got " + answers[t][i]);
+        }
+      }
+      line.append(' ').append(answers[0][i]);
+    }
+    System.out.println(line);
+  }
+
+  /** Per-thread report of the "ids" mode: longs at thread * THREAD_LONGS + field. */
+  static final int F_ID_STARTED = 0; // ids started: id n is "PID-thread-n", sent before n + 1 is written
+  static final int F_ID_ACKED = 1; // ids whose call returned
+  static final int F_ID_LAST = 2; // what the last acknowledged id's call returned
+  static final int F_ID_REPLAY_WRONG = 3; // replays of an acknowledged id that returned another answer
+  static final int F_ID_HOLDING = 4; // 1: sleeping in a hook
+
+  static String crashId(long pid, int thread, long n) {
+    return pid + "-" + thread + "-" + n;
+  }
+
+  /**
+   * Idempotent increments of "idem", each with a fresh id, until killed; every third call also
+   * repeats the id acknowledged last and checks that it answers as it did. The report says which
+   * ids were started and which answered, and is written around each call, so the parent knows
+   * every id that may have reached the store. With HOOK "tx" (or "lock"), now and then a thread
+   * sleeps between writing the counter's slot and the id's (or while holding both locks, before
+   * either is written), flagging it so the parent can kill it right there.
+   */
+  private static void ids(Counters c, int threads, Path reportFile, String hook) throws Exception {
+    MappedByteBuffer report = mapReport(reportFile, threads);
+    long pid = ProcessHandle.current().pid();
+    ThreadLocal<Integer> me = new ThreadLocal<>();
+    AtomicLong nextHook = new AtomicLong(System.nanoTime() + 30_000_000L);
+    Runnable sleepHolding = () -> {
+      long now = System.nanoTime();
+      long next = nextHook.get();
+      Integer t = me.get();
+      if (t == null || now < next || !nextHook.compareAndSet(next, now + 400_000_000L)) {
+        return;
+      }
+      report.putLong(at(t, F_ID_HOLDING), 1);
+      try {
+        Thread.sleep(ThreadLocalRandom.current().nextInt(60, 150));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      report.putLong(at(t, F_ID_HOLDING), 0);
+    };
+    if (hook.equals("tx")) {
+      Table.midTransactionHook = sleepHolding;
+    } else if (hook.equals("lock")) {
+      Table.whileLockedHook = sleepHolding;
+    }
+    onThreads(threads, t -> {
+      me.set(t);
+      for (long n = 0; ; n++) {
+        report.putLong(at(t, F_ID_STARTED), n + 1);
+        long answer = c.withOperationId(crashId(pid, t, n)).incr("idem");
+        report.putLong(at(t, F_ID_LAST), answer);
+        report.putLong(at(t, F_ID_ACKED), n + 1);
+        if (n % 3 == 2) {
+          long again = c.withOperationId(crashId(pid, t, n)).incr("idem");
+          if (again != answer) {
+            report.putLong(at(t, F_ID_REPLAY_WRONG), report.getLong(at(t, F_ID_REPLAY_WRONG)) + 1);
+          }
+        }
+        if ((n & 15) == 15) {
           LockSupport.parkNanos(20_000); // leave the machine's two cores some room
         }
       }
