@@ -26,6 +26,9 @@ public interface AsyncCounters {
   /** The synchronous view of the same counters. */
   Counters sync();
 
+  /** The asynchronous form of {@link Counters#withOperationId}. */
+  AsyncCounters withOperationId(String id);
+
   /** @see Counters#incr(String) */
   CompletionStage<Long> incr(String key);
 
@@ -74,6 +77,11 @@ public interface AsyncCounters {
   /** @see Counters#add(String, long, Duration) */
   CompletionStage<Boolean> add(String key, long value, Duration ttl);
 
+  /** {@link Counters#add(String, long)}: sets with no expiry, only if missing. */
+  default CompletionStage<Boolean> add(String key, long value) {
+    return add(key, value, null);
+  }
+
   /** @see Counters#add(String, double, Duration) */
   CompletionStage<Boolean> add(String key, double value, Duration ttl);
 
@@ -91,6 +99,9 @@ public interface AsyncCounters {
 
   /** @see Counters#ttl(String) */
   CompletionStage<Optional<Duration>> ttl(String key);
+
+  /** @see Counters#expiry */
+  CompletionStage<Expiry> expiry(String key);
 
   /** @see Counters#keys(String) */
   CompletionStage<List<String>> keys(String prefix);

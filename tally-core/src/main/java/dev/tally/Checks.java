@@ -102,28 +102,6 @@ final class Checks {
     return ttl.compareTo(Counters.MAX_TTL) >= 0 ? Counters.MAX_TTL.toNanos() : ttl.toNanos();
   }
 
-  static long addExact(String key, long value, long delta) {
-    long r = value + delta;
-    if (((value ^ r) & (delta ^ r)) < 0) {
-      throw overflow(key, value, delta);
-    }
-    return r;
-  }
-
-  static CounterOverflowException overflow(String key, long value, long delta) {
-    return new CounterOverflowException("counter '" + key + "': " + value + " + (" + delta
-        + ") leaves the signed 64-bit range; the value is unchanged");
-  }
-
-  static double addFinite(String key, double value, double delta) {
-    double r = value + delta;
-    if (!Double.isFinite(r)) {
-      throw new CounterOverflowException("counter '" + key + "': " + value + " + " + delta
-          + " is not finite; the value is unchanged");
-    }
-    return r;
-  }
-
   static String abbreviate(String s) {
     return s.length() <= 64 ? s : s.substring(0, 60) + "…";
   }

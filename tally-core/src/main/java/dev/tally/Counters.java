@@ -77,6 +77,25 @@ public interface Counters {
   /** The same counters with an asynchronous API. */
   AsyncCounters async();
 
+  /**
+   * A view of these counters whose mutating calls carry the operation id {@code id}, so that a
+   * retried call counts once: within the store's retention window (an hour unless
+   * {@link Tally.Builder#operationRetention} says otherwise) a repeat applies nothing and returns
+   * exactly what the first call returned, from any process or host, even if the first reply was
+   * lost. Reads are unaffected.
+   *
+   * <pre>{@code
+   * long views = counters.withOperationId(request.id()).incr("views:episode:512");
+   * }</pre>
+   *
+   * <p>An id names one operation: the view is for one call (and its retries). Another operation
+   * with the same id is refused with {@link OperationIdConflictException}.
+   *
+   * @param id 1 to 128 printable ASCII characters, e.g. a UUID
+   * @throws IllegalArgumentException if the id is empty, too long or has other characters
+   */
+  Counters withOperationId(String id);
+
   // ---------------------------------------------------------------- increments
 
   /** Adds 1, starting a missing counter at 0. Returns the new value. */
@@ -184,6 +203,16 @@ public interface Counters {
    */
   boolean add(String key, long value, Duration ttl);
 
+  /**
+   * Sets {@code key} to {@code value}, with no expiry, only if it is missing or expired; of
+   * concurrent callers exactly one wins.
+   *
+   * @return whether this call set it
+   */
+  default boolean add(String key, long value) {
+    return add(key, value, null);
+  }
+
   /** {@link #add(String, long, Duration)} for a floating value. */
   boolean add(String key, double value, Duration ttl);
 
@@ -214,6 +243,12 @@ public interface Counters {
    * {@link #get} to tell those apart).
    */
   Optional<Duration> ttl(String key);
+
+  /**
+   * Whether {@code key} exists and when it expires, telling a missing key from one that never
+   * expires (which {@link #ttl} does not).
+   */
+  Expiry expiry(String key);
 
   /**
    * The keys of live counters that start with {@code prefix}, without this group's prefix, in no

@@ -43,6 +43,11 @@ final class DefaultAsyncCounters implements AsyncCounters {
   }
 
   @Override
+  public AsyncCounters withOperationId(String id) {
+    return new DefaultAsyncCounters(group.withOperationId(id));
+  }
+
+  @Override
   public Counters sync() {
     return new DefaultCounters(group);
   }
@@ -183,6 +188,12 @@ final class DefaultAsyncCounters implements AsyncCounters {
   public CompletionStage<Optional<Duration>> ttl(String key) {
     String k = key(key);
     return guard(store().ttl(k), "ttl", k, s -> s.ttl(k)).thenApply(DefaultCounters::asTtl);
+  }
+
+  @Override
+  public CompletionStage<Expiry> expiry(String key) {
+    String k = key(key);
+    return guard(store().ttl(k), "ttl", k, s -> s.ttl(k)).thenApply(Expiry::ofNanos);
   }
 
   @Override

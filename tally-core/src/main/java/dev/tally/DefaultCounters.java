@@ -255,6 +255,18 @@ final class DefaultCounters implements Counters {
     return asTtl(nanos);
   }
 
+  @Override
+  public Expiry expiry(String key) {
+    String k = key(key);
+    long nanos;
+    try {
+      nanos = group.store().ttl(k);
+    } catch (StoreException e) {
+      nanos = onFailure("ttl", k, e).ttl(k);
+    }
+    return Expiry.ofNanos(nanos);
+  }
+
   static Optional<Duration> asTtl(long nanos) {
     return nanos < 0 ? Optional.empty() : Optional.of(Duration.ofNanos(nanos));
   }
@@ -281,6 +293,11 @@ final class DefaultCounters implements Counters {
     } catch (StoreException e) {
       return new TransactionResult(onFailure("transaction", ops.get(0).key(), e).transact(ops));
     }
+  }
+
+  @Override
+  public Counters withOperationId(String id) {
+    return new DefaultCounters(group.withOperationId(id));
   }
 
   @Override

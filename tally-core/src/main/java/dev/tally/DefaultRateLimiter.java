@@ -1,5 +1,10 @@
 package dev.tally;
 
+import dev.tally.spi.AsyncStore;
+import dev.tally.spi.OperationId;
+import java.util.Locale;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
 import java.time.Duration;
@@ -18,14 +23,17 @@ final class DefaultRateLimiter implements Quota {
 
   private final LimiterMachine machine;
   private final Store store;
+  private final AsyncStore asyncStore;
   private final FailurePolicy policy;
   private final Failures failures;
   private final MemoryLimiters memory; // non-null on the memory store
   private volatile MemoryLimiters.BucketCell cellHint;
 
-  DefaultRateLimiter(LimiterMachine machine, Store store, FailurePolicy policy, Failures failures) {
+  DefaultRateLimiter(LimiterMachine machine, Store store, AsyncStore asyncStore, FailurePolicy policy,
+      Failures failures) {
     this.machine = machine;
     this.store = store;
+    this.asyncStore = asyncStore;
     this.policy = Objects.requireNonNull(policy, "policy");
     this.failures = failures;
     this.memory = store instanceof MemoryStore m && machine.isSingleBucket() ? m.limiters() : null;
@@ -48,7 +56,7 @@ final class DefaultRateLimiter implements Quota {
 
   @Override
   public RateLimiter withFailurePolicy(FailurePolicy newPolicy) {
-    return new DefaultRateLimiter(machine, store, newPolicy, failures);
+    return new DefaultRateLimiter(machine, store, asyncStore, newPolicy, failures);
   }
 
   @Override
@@ -122,7 +130,7 @@ final class DefaultRateLimiter implements Quota {
   @Override
   public RateLimiter reconfigure(Limit... limits) {
     DefaultRateLimiter next = new DefaultRateLimiter(
-        new LimiterMachine(machine.key(), Arrays.asList(limits.clone())), store, policy, failures);
+        new LimiterMachine(machine.key(), Arrays.asList(limits.clone())), store, asyncStore, policy, failures);
     next.run(LimiterOperation.RECONFIGURE, 0);
     return next;
   }
@@ -131,6 +139,18 @@ final class DefaultRateLimiter implements Quota {
   public void topUp(long units) {
     checkPermits(units);
     run(LimiterOperation.TOP_UP, units);
+  }
+
+  @Override
+  public RateLimiter withOperationId(String id) {
+    OperationId opId = OperationId.of(id);
+    return new DefaultRateLimiter(machine, new OnceStore(store, opId), new OnceStore.Async(asyncStore, opId),
+        policy, failures);
+  }
+
+  @Override
+  public AsyncRateLimiter async() {
+    return new Async();
   }
 
   /** The decision after a peek; for {@link DefaultLeakyBucket}. */
@@ -142,12 +162,75 @@ final class DefaultRateLimiter implements Quota {
     try {
       return store.limit(machine, op, permits);
     } catch (StoreException e) {
-      failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(), machine.key(), e);
-      Decision full = machine.full();
-      return policy == FailurePolicy.FAIL_OPEN
-          ? full
-          : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS,
-              full.limitIndex());
+      return answerFailure(op, e);
+    }
+  }
+
+  /** The failure policy's answer for a store that failed, or the failure rethrown. */
+  private Decision answerFailure(LimiterOperation op, StoreException e) {
+    failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(Locale.ROOT), machine.key(), e);
+    Decision full = machine.full();
+    return policy == FailurePolicy.FAIL_OPEN
+        ? full
+        : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS,
+            full.limitIndex());
+  }
+
+  private CompletionStage<Decision> runAsync(LimiterOperation op, long permits) {
+    return asyncStore.limit(machine, op, permits).exceptionally(failure -> {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause instanceof StoreException e) {
+        return answerFailure(op, e);
+      }
+      throw failure instanceof CompletionException ce ? ce : new CompletionException(cause);
+    });
+  }
+
+  /** The asynchronous view: the same machine, store and policy. */
+  private final class Async implements AsyncRateLimiter {
+    @Override
+    public RateLimiter sync() {
+      return DefaultRateLimiter.this;
+    }
+
+    @Override
+    public String name() {
+      return machine.key();
+    }
+
+    @Override
+    public AsyncRateLimiter withOperationId(String id) {
+      return DefaultRateLimiter.this.withOperationId(id).async();
+    }
+
+    @Override
+    public CompletionStage<Boolean> tryAcquire(long permits) {
+      checkPermits(permits);
+      return runAsync(LimiterOperation.ACQUIRE, permits).thenApply(Decision::allowed);
+    }
+
+    @Override
+    public CompletionStage<Decision> decide(long permits) {
+      checkPermits(permits);
+      return runAsync(LimiterOperation.ACQUIRE, permits);
+    }
+
+    @Override
+    public CompletionStage<Void> refund(long permits) {
+      checkPermits(permits);
+      return runAsync(LimiterOperation.REFUND, permits).thenApply(d -> null);
+    }
+
+    @Override
+    public CompletionStage<Long> available() {
+      return runAsync(LimiterOperation.PEEK, 1).thenApply(Decision::remaining);
+    }
+
+    @Override
+    public CompletionStage<Void> reset() {
+      cellHint = null;
+      return runAsync(LimiterOperation.RESET, 0).thenApply(d -> null);
     }
   }
 

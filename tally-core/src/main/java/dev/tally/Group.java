@@ -1,5 +1,6 @@
 package dev.tally;
 
+import dev.tally.spi.OperationId;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.Store;
 import java.util.ArrayList;
@@ -14,6 +15,13 @@ record Group(String name, String prefix, FailurePolicy policy, Store store, Asyn
       throw new IllegalArgumentException("failure policy must not be null");
     }
     return new Group(name, prefix, newPolicy, store, asyncStore, failures);
+  }
+
+  /** This group seen through an operation id: every mutation carries it. */
+  Group withOperationId(String id) {
+    OperationId opId = OperationId.of(id);
+    return new Group(name, prefix, policy, new OnceStore(store, opId), new OnceStore.Async(asyncStore, opId),
+        failures);
   }
 
   /** Full keys from the store back to keys relative to this group. */

@@ -1,5 +1,7 @@
 package dev.tally;
 
+import java.time.Instant;
+
 /**
  * A leaky bucket with the interface of the DynamoDB leaky-bucket library Tally replaces: a
  * bucket of a given capacity that drains at a constant rate, to which callers {@link #add}.
@@ -17,6 +19,13 @@ package dev.tally;
  *
  * <p>{@link Tally#leakyBucket} finds or creates: if the store already holds this bucket, the
  * handle adopts its stored capacity, rate and level.
+ *
+ * <p><b>How the leak differs from the original.</b> The original bucket empties all at once:
+ * its level stays until its reset instant, then drops to zero, so a bucket filled just before a
+ * reset can take a full capacity again just after it (twice the capacity within moments). Tally's
+ * bucket leaks continuously: {@code capacity} units drain evenly over the rate's duration, so
+ * room comes back one unit at a time and no instant ever admits more than the capacity.
+ * {@link #reset()} is therefore when the bucket will be empty, not when the level will drop.
  */
 public interface LeakyBucket {
 
@@ -36,4 +45,17 @@ public interface LeakyBucket {
 
   /** The current state, changing nothing. */
   BucketState state();
+
+  /** How much can be added now (the original's {@code Remaining()}); changes nothing. */
+  default long remaining() {
+    return state().remaining();
+  }
+
+  /**
+   * When the bucket will be empty if nothing more is added (the original's {@code Reset()}); it
+   * does not forget the state: for that, reset the limiter of the same name.
+   */
+  default Instant reset() {
+    return state().reset();
+  }
 }

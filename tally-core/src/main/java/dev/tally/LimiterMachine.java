@@ -5,6 +5,7 @@ import static dev.tally.Algorithm.WIDTH;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.LimiterRecord;
 import java.time.ZoneId;
 import java.util.List;
 
@@ -20,11 +21,19 @@ import java.util.List;
  * <p>The stored record wins over the caller's limits: a process started with an older
  * configuration applies the limits stored with the state, which are changed only by an explicit
  * {@link LimiterOperation#RECONFIGURE}.
+ *
+ * <p>Public as the reference: a store that runs the algorithms in its own language (a Lua
+ * script, SQL) tests that it agrees with this machine, step for step.
  */
-final class LimiterMachine implements LimiterCall {
+public final class LimiterMachine implements LimiterCall {
   private final String key;
   private final List<Limit> limits;
   private final ZoneId[] zones;
+
+  /** The machine of a limiter on {@code key} with {@code limits}, for store tests. */
+  public static LimiterMachine of(String key, List<Limit> limits) {
+    return new LimiterMachine(key, limits);
+  }
 
   LimiterMachine(String key, List<Limit> limits) {
     if (limits.isEmpty()) {
@@ -64,14 +73,18 @@ final class LimiterMachine implements LimiterCall {
   }
 
   @Override
-  public LimiterOutcome apply(long[] stored, long now, LimiterOperation op, long permits) {
-    if (op == LimiterOperation.RESET) {
-      return new LimiterOutcome(null, full(), 0);
+  public LimiterOutcome apply(LimiterRecord stored, long now, LimiterOperation op, long permits) {
+    long storeNow = now;
+    if (stored != null) {
+      now = Math.max(now, stored.decidedAt()); // time never runs back: see LimiterRecord
     }
-    long[] r = isEmpty(stored) ? fresh() : check(stored);
-    long callerNow = now;
+    if (op == LimiterOperation.RESET) {
+      return new LimiterOutcome(null, full(), 0, now);
+    }
+    long[] words = stored == null || stored.isTombstone() ? null : stored.words();
+    long[] r = isEmpty(words) ? fresh() : check(words);
     now = notBefore(r, now);
-    if (op == LimiterOperation.RECONFIGURE && stored != null) {
+    if (op == LimiterOperation.RECONFIGURE && words != null) {
       r = reconfigured(r, now);
     }
     int n = r.length / WIDTH;
@@ -134,8 +147,8 @@ final class LimiterMachine implements LimiterCall {
     }
     Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter, deciding);
     // The store keeps the record from its own now, which may be behind the instant decided at.
-    long keep = resetAfter == 0 ? 0 : Arith.saturatedAdd(resetAfter, now - callerNow);
-    return new LimiterOutcome(resetAfter == 0 ? null : r, decision, keep);
+    long keep = resetAfter == 0 ? 0 : Arith.saturatedAdd(resetAfter, now - storeNow);
+    return new LimiterOutcome(resetAfter == 0 ? null : r, decision, keep, now);
   }
 
   /**
@@ -148,8 +161,9 @@ final class LimiterMachine implements LimiterCall {
    * another's, an NTP step, or a thread that read the clock and was descheduled before it took
    * the state. So the state never moves back: a call is decided no earlier than the latest
    * instant the state itself proves was reached (a window's start). Its answer is then the one it
-   * would have got at that instant, and the durations it reports count from there. Buckets and
-   * quotas need no such floor: an earlier instant only finds them with less room.
+   * would have got at that instant, and the durations it reports count from there. The record's
+   * {@link LimiterRecord#decidedAt()} is the general floor, for every algorithm; this one holds
+   * even for a store that lost it (a record written before it was kept).
    */
   private static long notBefore(long[] r, long now) {
     for (int o = 0; o < r.length; o += WIDTH) {

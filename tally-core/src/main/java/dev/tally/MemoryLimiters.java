@@ -2,6 +2,7 @@ package dev.tally;
 
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.LimiterRecord;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Iterator;
@@ -96,18 +97,29 @@ final class MemoryLimiters {
     }
   }
 
-  static TallyException clash(String key, String existing) {
-    return new TallyException("key '" + key + "' holds a " + existing + "; counters and rate"
-        + " limiters share one key space, so use another name for the " + (existing.equals("counter")
-        ? "limiter" : "counter"));
+  static WrongKindException clash(String key, String existing) {
+    return new WrongKindException(key, existing.equals("counter")
+        ? WrongKindException.Kind.COUNTER : WrongKindException.Kind.LIMITER);
   }
 
+  /**
+   * A single bucket: its parameters, and {@code fullAt} changed by CAS.
+   *
+   * <p>{@code decidedAt} is the latest instant a decision on the cell was taken at, so that a
+   * caller whose clock reading is older decides at that instant instead (see
+   * {@link LimiterRecord}: time never runs back). It is raised <em>before</em> the CAS on
+   * {@code fullAt} that publishes the decision, and read <em>after</em> reading {@code fullAt}:
+   * both are volatile, so a caller that sees a decision's {@code fullAt} also sees its instant.
+   */
   static final class BucketCell {
     private static final VarHandle FULL_AT;
+    private static final VarHandle DECIDED_AT;
 
     static {
       try {
-        FULL_AT = MethodHandles.lookup().findVarHandle(BucketCell.class, "fullAt", long.class);
+        MethodHandles.Lookup lookup = MethodHandles.lookup();
+        FULL_AT = lookup.findVarHandle(BucketCell.class, "fullAt", long.class);
+        DECIDED_AT = lookup.findVarHandle(BucketCell.class, "decidedAt", long.class);
       } catch (ReflectiveOperationException e) {
         throw new ExceptionInInitializerError(e);
       }
@@ -117,12 +129,27 @@ final class MemoryLimiters {
     final long interval;
     final long span;
     volatile long fullAt;
+    volatile long decidedAt;
 
-    BucketCell(long capacity, long interval, long fullAt) {
+    BucketCell(long capacity, long interval, long fullAt, long decidedAt) {
       this.capacity = capacity;
       this.interval = interval;
       this.span = capacity * interval;
       this.fullAt = fullAt;
+      this.decidedAt = decidedAt;
+    }
+
+    /**
+     * The instant to decide at: {@code now}, or the latest instant already decided at if that is
+     * later; raises {@code decidedAt} to it. Call after reading {@code fullAt}, before the CAS.
+     */
+    long decideAt(long now) {
+      for (long d; now > (d = decidedAt); ) {
+        if (DECIDED_AT.compareAndSet(this, d, now)) {
+          return now;
+        }
+      }
+      return decidedAt;
     }
 
     boolean cas(long expected, long next) {
@@ -146,6 +173,7 @@ final class MemoryLimiters {
 
   static final class RecordCell {
     long[] record; // guarded by this
+    long decidedAt = Long.MIN_VALUE; // guarded by this
     long expiresAt; // guarded by this
     boolean removed; // guarded by this
   }
@@ -162,8 +190,9 @@ final class MemoryLimiters {
    * which the next CAS can lose.
    */
   int tryAcquireFast(BucketCell cell, long permits) {
-    long now = time.nanos();
+    long clock = time.nanos();
     for (long f; (f = cell.fullAt) != SEALED; ) {
+      long now = cell.decideAt(clock);
       if (permits > cell.capacity) {
         return 0;
       }
@@ -218,13 +247,14 @@ final class MemoryLimiters {
         RecordCell rc = (RecordCell) c;
         synchronized (rc) {
           if (!rc.removed) {
-            long[] stored = rc.expiresAt - now <= 0 ? null : rc.record;
-            LimiterOutcome out = machine.apply(stored, now, op, permits);
+            long[] words = rc.expiresAt - now <= 0 ? new long[0] : rc.record;
+            LimiterOutcome out = machine.apply(new LimiterRecord(rc.decidedAt, words), now, op, permits);
             if (out.record() == null) {
               rc.removed = true;
               cells.remove(key, rc);
             } else {
               rc.record = out.record();
+              rc.decidedAt = out.decidedAt();
               rc.expiresAt = now + out.keepNanos();
             }
             return out.decision();
@@ -239,8 +269,9 @@ final class MemoryLimiters {
    * changes its parameters seals and replaces it. Returns null if the cell was sealed meanwhile.
    */
   private Decision onBucket(String key, BucketCell b, LimiterMachine machine, LimiterOperation op,
-      long permits, long now) {
+      long permits, long clock) {
     for (long f; (f = b.fullAt) != SEALED; ) {
+      long now = b.decideAt(clock);
       if (op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK
           || op == LimiterOperation.REFUND) {
         long next = f;
@@ -264,7 +295,7 @@ final class MemoryLimiters {
       }
       // Decided before sealing: the machine is pure, and one that refuses (a top-up with no quota
       // to top up) must leave the cell as it was, not sealed with nothing to replace it.
-      LimiterOutcome out = machine.apply(b.record(f), now, op, permits);
+      LimiterOutcome out = machine.apply(new LimiterRecord(now, b.record(f)), now, op, permits);
       if (b.seal(f)) {
         if (out.record() == null) {
           cells.remove(key, b);
@@ -300,10 +331,11 @@ final class MemoryLimiters {
   private static Object newCell(LimiterOutcome out, long now) {
     long[] r = out.record();
     if (r.length == Algorithm.WIDTH && Algorithm.ofTag(r[Algorithm.TAG]) == Gcra.INSTANCE) {
-      return new BucketCell(r[Algorithm.P0], r[Algorithm.P1], r[Algorithm.S0]);
+      return new BucketCell(r[Algorithm.P0], r[Algorithm.P1], r[Algorithm.S0], out.decidedAt());
     }
     RecordCell rc = new RecordCell();
     rc.record = r;
+    rc.decidedAt = out.decidedAt();
     rc.expiresAt = now + out.keepNanos();
     return rc;
   }

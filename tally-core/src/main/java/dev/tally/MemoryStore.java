@@ -1,5 +1,8 @@
 package dev.tally;
 
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
+import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
@@ -68,6 +71,7 @@ final class MemoryStore implements Store {
   private static final int SWEEP_PER_INSERT = 2;
 
   private final ConcurrentHashMap<String, Cell> cells = new ConcurrentHashMap<>();
+  private final OperationLog operations;
   private final TimeSource time;
   private final AtomicBoolean sweeping = new AtomicBoolean();
   private Iterator<Map.Entry<String, Cell>> sweepCursor; // guarded by sweeping
@@ -75,8 +79,18 @@ final class MemoryStore implements Store {
   private final MemoryLimiters limiters;
 
   MemoryStore(TimeSource time) {
+    this(time, OperationId.DEFAULT_RETENTION.toNanos());
+  }
+
+  MemoryStore(TimeSource time, long operationRetentionNanos) {
     this.time = time;
+    this.operations = new OperationLog(time, operationRetentionNanos);
     this.limiters = new MemoryLimiters(time, key -> get(key) != null);
+  }
+
+  @Override
+  public Object applyOnce(OperationId id, Mutation mutation) {
+    return operations.applyOnce(this, id, mutation);
   }
 
   /** The limiter state, which {@link DefaultRateLimiter} reaches directly for its fast path. */
@@ -181,7 +195,7 @@ final class MemoryStore implements Store {
     Cell c = cells.get(key);
     if (c != null && !c.floating && (c.expiresAt == 0 || !c.expired(time.nanos()))) {
       for (long v; (v = c.bits) != SEALED_BITS; ) {
-        long n = Checks.addExact(key, v, delta);
+        long n = CounterMath.add(key, v, delta);
         if (n == SEALED_BITS) {
           break;
         }
@@ -209,12 +223,12 @@ final class MemoryStore implements Store {
       if (!create) {
         throw new KeyNotFoundException(key);
       }
-      return Checks.addExact(key, dflt, delta);
+      return CounterMath.add(key, dflt, delta);
     }
     if (floating) {
       throw new NotAnIntegerException(key);
     }
-    return Checks.addExact(key, current, delta);
+    return CounterMath.add(key, current, delta);
   }
 
   @Override
@@ -222,7 +236,7 @@ final class MemoryStore implements Store {
     Cell c = cells.get(key);
     if (c != null && c.floating && (c.expiresAt == 0 || !c.expired(time.nanos()))) {
       for (long v; (v = c.bits) != SEALED_BITS; ) {
-        double n = Checks.addFinite(key, Double.longBitsToDouble(v), delta);
+        double n = CounterMath.add(key, Double.longBitsToDouble(v), delta);
         long nb = Double.doubleToRawLongBits(n);
         if (nb == SEALED_BITS) {
           break;
@@ -235,7 +249,7 @@ final class MemoryStore implements Store {
     Locked l = lock(key);
     double next;
     try {
-      next = Checks.addFinite(key, l.present ? asDouble(l) : dflt, delta);
+      next = CounterMath.add(key, l.present ? asDouble(l) : dflt, delta);
     } catch (RuntimeException e) {
       unlock(l);
       throw e;
@@ -409,7 +423,7 @@ final class MemoryStore implements Store {
     } else if (op instanceof TxOp.IncrDouble incr) {
       double base = cur == null ? incr.dflt()
           : cur.floating ? Double.longBitsToDouble(cur.bits) : (double) cur.bits;
-      double next = Checks.addFinite(key, base, incr.delta());
+      double next = CounterMath.add(key, base, incr.delta());
       working.put(key, new Cell(true, Double.doubleToRawLongBits(next), cur == null ? 0 : cur.expiresAt));
       return next;
     } else if (op instanceof TxOp.Put put) {

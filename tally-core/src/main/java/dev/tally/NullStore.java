@@ -1,5 +1,8 @@
 package dev.tally;
 
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
+import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Store;
@@ -21,12 +24,12 @@ final class NullStore implements Store {
     if (!create) {
       throw new KeyNotFoundException(key);
     }
-    return Checks.addExact(key, dflt, delta);
+    return CounterMath.add(key, dflt, delta);
   }
 
   @Override
   public double incrDouble(String key, double delta, double dflt) {
-    return Checks.addFinite(key, dflt, delta);
+    return CounterMath.add(key, dflt, delta);
   }
 
   @Override
@@ -105,4 +108,13 @@ final class NullStore implements Store {
 
   @Override
   public void close() {}
+
+  /**
+   * Applies nothing, as every call here does: the answer is what the call without an id would
+   * give ({@code default + delta} for an increment), so a repeat gives the same answer.
+   */
+  @Override
+  public Object applyOnce(OperationId id, Mutation mutation) {
+    return mutation.applyTo(this);
+  }
 }

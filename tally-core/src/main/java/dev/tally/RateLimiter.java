@@ -78,4 +78,17 @@ public interface RateLimiter {
    * @return a handle opened with the new limits
    */
   RateLimiter reconfigure(Limit... limits);
+
+  /**
+   * A view of this limiter whose acquires, refunds, resets and reconfigurations carry the
+   * operation id {@code id}: a repeat within the store's retention window applies nothing and
+   * returns the first call's decision, even from another process or host. See
+   * {@link Counters#withOperationId}.
+   *
+   * @throws IllegalArgumentException if the id is empty, too long or has other characters
+   */
+  RateLimiter withOperationId(String id);
+
+  /** The asynchronous form of this limiter. */
+  AsyncRateLimiter async();
 }

@@ -1,5 +1,7 @@
 package dev.tally;
 
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
@@ -97,5 +99,10 @@ final class SyncStoreAdapter implements AsyncStore {
   @Override
   public CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
     return run(() -> store.limit(call, operation, permits));
+  }
+
+  @Override
+  public CompletionStage<Object> applyOnce(OperationId id, Mutation mutation) {
+    return run(() -> store.applyOnce(id, mutation));
   }
 }

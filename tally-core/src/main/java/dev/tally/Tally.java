@@ -1,5 +1,6 @@
 package dev.tally;
 
+import dev.tally.spi.OperationId;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
@@ -145,7 +146,8 @@ public final class Tally implements AutoCloseable {
     for (Limit l : limits) {
       Objects.requireNonNull(l, "limit");
     }
-    return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits)), store, defaultPolicy, failures);
+    return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits)), store, asyncStore, defaultPolicy,
+        failures);
   }
 
   /** The clock this store's expiry and limiters run on when the store has none of its own. */
@@ -153,8 +155,11 @@ public final class Tally implements AutoCloseable {
     return timeSource;
   }
 
-  /** The store behind this instance, for store-specific tools and tests. */
-  Store store() {
+  /**
+   * The store behind this instance, for store-specific tools and tests: calls on it bypass
+   * validation, key prefixes and failure policies.
+   */
+  public Store store() {
     return store;
   }
 
@@ -180,6 +185,7 @@ public final class Tally implements AutoCloseable {
     private boolean timeSourceOverridden;
     private FailurePolicy failurePolicy = FailurePolicy.THROW;
     private TallyListener listener = TallyListener.NONE;
+    private Duration operationRetention = OperationId.DEFAULT_RETENTION;
 
     private Builder(String uri) {
       this.uri = uri;
@@ -208,6 +214,20 @@ public final class Tally implements AutoCloseable {
     }
 
     /**
+     * How long the store remembers an operation id and its result (see
+     * {@link Counters#withOperationId}); an hour by default. Longer costs more memory or storage
+     * per id on every store: docs/stores.md gives the figures.
+     */
+    public Builder operationRetention(Duration retention) {
+      Objects.requireNonNull(retention, "retention");
+      if (retention.isNegative() || retention.isZero()) {
+        throw new IllegalArgumentException("operation id retention must be positive, not " + retention);
+      }
+      this.operationRetention = retention;
+      return this;
+    }
+
+    /**
      * Opens the store.
      *
      * @throws IllegalArgumentException if the URI is malformed or names an unknown store
@@ -216,11 +236,12 @@ public final class Tally implements AutoCloseable {
     public Tally build() {
       String scheme = scheme(uri);
       LazyExecutor executor = new LazyExecutor();
-      StoreContext context = new StoreContext(timeSource, timeSourceOverridden, executor, listener);
+      StoreContext context = new StoreContext(timeSource, timeSourceOverridden, executor, listener,
+          operationRetention);
       Store store = switch (scheme) {
         case "mem" -> {
           requireEmptyPart(uri, "mem:");
-          yield new MemoryStore(timeSource);
+          yield new MemoryStore(timeSource, operationRetention.toNanos());
         }
         case "null" -> {
           requireEmptyPart(uri, "null:");

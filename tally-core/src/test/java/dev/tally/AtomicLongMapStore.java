@@ -42,12 +42,12 @@ final class AtomicLongMapStore implements Store {
       cell = map.computeIfAbsent(key, k -> new AtomicLong(dflt));
     }
     if (flaw == Flaw.INCR_READS_THEN_WRITES) {
-      long next = Checks.addExact(key, cell.get(), delta);
+      long next = dev.tally.spi.CounterMath.add(key, cell.get(), delta);
       LockSupport.parkNanos(WINDOW_NANOS);
       cell.set(next);
       return next;
     }
-    return cell.updateAndGet(v -> Checks.addExact(key, v, delta));
+    return cell.updateAndGet(v -> dev.tally.spi.CounterMath.add(key, v, delta));
   }
 
   @Override

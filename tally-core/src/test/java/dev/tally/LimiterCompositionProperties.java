@@ -88,7 +88,7 @@ class LimiterCompositionProperties {
 
     if (op == LimiterOperation.ACQUIRE && n > 0 && !dec.allowed()) {
       // Denied: the record is what merely looking at it now would leave.
-      LimiterOutcome looked = both.machine.apply(Timelines.copy(before), now, LimiterOperation.PEEK, 1);
+      LimiterOutcome looked = both.machine.apply(Timelines.words(Timelines.copy(before)), now, LimiterOperation.PEEK, 1);
       check(Arrays.equals(out.record(), looked.record()), "a denied request changed the state: "
           + Arrays.toString(before) + " -> " + Arrays.toString(out.record()) + ", looking gives "
           + Arrays.toString(looked.record()));
@@ -110,7 +110,7 @@ class LimiterCompositionProperties {
     long reset = 0;
     for (int k = 0; k < 2; k++) {
       long[] slice = out.record() == null ? null : Arrays.copyOfRange(out.record(), k * WIDTH, (k + 1) * WIDTH);
-      LimiterOutcome fromSlice = single[k].machine.apply(slice, now, LimiterOperation.PEEK, 1);
+      LimiterOutcome fromSlice = single[k].machine.apply(Timelines.words(slice), now, LimiterOperation.PEEK, 1);
       LimiterOutcome fromSingle = single[k].probe(now, LimiterOperation.PEEK, 1);
       check(Arrays.equals(fromSlice.record(), fromSingle.record()) && fromSlice.decision().equals(fromSingle.decision()),
           "limit " + k + " (" + limits.get(k) + ") composed " + Arrays.toString(fromSlice.record()) + " "

@@ -30,13 +30,13 @@ class LimiterMachineTest {
     }
 
     Decision call(long now, LimiterOperation op, long permits) {
-      LimiterOutcome out = machine.apply(record == null ? null : record.clone(), now, op, permits);
+      LimiterOutcome out = machine.apply(Timelines.words(record == null ? null : record.clone()), now, op, permits);
       record = out.record();
       return out.decision();
     }
 
     Decision probe(long now, LimiterOperation op, long permits) {
-      return machine.apply(record == null ? null : record.clone(), now, op, permits).decision();
+      return machine.apply(Timelines.words(record == null ? null : record.clone()), now, op, permits).decision();
     }
   }
 

@@ -481,7 +481,7 @@ final class Timelines {
 
     /** Runs a call at the current time and keeps the record it returns. */
     LimiterOutcome call(LimiterOperation op, long permits) {
-      LimiterOutcome out = machine.apply(copy(record), now, op, permits);
+      LimiterOutcome out = machine.apply(words(copy(record)), now, op, permits);
       record = out.record();
       last = out.decision();
       return out;
@@ -489,7 +489,7 @@ final class Timelines {
 
     /** Runs a call at {@code at} on a copy of the current record, changing nothing here. */
     LimiterOutcome probe(long at, LimiterOperation op, long permits) {
-      return machine.apply(copy(record), at, op, permits);
+      return machine.apply(words(copy(record)), at, op, permits);
     }
   }
 
@@ -499,5 +499,10 @@ final class Timelines {
 
   static BigInteger big(long v) {
     return BigInteger.valueOf(v);
+  }
+
+  /** Words as a record with no decision instant, as the machine's tests model state. */
+  static dev.tally.spi.LimiterRecord words(long[] r) {
+    return r == null ? null : new dev.tally.spi.LimiterRecord(Long.MIN_VALUE, r);
   }
 }

@@ -2,6 +2,7 @@ package dev.tally.spi;
 
 import dev.tally.Decision;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -49,4 +50,10 @@ public interface AsyncStore {
 
   /** @see Store#limit */
   CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits);
+
+  /** @see Store#applyOnce */
+  default CompletionStage<Object> applyOnce(OperationId id, Mutation mutation) {
+    return CompletableFuture.failedFuture(new UnsupportedOperationException(
+        getClass().getSimpleName() + " does not support operation ids"));
+  }
 }

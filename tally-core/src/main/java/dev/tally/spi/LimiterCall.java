@@ -13,9 +13,8 @@ import java.util.List;
  * implements the same machine in its own language over the same record; the conformance kit
  * checks that the two agree.
  *
- * <p>The record is a {@code long[]} of {@code 6} longs per limit: a tag (0 for none), two
- * parameters and three state words. Its layout is documented on the core's algorithms; a store
- * only needs to keep the longs.
+ * <p>The state is a {@link LimiterRecord}: the machine's words and the instant it was last
+ * decided at. A store keeps both; the machine applies the rule that time never runs back.
  */
 public interface LimiterCall {
 
@@ -28,10 +27,13 @@ public interface LimiterCall {
   /**
    * Runs the state machine once. Pure: reads no clock and no store.
    *
-   * @param stored the stored record, or null if there is none; it may be modified
-   * @param now the time to decide at, in epoch nanoseconds (the store's clock)
+   * @param stored the stored record, or null if there is none; its words may be modified. A
+   *     tombstone, or words the store knows to have expired, still carry their
+   *     {@link LimiterRecord#decidedAt()}: pass {@code new LimiterRecord(decidedAt, new long[0])}
+   * @param now the store's clock, in epoch nanoseconds; the decision is taken at
+   *     {@code max(now, stored.decidedAt())}
    * @param operation what to do
    * @param permits how many units (ignored by {@code PEEK}, {@code RESET}, {@code RECONFIGURE})
    */
-  LimiterOutcome apply(long[] stored, long now, LimiterOperation operation, long permits);
+  LimiterOutcome apply(LimiterRecord stored, long now, LimiterOperation operation, long permits);
 }

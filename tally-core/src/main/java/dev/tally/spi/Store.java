@@ -91,6 +91,29 @@ public interface Store extends AutoCloseable {
   }
 
   /**
+   * Applies {@code mutation} at most once per {@code id}: the first call applies it and keeps its
+   * result for the {@link StoreContext#operationRetention() retention window}; a repeat within the
+   * window applies nothing and returns that result, from any thread, process or host, and even if
+   * the first call's reply was lost on its way. The check and the application are one atomic step:
+   * of concurrent calls with one id exactly one applies, and the others return its result. A call
+   * that throws records nothing. After the window, a repeat applies again.
+   *
+   * <p>The id's record expires on the same clock as the store's counters (its own, or the
+   * supplied one when {@link StoreContext#timeSourceOverridden()}). Keep it in the same atomic
+   * unit as the mutation (the same script, conditional write, or file transaction), so that no
+   * crash or lost reply can separate the two; {@link OperationRecord} is a text form any store can
+   * keep.
+   *
+   * @return the result, of the type {@link Mutation} documents for its kind
+   * @throws dev.tally.OperationIdConflictException if the id was first used for another operation
+   *     (another {@link Mutation#fingerprint()}); nothing is applied
+   */
+  default Object applyOnce(OperationId id, Mutation mutation) {
+    throw new UnsupportedOperationException(getClass().getSimpleName()
+        + " does not support operation ids");
+  }
+
+  /**
    * Whether operations may block on I/O. The default asynchronous adapter runs blocking stores'
    * operations on an executor and non-blocking ones (memory) inline.
    */

@@ -2,6 +2,7 @@ package dev.tally.spi;
 
 import dev.tally.TallyListener;
 import dev.tally.TimeSource;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 
@@ -19,6 +20,7 @@ public final class StoreContext {
   private final boolean timeSourceOverridden;
   private final Executor blockingExecutor;
   private final TallyListener listener;
+  private final Duration operationRetention;
 
   /**
    * @param timeSource the clock to use when the store has none, or when overridden
@@ -37,6 +39,19 @@ public final class StoreContext {
    */
   public StoreContext(TimeSource timeSource, boolean timeSourceOverridden, Executor blockingExecutor,
       TallyListener listener) {
+    this(timeSource, timeSourceOverridden, blockingExecutor, listener, OperationId.DEFAULT_RETENTION);
+  }
+
+  /**
+   * @param timeSource the clock to use when the store has none, or when overridden
+   * @param timeSourceOverridden whether the user chose {@code timeSource} explicitly
+   * @param blockingExecutor where blocking work may run (the async adapter's executor)
+   * @param listener where the store reports events of its own (e.g. locally served denials)
+   * @param operationRetention how long the store remembers an {@link OperationId}
+   */
+  public StoreContext(TimeSource timeSource, boolean timeSourceOverridden, Executor blockingExecutor,
+      TallyListener listener, Duration operationRetention) {
+    this.operationRetention = OperationId.retention(operationRetention);
     this.timeSource = Objects.requireNonNull(timeSource, "timeSource");
     this.timeSourceOverridden = timeSourceOverridden;
     this.blockingExecutor = Objects.requireNonNull(blockingExecutor, "blockingExecutor");
@@ -61,5 +76,18 @@ public final class StoreContext {
   /** The user's listener, for events a store reports itself; never null. */
   public TallyListener listener() {
     return listener;
+  }
+
+  /**
+   * How long the store must remember an {@link OperationId} and its result: a repeat within this
+   * window returns the first result. What it costs is per store (docs/stores.md).
+   */
+  public Duration operationRetention() {
+    return operationRetention;
+  }
+
+  /** {@link #operationRetention()} in nanoseconds. */
+  public long operationRetentionNanos() {
+    return operationRetention.toNanos();
   }
 }

@@ -9,6 +9,7 @@ import dev.tally.Decision;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.LimiterRecord;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
@@ -111,7 +112,7 @@ final class LimiterExchange extends Exchange<Decision> {
     LimiterCache.State k = known == null ? LimiterCache.State.MISSING : known;
     long now = Math.max(t.now(), k.lastNow());
     long[] stored = k.present() && k.expiresAt() - now > 0 ? k.record().clone() : null;
-    LimiterOutcome out = call.apply(stored, now, op, permits);
+    LimiterOutcome out = call.apply(stored == null ? null : new LimiterRecord(now, stored), now, op, permits);
     boolean changes = switch (op) {
       case PEEK -> false;
       case ACQUIRE -> permits > 0 && out.decision().allowed();

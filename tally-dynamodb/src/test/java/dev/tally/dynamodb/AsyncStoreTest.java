@@ -8,7 +8,7 @@ import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
 import dev.tally.Tally;
-import dev.tally.TallyAccess;
+
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,9 +41,9 @@ class AsyncStoreTest {
 
   @Test
   void theStoreIsNonBlockingWhenAnAsyncHttpClientIsPresent() {
-    assertThat(TallyAccess.store(shared).async()).isInstanceOf(AsyncDynamoDbStore.class);
+    assertThat(shared.store().async()).isInstanceOf(AsyncDynamoDbStore.class);
     try (Tally tally = Tally.open(Dynalite.uri("async=off"))) {
-      assertThat(TallyAccess.store(tally).async()).isNull();
+      assertThat(tally.store().async()).isNull();
     }
   }
 

@@ -20,6 +20,7 @@ import dev.tally.TimeSource;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.LimiterRecord;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
 import java.nio.charset.StandardCharsets;
@@ -536,8 +537,8 @@ final class LocalStore implements Store {
           stored = null; // the limiter is full again: as good as no state
         }
       }
-      LimiterOutcome out = call.apply(stored == null ? null : stored.words().clone(), now,
-          operation, permits);
+      LimiterOutcome out = call.apply(stored == null ? null
+          : new LimiterRecord(stored.lastNow(), stored.words().clone()), now, operation, permits);
       long[] next = out.record();
       if (next == null) {
         if (h.state == LIVE) {

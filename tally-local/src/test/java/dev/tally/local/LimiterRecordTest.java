@@ -31,6 +31,7 @@ import dev.tally.TallyException;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.LimiterRecord;
 import dev.tally.tck.ManualTimeSource;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -108,11 +109,12 @@ class LimiterRecordTest {
     }
 
     @Override
-    public LimiterOutcome apply(long[] stored, long now, LimiterOperation operation, long permits) {
+    public LimiterOutcome apply(LimiterRecord record, long now, LimiterOperation operation, long permits) {
+      long[] stored = record == null ? null : record.words();
       sawStored = stored == null ? null : stored.clone();
       sawNow = now;
       long[] r = next.apply(stored);
-      return new LimiterOutcome(r, new Decision(true, 0, 1, 0, r == null ? 0 : keep), r == null ? 0 : keep);
+      return new LimiterOutcome(r, new Decision(true, 0, 1, 0, r == null ? 0 : keep), r == null ? 0 : keep, now);
     }
   }
 

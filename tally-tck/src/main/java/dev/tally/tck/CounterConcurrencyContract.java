@@ -24,7 +24,8 @@ public abstract class CounterConcurrencyContract extends TallyFixture {
 
   /** Operations per thread; network stores may lower it to keep the suite quick. */
   protected int operationsPerThread() {
-    return 2_000;
+    StoreConfiguration c = configuration();
+    return c == null ? 2_000 : c.operationsPerThread();
   }
 
   @Test

@@ -93,6 +93,37 @@ public abstract class LimiterContract extends TallyFixture {
     assertThat(l.available()).isZero();
   }
 
+  /**
+   * A call whose instant is earlier than one the store already decided this key at (another
+   * host's clock, a thread descheduled after reading its own) is decided at that later instant,
+   * for every algorithm: it gets what a call right after the first would get, never a refusal
+   * the later instant would not give, and never a second grant of what was granted.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void aCallAtAnEarlierInstantIsDecidedAtTheLatestOne(String kind, Limit limit) {
+    clock.set(Instant.parse("2026-12-01T12:00:00Z"));
+    RateLimiter l = tally.limiter(name(), limit);
+    assertThat(l.decide(CAPACITY - 1).remaining()).isEqualTo(1);
+    clock.advanceNanos(-1);
+    Decision stale = l.decide(1);
+    assertThat(stale.allowed()).as("decided at the later instant, where one unit is left").isTrue();
+    assertThat(stale.remaining()).isZero();
+    clock.advanceNanos(-1);
+    assertThat(l.decide(1).allowed()).as("nothing is granted twice").isFalse();
+  }
+
+  /** The smallest case: a bucket of 2 draining in a minute, asked at t and t - 1 ns. */
+  @Test
+  public void aBucketOfTwoGrantsItsSecondUnitOneNanosecondEarlier() {
+    RateLimiter l = tally.limiter(name(), Limit.tokenBucket(2, Duration.ofMinutes(1)));
+    assertThat(l.tryAcquire(1)).isTrue();
+    clock.advanceNanos(-1);
+    Decision second = l.decide(1);
+    assertThat(second.allowed()).isTrue();
+    assertThat(second.remaining()).isZero();
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("algorithms")
   public void concurrentRequestsGrantExactlyTheCapacity(String kind, Limit limit) {

@@ -1,52 +1,19 @@
 package dev.tally.tck;
 
 import dev.tally.Tally;
-import org.junit.jupiter.api.Nested;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** The whole kit against {@code mem:}. */
-class MemoryStoreTest {
-
-  static Tally openMemory(ManualTimeSource clock) {
-    return Tally.builder("mem:").timeSource(clock).build();
+@ParameterizedClass(name = "{0}")
+@MethodSource("configurations")
+class MemoryStoreTest extends ConformanceSuite {
+  MemoryStoreTest(StoreConfiguration configuration) {
+    super(configuration);
   }
 
-  @Nested
-  class Counters extends CounterContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openMemory(clock);
-    }
-  }
-
-  @Nested
-  class SeedExamples extends SeedExamplesContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openMemory(clock);
-    }
-  }
-
-  @Nested
-  class Concurrency extends CounterConcurrencyContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openMemory(clock);
-    }
-  }
-
-  @Nested
-  class Limiters extends LimiterContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openMemory(clock);
-    }
-  }
-
-  @Nested
-  class InputValidation extends InputValidationContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openMemory(clock);
-    }
+  static List<StoreConfiguration> configurations() {
+    return List.of(StoreConfiguration.of("mem", clock -> Tally.builder("mem:").timeSource(clock).build()));
   }
 }

@@ -1,0 +1,83 @@
+package dev.tally.spi;
+
+import dev.tally.StoreException;
+import java.util.Arrays;
+
+/**
+ * A rate limiter's stored state, as every store keeps it: the instant it was last decided at and
+ * the state machine's words, under a format {@link #VERSION}.
+ *
+ * <pre>
+ *   words: 6 longs per limit, in the limiter's order
+ *   +-----+------------+------------+---------+---------+---------+
+ *   | tag | parameter0 | parameter1 | state0  | state1  | state2  |   tag 0: no limit here
+ *   +-----+------------+------------+---------+---------+---------+
+ * </pre>
+ *
+ * <p><b>Time never runs back.</b> A store decides a limiter no earlier than {@link #decidedAt()}:
+ * a caller whose clock is behind (another host, an NTP step, a thread descheduled between reading
+ * the clock and taking the state) is decided at the latest instant already decided, for every
+ * algorithm, so a bucket cannot refuse what it granted a nanosecond later, and a window is never
+ * rolled back. {@link LimiterCall#apply} applies the rule; a store only keeps the instant, and
+ * keeps it past the state (a tombstone) for as long as it can when the limiter is full again.
+ *
+ * <p><b>Versions.</b> A store that persists records persists {@link #VERSION} with them and reads
+ * them back with {@link #read}, which refuses a record of a version this Tally does not know with
+ * an error that says so, rather than misreading it.
+ *
+ * @param decidedAt the latest instant (epoch nanoseconds) a decision on this state was taken at,
+ *     or {@link Long#MIN_VALUE} if unknown
+ * @param words the state machine's words; empty for a tombstone (full again)
+ */
+public record LimiterRecord(long decidedAt, long[] words) {
+  /** The format of {@link #words()} this Tally writes and reads. */
+  public static final int VERSION = 1;
+
+  /** Width of one limit's part of {@link #words()}. */
+  public static final int WORDS_PER_LIMIT = 6;
+
+  /** A record with no state that only remembers when it was last decided. */
+  public static LimiterRecord tombstone(long decidedAt) {
+    return new LimiterRecord(decidedAt, new long[0]);
+  }
+
+  /**
+   * A stored record read back.
+   *
+   * @param key the limiter's key, for the message
+   * @param version the version stored with the record
+   * @throws StoreException if the version is not {@link #VERSION} or the words are malformed
+   */
+  public static LimiterRecord read(String key, int version, long decidedAt, long[] words) {
+    if (version != VERSION) {
+      throw new StoreException("the state of rate limiter '" + key + "' is in record format "
+          + version + (version > VERSION ? ", written by a newer Tally" : "") + "; this Tally reads"
+          + " format " + VERSION + ". Upgrade every process sharing the store, or reset the limiter");
+    }
+    if (words.length % WORDS_PER_LIMIT != 0) {
+      throw new StoreException("the state of rate limiter '" + key + "' has " + words.length
+          + " words, not a multiple of " + WORDS_PER_LIMIT + "; reset the limiter to start it afresh");
+    }
+    return new LimiterRecord(decidedAt, words);
+  }
+
+  /** Whether this is a tombstone: no state, only an instant. */
+  public boolean isTombstone() {
+    return words.length == 0 || words[0] == 0;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof LimiterRecord r && r.decidedAt == decidedAt && Arrays.equals(r.words, words);
+  }
+
+  @Override
+  public int hashCode() {
+    return Long.hashCode(decidedAt) * 31 + Arrays.hashCode(words);
+  }
+
+  @Override
+  public String toString() {
+    return "LimiterRecord[v" + VERSION + ", decidedAt=" + decidedAt + ", " + Arrays.toString(words) + "]";
+  }
+}

@@ -1,0 +1,103 @@
+package dev.tally.tck;
+
+import dev.tally.Tally;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.function.Function;
+import java.util.function.UnaryOperator;
+
+/**
+ * One configuration of a store under test: a name for reports, how to open it on the kit's
+ * clock, and what the kit must know about it. A store module lists one for every configuration
+ * that takes a different code path (batching on and off, another sync mode, sharding) and runs
+ * {@link ConformanceSuite} over the list; the name is in every reported test name, so a failure
+ * says where.
+ *
+ * <pre>{@code
+ * static List<StoreConfiguration> configurations() {
+ *   return List.of(
+ *       StoreConfiguration.of("file", clock -> open("", clock)),
+ *       StoreConfiguration.of("file sync=always", clock -> open("?sync=always", clock)));
+ * }
+ * }</pre>
+ */
+public final class StoreConfiguration {
+  private final String name;
+  private final Function<ManualTimeSource, Tally> opener;
+  private final boolean expiresOnServerClock;
+  private final UnaryOperator<String> groupNames;
+  private final int operationsPerThread;
+
+  private StoreConfiguration(String name, Function<ManualTimeSource, Tally> opener,
+      boolean expiresOnServerClock, UnaryOperator<String> groupNames, int operationsPerThread) {
+    this.name = Objects.requireNonNull(name, "name");
+    this.opener = Objects.requireNonNull(opener, "opener");
+    this.expiresOnServerClock = expiresOnServerClock;
+    this.groupNames = groupNames;
+    this.operationsPerThread = operationsPerThread;
+  }
+
+  /**
+   * A configuration named {@code name}, opened by {@code opener} on the kit's clock (a new
+   * instance on each call; pass the clock to {@link Tally.Builder#timeSource}).
+   */
+  public static StoreConfiguration of(String name, Function<ManualTimeSource, Tally> opener) {
+    return new StoreConfiguration(name, opener, false, UnaryOperator.identity(), 2_000);
+  }
+
+  /**
+   * Counters expire on the server's own clock, which the kit cannot drive (Redis' key expiry):
+   * letting time pass sleeps for real. Limiters and operation ids still follow the kit's clock.
+   */
+  public StoreConfiguration expiringOnServerClock() {
+    return new StoreConfiguration(name, opener, true, groupNames, operationsPerThread);
+  }
+
+  /** Each test's group name passes through {@code names}, e.g. into a Redis Cluster hash tag. */
+  public StoreConfiguration groupNames(UnaryOperator<String> names) {
+    return new StoreConfiguration(name, opener, expiresOnServerClock, names, operationsPerThread);
+  }
+
+  /** Fewer (or more) operations per thread in the concurrency suite, for a slow server. */
+  public StoreConfiguration operationsPerThread(int n) {
+    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, n);
+  }
+
+  /** The name in reports. */
+  public String name() {
+    return name;
+  }
+
+  /** Opens the store on {@code clock}. */
+  public Tally open(ManualTimeSource clock) {
+    return opener.apply(clock);
+  }
+
+  /** Lets {@code d} pass for the store: advances {@code clock}, and sleeps as well if expiry is the server's. */
+  public void advance(ManualTimeSource clock, Duration d) {
+    clock.advance(d);
+    if (expiresOnServerClock) {
+      try {
+        Thread.sleep(d.toMillis(), (int) (d.toNanos() % 1_000_000));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while letting time pass", e);
+      }
+    }
+  }
+
+  /** The group name a test uses for {@code unique}. */
+  public String group(String unique) {
+    return groupNames.apply(unique);
+  }
+
+  /** Operations per thread in the concurrency suite. */
+  public int operationsPerThread() {
+    return operationsPerThread;
+  }
+
+  @Override
+  public String toString() {
+    return name;
+  }
+}
