@@ -4,7 +4,7 @@ import dev.tally.CounterOverflowException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
-import dev.tally.TallyException;
+import dev.tally.WrongKindException;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 
@@ -21,7 +21,7 @@ import java.sql.SQLTransientConnectionException;
  *       <td>{@link StoreUnavailableException}: the statement may or may not have committed</td></tr>
  *   <tr><td>57014 (statement_timeout)</td><td>{@link StoreTimeoutException}: rolled back</td></tr>
  *   <tr><td>22003 (bigint or float8 out of range)</td><td>{@link CounterOverflowException}</td></tr>
- *   <tr><td>TALLY_NOT_LIMITER from the limiter function</td><td>{@link TallyException}</td></tr>
+ *   <tr><td>TALLY_NOT_LIMITER from the limiter function</td><td>{@link WrongKindException}</td></tr>
  *   <tr><td>42P01 / 42883 (table or function missing)</td><td>{@link StoreException} naming
  *       {@code tally schema}</td></tr>
  *   <tr><td>anything else</td><td>{@link StoreException} with PostgreSQL's message</td></tr>
@@ -58,14 +58,12 @@ final class Failures {
     return new StoreException(store + " failed (" + what + "): " + e.getMessage(), e);
   }
 
-  static TallyException limiterHere(String key) {
-    return new TallyException("key '" + key + "' holds a rate limiter; counters and rate limiters share"
-        + " one key space, so use another name for the counter");
+  static WrongKindException limiterHere(String key) {
+    return new WrongKindException(key, WrongKindException.Kind.LIMITER);
   }
 
-  static TallyException counterHere(String key) {
-    return new TallyException("key '" + key + "' holds a counter; counters and rate limiters share"
-        + " one key space, so use another name for the limiter");
+  static WrongKindException counterHere(String key) {
+    return new WrongKindException(key, WrongKindException.Kind.COUNTER);
   }
 
   static CounterOverflowException overflow(String key, Object delta) {

@@ -64,6 +64,13 @@ public final class PostgresSchema {
     }
   }
 
+  /** Creates the flush ledger {@code ledger} in the database of {@code uri}. */
+  public static void applyLedgerTo(String uri, String ledger) {
+    try (Pool pool = Pool.open(PostgresSettings.parse(uri))) {
+      apply(pool.dataSource(), ledgerDdl(ledger));
+    }
+  }
+
   /**
    * Fails unless the store's table and limiter function exist, naming the command that creates
    * them: a store is never created silently on open.

@@ -21,8 +21,8 @@ import java.util.regex.Pattern;
  * Options: {@code table} (default {@code tally}; {@code schema.table} is allowed), {@code pool}
  * (connections, default 8), {@code timeout} (statement timeout and time to wait for a
  * connection, e.g. {@code 2s}, {@code 500ms}; default 5s), {@code sweep} (how often expired rows
- * are deleted, default 60s; {@code 0} for never), {@code retention} (how long operation ids are
- * remembered, default 24h).
+ * are deleted, default 60s; {@code 0} for never). How long operation ids are remembered is
+ * {@link dev.tally.Tally.Builder#operationRetention}.
  */
 final class PostgresSettings {
   static final Set<String> SCHEMES = Set.of("postgresql", "postgres");
@@ -32,7 +32,7 @@ final class PostgresSettings {
   private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h)");
   private static final Pattern SERVER = Pattern.compile(
       "(?:([^:@/]*)(?::([^@/]*))?@)?(\\[[0-9a-fA-F:.]+]|[^:/?\\[\\]]+)(?::(\\d+))?/([^/?]+)");
-  private static final Set<String> OPTIONS = Set.of("table", "pool", "timeout", "sweep", "retention", "datasource");
+  private static final Set<String> OPTIONS = Set.of("table", "pool", "timeout", "sweep", "datasource");
 
   final String jdbcUrl;       // null with a registered DataSource
   final String user;
@@ -42,7 +42,6 @@ final class PostgresSettings {
   final int pool;
   final Duration timeout;
   final Duration sweep;
-  final Duration retention;
   final String describe;
 
   private PostgresSettings(String jdbcUrl, String user, String password, String dataSourceName,
@@ -55,12 +54,8 @@ final class PostgresSettings {
     this.pool = pool(options.getOrDefault("pool", "8"));
     this.timeout = duration("timeout", options.getOrDefault("timeout", "5s"), uri);
     this.sweep = duration("sweep", options.getOrDefault("sweep", "60s"), uri);
-    this.retention = duration("retention", options.getOrDefault("retention", "24h"), uri);
     if (timeout.isZero()) {
       throw new IllegalArgumentException("timeout must be positive, e.g. timeout=5s");
-    }
-    if (retention.isZero()) {
-      throw new IllegalArgumentException("retention must be positive, e.g. retention=24h");
     }
     this.describe = (jdbcUrl != null ? jdbcUrl.substring("jdbc:".length()) : "datasource " + dataSourceName)
         + " table " + table;

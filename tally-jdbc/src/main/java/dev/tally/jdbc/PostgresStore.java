@@ -8,6 +8,10 @@ import dev.tally.StoreUnavailableException;
 import dev.tally.TimeSource;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterRecord;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
+import dev.tally.spi.OperationRecord;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
@@ -71,6 +75,10 @@ final class PostgresStore implements Store {
   private final Sql limit;
   private final Sql sweep;
   private final Sql sweepOps;
+  private final Sql claimId;
+  private final Sql readId;
+  private final Sql recordId;
+  private final long retentionNanos;
 
   private PostgresStore(PostgresSettings settings, Pool pool, StoreContext context) {
     this.settings = settings;
@@ -97,6 +105,10 @@ final class PostgresStore implements Store {
     this.limit = Sql.of(Statements.LIMIT, t, serverClock);
     this.sweep = Sql.of(Statements.SWEEP, t, serverClock);
     this.sweepOps = Sql.of(Statements.SWEEP_OPS, t, serverClock);
+    this.claimId = Sql.of(Statements.CLAIM_ID, t, serverClock);
+    this.readId = Sql.of(Statements.READ_ID, t, serverClock);
+    this.recordId = Sql.of(Statements.RECORD_ID, t, serverClock);
+    this.retentionNanos = context.operationRetentionNanos();
     if (settings.sweep.isZero()) {
       this.sweeper = null;
     } else {
@@ -324,32 +336,36 @@ final class PostgresStore implements Store {
 
   @Override
   public boolean add(String key, Number value, long ttlNanos) {
-    return run("add of '" + key + "'", c -> {
-      Map<String, Object> v = values("key", key, "ttl", ttlNanos,
-          "ival", value instanceof Double ? null : value.longValue(),
-          "fval", value instanceof Double ? value : null);
-      if (one(c, add, v, rs -> rs.getInt(1)) != null) {
-        return true;
-      }
-      if (diagnose(c, key) == Found.LIMITER) {
-        throw Failures.limiterHere(key);
-      }
-      return false;
-    });
+    return run("add of '" + key + "'", c -> add(c, key, value, ttlNanos));
+  }
+
+  private boolean add(Connection c, String key, Number value, long ttlNanos) throws SQLException {
+    Map<String, Object> v = values("key", key, "ttl", ttlNanos,
+        "ival", value instanceof Double ? null : value.longValue(),
+        "fval", value instanceof Double ? value : null);
+    if (one(c, add, v, rs -> rs.getInt(1)) != null) {
+      return true;
+    }
+    if (diagnose(c, key) == Found.LIMITER) {
+      throw Failures.limiterHere(key);
+    }
+    return false;
   }
 
   @Override
   public Number pop(String key, boolean integerOnly) {
-    return run("pop of '" + key + "'", c -> {
-      if (!integerOnly) {
-        return one(c, pop, values("key", key), PostgresStore::number);
-      }
-      Long v = one(c, popInteger, values("key", key), rs -> rs.getLong(1));
-      if (v == null && diagnose(c, key) == Found.FLOATING) {
-        throw new NotAnIntegerException(key);
-      }
-      return v;
-    });
+    return run("pop of '" + key + "'", c -> pop(c, key, integerOnly));
+  }
+
+  private Number pop(Connection c, String key, boolean integerOnly) throws SQLException {
+    if (!integerOnly) {
+      return one(c, pop, values("key", key), PostgresStore::number);
+    }
+    Long v = one(c, popInteger, values("key", key), rs -> rs.getLong(1));
+    if (v == null && diagnose(c, key) == Found.FLOATING) {
+      throw new NotAnIntegerException(key);
+    }
+    return v;
   }
 
   @Override
@@ -363,8 +379,11 @@ final class PostgresStore implements Store {
 
   @Override
   public boolean touch(String key, long ttlNanos) {
-    return run("touch of '" + key + "'",
-        c -> one(c, touch, values("key", key, "ttl", ttlNanos), rs -> rs.getInt(1)) != null);
+    return run("touch of '" + key + "'", c -> touch(c, key, ttlNanos));
+  }
+
+  private boolean touch(Connection c, String key, long ttlNanos) throws SQLException {
+    return one(c, touch, values("key", key, "ttl", ttlNanos), rs -> rs.getInt(1)) != null;
   }
 
   @Override
@@ -404,26 +423,96 @@ final class PostgresStore implements Store {
    */
   @Override
   public Number[] transact(List<TxOp> ops) {
-    return run("transaction on " + ops.size() + " keys", c -> {
-      c.setAutoCommit(false);
-      boolean committed = false;
-      try {
-        String[] keyList = ops.stream().map(TxOp::key).distinct().toArray(String[]::new);
-        one(c, lockKeys, values("keys", keyList), rs -> rs.getLong(1));
-        Number[] results = new Number[ops.size()];
-        for (int i = 0; i < ops.size(); i++) {
-          results[i] = apply(c, ops.get(i));
-        }
-        c.commit();
-        committed = true;
-        return results;
-      } finally {
-        if (!committed) {
-          rollbackQuietly(c);
-        }
-        c.setAutoCommit(true);
+    return run("transaction on " + ops.size() + " keys", c -> inTransaction(c, () -> transactIn(c, ops)));
+  }
+
+  /** The operations of a transaction, on {@code c}, whose database transaction is open. */
+  private Number[] transactIn(Connection c, List<TxOp> ops) throws SQLException {
+    String[] keyList = ops.stream().map(TxOp::key).distinct().toArray(String[]::new);
+    one(c, lockKeys, values("keys", keyList), rs -> rs.getLong(1));
+    Number[] results = new Number[ops.size()];
+    for (int i = 0; i < ops.size(); i++) {
+      results[i] = apply(c, ops.get(i));
+    }
+    return results;
+  }
+
+  @FunctionalInterface
+  private interface Body<T> {
+    T run() throws SQLException;
+  }
+
+  /** Runs {@code body} as one database transaction on {@code c}: committed if it returns, else rolled back. */
+  private static <T> T inTransaction(Connection c, Body<T> body) throws SQLException {
+    c.setAutoCommit(false);
+    boolean committed = false;
+    try {
+      T result = body.run();
+      c.commit();
+      committed = true;
+      return result;
+    } finally {
+      if (!committed) {
+        rollbackQuietly(c);
       }
-    });
+      c.setAutoCommit(true);
+    }
+  }
+
+  // ------------------------------------------------------------------ operation ids
+
+  /**
+   * One database transaction: claim the id in {@code <table>_ops} ({@link Statements#CLAIM_ID}),
+   * apply the mutation with its own statement, record its result beside the id, commit. The id
+   * and the mutation commit together or not at all, so no crash or lost reply can separate them.
+   * A concurrent call with the same id waits on the claimed row until the first commits, then
+   * replays its record; if the first rolled back (it failed), the second claims and applies.
+   */
+  @Override
+  public Object applyOnce(OperationId id, Mutation mutation) {
+    return run("operation " + id.value() + " on '" + mutation.key() + "'", c -> inTransaction(c, () -> {
+      Map<String, Object> v = values("id", id.value(), "retention", retentionNanos);
+      if (one(c, claimId, v, rs -> rs.getInt(1)) == null) {
+        String text = one(c, readId, values("id", id.value()), rs -> rs.getString(1));
+        if (text != null && !text.isEmpty()) {
+          return OperationRecord.decode(text).replay(id, mutation);
+        }
+        throw new StoreException("operation id " + id.value() + " is claimed in " + settings.describe
+            + " without a result; retry");
+      }
+      Object result = applyIn(c, mutation);
+      Map<String, Object> r = values("id", id.value(), "record", OperationRecord.of(mutation, result).encode());
+      try (PreparedStatement ps = c.prepareStatement(recordId.text)) {
+        bind(c, ps, recordId, r);
+        ps.executeUpdate();
+      }
+      return result;
+    }));
+  }
+
+  /** {@code mutation} on {@code c}, inside the caller's database transaction. */
+  private Object applyIn(Connection c, Mutation m) throws SQLException {
+    if (m instanceof Mutation.Incr i) {
+      return incr(c, i.key(), i.delta(), i.dflt(), i.create());
+    } else if (m instanceof Mutation.IncrDouble d) {
+      return incrDouble(c, d.key(), d.delta(), d.dflt());
+    } else if (m instanceof Mutation.Put p) {
+      put(c, p.key(), p.value(), p.ttlNanos());
+      return null;
+    } else if (m instanceof Mutation.Add a) {
+      return add(c, a.key(), a.value(), a.ttlNanos());
+    } else if (m instanceof Mutation.Pop p) {
+      return pop(c, p.key(), p.integerOnly());
+    } else if (m instanceof Mutation.Delete d) {
+      return delete(c, d.key());
+    } else if (m instanceof Mutation.Touch t) {
+      return touch(c, t.key(), t.ttlNanos());
+    } else if (m instanceof Mutation.Transact t) {
+      return transactIn(c, t.ops());
+    } else if (m instanceof Mutation.LimiterStep l) {
+      return limit(c, l.call(), l.operation(), l.permits(), clock.nanos());
+    }
+    throw new IllegalArgumentException("unknown mutation " + m);
   }
 
   private Number apply(Connection c, TxOp op) throws SQLException {
@@ -454,7 +543,12 @@ final class PostgresStore implements Store {
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     long clientNow = clock.nanos();
-    return run("rate limiter '" + call.key() + "'", c -> {
+    return run("rate limiter '" + call.key() + "'", c -> limit(c, call, operation, permits, clientNow));
+  }
+
+  private Decision limit(Connection c, LimiterCall call, LimiterOperation operation, long permits, long clientNow)
+      throws SQLException {
+    {
       long around = clientNow;
       for (int attempt = 0; ; attempt++) {
         Map<String, Object> v = values("key", call.key(), "op", LimiterArguments.code(operation),
@@ -477,7 +571,7 @@ final class PostgresStore implements Store {
           throw limiterFailure(call.key(), code, e);
         }
       }
-    });
+    }
   }
 
   private static Decision decision(Array array) throws SQLException {
@@ -497,6 +591,17 @@ final class PostgresStore implements Store {
           + " is unreadable: " + code.substring("TALLY_BAD_STATE".length()).trim()
           + "; it was not written by this version of Tally (reset the limiter to start it afresh)");
     }
+    if (code.startsWith("TALLY_BAD_VERSION")) {
+      String v = code.substring("TALLY_BAD_VERSION".length()).trim().split("\\s")[0];
+      try {
+        LimiterRecord.read(key, Integer.parseInt(v), 0, new long[0]);
+      } catch (StoreException versioned) {
+        return versioned;
+      } catch (NumberFormatException unreadable) {
+        // fall through
+      }
+      return new StoreException("the state of rate limiter '" + key + "' has an unknown record format " + v, e);
+    }
     if (code.startsWith("TALLY_CLOCK_SKEW")) {
       return new StoreException("the clocks of this host and of " + settings.describe + " disagree by more"
           + " than a day, so the quota boundaries of limiter '" + key + "' cannot be placed", e);
@@ -514,7 +619,7 @@ final class PostgresStore implements Store {
         int n;
         do {
           try (PreparedStatement ps = c.prepareStatement(s.text)) {
-            bind(c, ps, s, values("batch", (long) SWEEP_BATCH));
+            bind(c, ps, s, values("batch", (long) SWEEP_BATCH, "grace", retentionNanos));
             n = ps.executeUpdate();
           }
           total += n;

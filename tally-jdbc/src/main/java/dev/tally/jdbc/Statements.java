@@ -12,8 +12,10 @@ package dev.tally.jdbc;
 final class Statements {
   private Statements() {}
 
-  /** Live: no expiry, or one still ahead. */
-  static final String LIVE = "(t.exp IS NULL OR t.exp > :now)";
+  private static final String FREE = "(t.exp <= :now OR t.rec = '{}')";
+
+  // A row is free for a new counter when it has expired, of either kind, or is a rate limiter's
+  // tombstone (rec = '{}': full again, kept only for the instant it was last decided at).
 
   /**
    * Integer increment of a live integer counter, or creation at {@code :created} (= default +
@@ -23,11 +25,11 @@ final class Statements {
   static final String INCR = """
       INSERT INTO ${table} AS t (key, ival) VALUES (:key, :created)
       ON CONFLICT (key) DO UPDATE SET
-        ival = CASE WHEN t.exp <= :now THEN excluded.ival ELSE t.ival + :delta END,
-        fval = NULL, rec = NULL,
-        exp = CASE WHEN t.exp <= :now THEN NULL ELSE t.exp END
-      WHERE t.ival IS NOT NULL OR t.exp <= :now
-      RETURNING t.ival""";
+        ival = CASE WHEN %1$s THEN excluded.ival ELSE t.ival + :delta END,
+        fval = NULL, rec = NULL, ver = NULL, at = NULL,
+        exp = CASE WHEN %1$s THEN NULL ELSE t.exp END
+      WHERE t.ival IS NOT NULL OR %1$s
+      RETURNING t.ival""".formatted(FREE);
 
   /** Integer increment of a live integer counter only (no default, or default + delta overflows). */
   static final String INCR_EXISTING = """
@@ -43,11 +45,11 @@ final class Statements {
   static final String INCR_DOUBLE = """
       INSERT INTO ${table} AS t (key, fval) VALUES (:key, :created::float8)
       ON CONFLICT (key) DO UPDATE SET
-        fval = CASE WHEN t.exp <= :now THEN excluded.fval ELSE coalesce(t.fval, t.ival::float8) + :delta END,
-        ival = NULL, rec = NULL,
-        exp = CASE WHEN t.exp <= :now THEN NULL ELSE t.exp END
-      WHERE t.rec IS NULL OR t.exp <= :now
-      RETURNING t.fval""";
+        fval = CASE WHEN %1$s THEN excluded.fval ELSE coalesce(t.fval, t.ival::float8) + :delta END,
+        ival = NULL, rec = NULL, ver = NULL, at = NULL,
+        exp = CASE WHEN %1$s THEN NULL ELSE t.exp END
+      WHERE t.rec IS NULL OR %1$s
+      RETURNING t.fval""".formatted(FREE);
 
   /** Floating increment of a live counter only: default + delta is an infinity. */
   static final String INCR_DOUBLE_EXISTING = """
@@ -66,16 +68,18 @@ final class Statements {
   /** Sets a value, replacing a counter or an expired limiter (not a live limiter). */
   static final String PUT = """
       INSERT INTO ${table} AS t (key, ival, fval, exp) VALUES (:key, :ival, :fval::float8, %s)
-      ON CONFLICT (key) DO UPDATE SET ival = excluded.ival, fval = excluded.fval, rec = NULL, exp = excluded.exp
-      WHERE t.rec IS NULL OR t.exp <= :now
-      RETURNING 1""".formatted(EXPIRY);
+      ON CONFLICT (key) DO UPDATE SET ival = excluded.ival, fval = excluded.fval, rec = NULL, ver = NULL,
+        at = NULL, exp = excluded.exp
+      WHERE t.rec IS NULL OR %s
+      RETURNING 1""".formatted(EXPIRY, FREE);
 
   /** Sets a value only where the key is missing or expired. */
   static final String ADD = """
       INSERT INTO ${table} AS t (key, ival, fval, exp) VALUES (:key, :ival, :fval::float8, %s)
-      ON CONFLICT (key) DO UPDATE SET ival = excluded.ival, fval = excluded.fval, rec = NULL, exp = excluded.exp
-      WHERE t.exp <= :now
-      RETURNING 1""".formatted(EXPIRY);
+      ON CONFLICT (key) DO UPDATE SET ival = excluded.ival, fval = excluded.fval, rec = NULL, ver = NULL,
+        at = NULL, exp = excluded.exp
+      WHERE %s
+      RETURNING 1""".formatted(EXPIRY, FREE);
 
   /** Reads and deletes a live counter. */
   static final String POP = """
@@ -115,7 +119,8 @@ final class Statements {
 
   /** What a row is, when a write could not change it. */
   static final String DIAGNOSE = """
-      SELECT t.ival IS NOT NULL, t.fval IS NOT NULL, t.rec IS NOT NULL, (t.exp IS NULL OR t.exp > :now)
+      SELECT t.ival IS NOT NULL, t.fval IS NOT NULL, t.rec IS NOT NULL,
+        (t.exp IS NULL OR t.exp > :now) AND t.rec IS DISTINCT FROM '{}'
       FROM ${table} t WHERE t.key = :key""";
 
   /**
@@ -131,10 +136,29 @@ final class Statements {
   /** One limiter call: the function the schema defines. */
   static final String LIMIT = "SELECT ${table}_limit(:key, :op, :permits, :clock, :mine::bigint[], :zones::bigint[])";
 
-  /** Deletes up to {@code :batch} expired rows that nobody is working on. */
+  /**
+   * Deletes up to {@code :batch} expired rows that nobody is working on; a limiter's tombstone
+   * stays for {@code :grace} more, so that its decision instant outlives its state.
+   */
   static final String SWEEP = """
       DELETE FROM ${table} WHERE key IN (
-        SELECT t.key FROM ${table} t WHERE t.exp <= :now LIMIT :batch FOR UPDATE SKIP LOCKED)""";
+        SELECT t.key FROM ${table} t
+        WHERE t.exp <= :now - :grace OR (t.exp <= :now AND t.rec IS DISTINCT FROM '{}')
+        LIMIT :batch FOR UPDATE SKIP LOCKED)""";
+
+  /**
+   * Claims an operation id: inserts its row with an empty record, or takes over a row whose
+   * retention has passed. No row back: the id is live (this waits for a transaction that is
+   * applying the same id to end, so it then reads that one's record).
+   */
+  static final String CLAIM_ID = """
+      INSERT INTO ${table}_ops AS o (id, record, exp) VALUES (:id, '', least(:now::numeric + :retention, 9223372036854775807)::bigint)
+      ON CONFLICT (id) DO UPDATE SET record = '', exp = excluded.exp WHERE o.exp <= :now
+      RETURNING 1""";
+
+  static final String READ_ID = "SELECT o.record FROM ${table}_ops o WHERE o.id = :id";
+
+  static final String RECORD_ID = "UPDATE ${table}_ops SET record = :record WHERE id = :id";
 
   /** Forgets operation ids past their retention. */
   static final String SWEEP_OPS = """

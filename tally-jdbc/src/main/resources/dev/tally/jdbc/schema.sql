@@ -9,9 +9,13 @@ CREATE TABLE IF NOT EXISTS ${table} (
   key  text COLLATE "C" NOT NULL PRIMARY KEY, -- byte order, so this index also serves keys(prefix)
   ival bigint,                                -- an integer counter's value
   fval double precision,                      -- a floating counter's value
-  rec  bigint[],                              -- a rate limiter's record: six words per limit
+  rec  bigint[],                              -- a rate limiter's words: six per limit; '{}' is a
+                                              -- tombstone (full again, only "at" is kept)
+  ver  smallint,                              -- a rate limiter's record format (LimiterRecord.VERSION)
+  at   bigint,                                -- a rate limiter's latest decision instant, epoch ns
   exp  bigint,                                -- expiry, epoch nanoseconds; NULL: never
-  CONSTRAINT ${name}_one_kind CHECK (num_nonnulls(ival, fval, rec) = 1)
+  CONSTRAINT ${name}_one_kind CHECK (num_nonnulls(ival, fval, rec) = 1),
+  CONSTRAINT ${name}_limiter CHECK ((rec IS NULL) = (ver IS NULL) AND (rec IS NULL) = (at IS NULL))
 );
 
 -- The sweep deletes expired rows through this index; reads filter them out themselves.
@@ -20,10 +24,10 @@ CREATE INDEX IF NOT EXISTS ${name}_exp ON ${table} (exp) WHERE exp IS NOT NULL;
 -- Operation ids: the first result of each mutation that carried an id, kept for the retention
 -- window, so that a repeat returns it instead of applying again.
 CREATE TABLE IF NOT EXISTS ${table}_ops (
-  id          text COLLATE "C" NOT NULL PRIMARY KEY,
-  fingerprint text NOT NULL,    -- what the operation was: the same id for another one is refused
-  result      text,             -- its first result, as Tally encodes it
-  exp         bigint NOT NULL   -- when the id may be forgotten, epoch nanoseconds
+  id     text COLLATE "C" NOT NULL PRIMARY KEY,
+  record text NOT NULL,     -- OperationRecord: "<fingerprint, 16 hex>|<first result>", e.g.
+                            -- 9f86d081884c7d65|L42; the same id for another operation is refused
+  exp    bigint NOT NULL    -- when the id may be forgotten (the retention window), epoch ns
 );
 CREATE INDEX IF NOT EXISTS ${name}_ops_exp ON ${table}_ops (exp);
 
@@ -207,7 +211,7 @@ $$;
 --   mine     the caller's limits: tag, p0, p1 for each
 --   zones    eight boundaries per limit (see period_end), NULL for all-UTC
 -- Returns {allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}.
--- Errors: TALLY_NOT_LIMITER (the key holds a live counter), TALLY_BAD_STATE <why>,
+-- Errors: TALLY_NOT_LIMITER (the key holds a live counter), TALLY_BAD_STATE <why>, TALLY_BAD_VERSION <v>,
 -- TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant decided at, epoch ns>.
 CREATE OR REPLACE FUNCTION ${table}_limit(k text, op text, permits bigint, clock bigint, mine bigint[],
     zones bigint[])
@@ -239,15 +243,22 @@ DECLARE
   inserted int;
 BEGIN
   FOR attempt IN 1 .. 8 LOOP
-    SELECT t.rec, t.exp, (t.rec IS NULL) AS counter INTO cur FROM ${table} t WHERE t.key = k FOR UPDATE;
+    SELECT t.rec, t.ver, t.at, t.exp, (t.rec IS NULL) AS counter INTO cur FROM ${table} t WHERE t.key = k FOR UPDATE;
     existed := FOUND;
     now := coalesce(clock::numeric, round(extract(epoch FROM clock_timestamp()) * 1000000000));
     stored := NULL;
-    IF existed AND (cur.exp IS NULL OR cur.exp > now) THEN
-      IF cur.counter THEN
-        RAISE EXCEPTION 'TALLY_NOT_LIMITER';
+    IF existed AND NOT cur.counter THEN
+      IF cur.ver <> 1 THEN
+        RAISE EXCEPTION 'TALLY_BAD_VERSION %', cur.ver;
       END IF;
-      stored := cur.rec::numeric[];
+      -- Time never runs back (LimiterRecord): decide no earlier than the latest decision, which
+      -- a tombstone and an expired record still remember.
+      now := greatest(now, cur.at);
+      IF cur.exp IS NULL OR cur.exp > now THEN
+        stored := cur.rec::numeric[];
+      END IF;
+    ELSIF existed AND (cur.exp IS NULL OR cur.exp > now) THEN
+      RAISE EXCEPTION 'TALLY_NOT_LIMITER';
     END IF;
 
     IF op = 'reset' THEN
@@ -405,19 +416,26 @@ BEGIN
       END IF;
     END IF;
 
-    -- The write: nothing if the row already says so (a denial, a peek).
+    -- Full again: a tombstone keeps the decision instant ('{}', expired at once, so the name is
+    -- free for a counter), except for a peek that found nothing, which writes nothing.
     IF new_rec IS NULL THEN
-      IF existed THEN
-        DELETE FROM ${table} t WHERE t.key = k;
+      IF NOT existed AND op = 'peek' THEN
+        RETURN decision;
       END IF;
-      RETURN decision;
-    ELSIF existed THEN
-      IF cur.rec IS DISTINCT FROM new_rec OR cur.exp IS DISTINCT FROM new_exp THEN
-        UPDATE ${table} t SET rec = new_rec, exp = new_exp, ival = NULL, fval = NULL WHERE t.key = k;
+      new_rec := '{}';
+      new_exp := now::bigint;
+    END IF;
+    -- The write: nothing if the row already says so (a denial, a peek).
+    IF existed THEN
+      IF cur.counter OR cur.rec IS DISTINCT FROM new_rec OR cur.exp IS DISTINCT FROM new_exp
+          OR cur.at IS DISTINCT FROM now::bigint THEN
+        UPDATE ${table} t SET rec = new_rec, ver = 1, at = now::bigint, exp = new_exp, ival = NULL, fval = NULL
+        WHERE t.key = k;
       END IF;
       RETURN decision;
     END IF;
-    INSERT INTO ${table} (key, rec, exp) VALUES (k, new_rec, new_exp) ON CONFLICT (key) DO NOTHING;
+    INSERT INTO ${table} (key, rec, ver, at, exp) VALUES (k, new_rec, 1, now::bigint, new_exp)
+    ON CONFLICT (key) DO NOTHING;
     GET DIAGNOSTICS inserted = ROW_COUNT;
     IF inserted = 1 THEN
       RETURN decision;

@@ -2,7 +2,8 @@ package dev.tally.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tally.CoreAccess;
+import dev.tally.LimiterMachine;
+import dev.tally.spi.LimiterRecord;
 import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.Tally;
@@ -91,34 +92,41 @@ class LimiterParityTest {
     clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())).minusNanos(rnd.nextInt(3)));
     String key = "parity-" + Long.toHexString(seed);
     try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
-      store = CoreAccess.store(tally);
+      store = tally.store();
       List<LimiterCall> handles = new ArrayList<>();
-      handles.add(CoreAccess.machine(key, randomLimits(rnd)));
-      long[] record = null;
-      long expiresAt = 0;
+      handles.add(LimiterMachine.of(key, randomLimits(rnd)));
+      LimiterRecord kept = null; // what the store keeps: words and decision instant, or a tombstone
       BigInteger exactExpiry = BigInteger.ZERO;
       Decision last = null;
       for (int step = 0; step < length; step++) {
         String where = "seed " + seed + " step " + step;
         if (rnd.nextInt(6) == 0) {
-          handles.add(CoreAccess.machine(key, randomLimits(rnd)));
+          handles.add(LimiterMachine.of(key, randomLimits(rnd)));
         }
         LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
         LimiterOperation op = randomOperation(rnd);
         long permits = randomPermits(rnd, handle.limits());
         if (op == LimiterOperation.RECONFIGURE) {
-          handle = CoreAccess.machine(key, randomLimits(rnd));
+          handle = LimiterMachine.of(key, randomLimits(rnd));
           handles.add(handle);
         }
         long now = clock.nanos();
 
-        long[] stored = record != null && expiresAt - now > 0 ? record.clone() : null;
+        // Expired words are gone, but their decision instant is not (LimiterRecord's rule).
+        LimiterRecord stored = null;
+        if (kept != null) {
+          long at = Math.max(now, kept.decidedAt());
+          boolean live = !kept.isTombstone() && exactExpiry.compareTo(BigInteger.valueOf(at)) > 0;
+          stored = live ? new LimiterRecord(kept.decidedAt(), kept.words().clone()) : LimiterRecord.tombstone(kept.decidedAt());
+        }
         Object expected;
         try {
           LimiterOutcome out = handle.apply(stored, now, op, permits);
-          record = out.record();
-          expiresAt = now + out.keepNanos();
-          exactExpiry = BigInteger.valueOf(now).add(BigInteger.valueOf(out.keepNanos()));
+          if (!(out.record() == null && kept == null && op == LimiterOperation.PEEK)) { // such a peek writes nothing
+            kept = out.next();
+            exactExpiry = BigInteger.valueOf(out.decidedAt()).add(BigInteger.valueOf(
+                out.record() == null ? 0 : out.decision().resetAfterNanos()));
+          }
           expected = out.decision();
         } catch (RuntimeException e) {
           expected = e.getClass();
@@ -131,15 +139,13 @@ class LimiterParityTest {
         }
         String context = where + ": " + op + " " + permits + " with " + handle.limits() + " at " + now;
         assertThat(actual).as(context).isEqualTo(expected);
-        if (record != null && expiresAt - now > 0) {
-          assertThat(storedRecord(key)).as(context + ": the record").isEqualTo(record);
+        if (kept != null) {
+          assertThat(storedRecord(key)).as(context + ": the words").isEqualTo(kept.isTombstone() ? new long[0] : kept.words());
+          assertThat(storedDecidedAt(key)).as(context + ": the decision instant").isEqualTo(kept.decidedAt());
           assertThat(BigInteger.valueOf(storedExpiry(key))).as(context + ": exp")
               .isEqualTo(exactExpiry.min(BigInteger.valueOf(Long.MAX_VALUE)));
         } else {
-          Long exp = storedExpiry(key);
-          if (exp != null) {
-            assertThat(exp).as(context + ": an expired record").isLessThanOrEqualTo(now);
-          }
+          assertThat(storedExpiry(key)).as(context + ": no row").isNull();
         }
         if (expected instanceof Decision d) {
           last = d;
@@ -163,6 +169,11 @@ class LimiterParityTest {
     });
   }
 
+  /** The row's decision instant. */
+  private static Long storedDecidedAt(String key) {
+    return select(key, rs -> rs.getLong(3));
+  }
+
   /** The row's exp, or null without a row. */
   private static Long storedExpiry(String key) {
     return select(key, rs -> rs.getLong(2));
@@ -173,7 +184,7 @@ class LimiterParityTest {
   }
 
   private static <T> T select(String key, Reader<T> reader) {
-    try (PreparedStatement ps = db.prepareStatement("SELECT rec, exp FROM tally WHERE key = ?")) {
+    try (PreparedStatement ps = db.prepareStatement("SELECT rec, exp, at FROM tally WHERE key = ?")) {
       ps.setString(1, key);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? reader.read(rs) : null;
@@ -303,9 +314,9 @@ class LimiterParityTest {
     clock = new ManualTimeSource();
     try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
       String key = "parity-layout";
-      LimiterCall call = CoreAccess.machine(key, List.of(Limit.tokenBucket(10, Duration.ofSeconds(1)),
+      LimiterCall call = LimiterMachine.of(key, List.of(Limit.tokenBucket(10, Duration.ofSeconds(1)),
           Limit.slidingWindow(100, Duration.ofMinutes(1))));
-      CoreAccess.store(tally).limit(call, LimiterOperation.ACQUIRE, 3);
+      tally.store().limit(call, LimiterOperation.ACQUIRE, 3);
       long[] expected = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 3).record();
       assertThat(storedRecord(key)).isEqualTo(expected);
       assertThat(Arrays.toString(expected)).isEqualTo("[1, 10, 100000000, 1794096000300000000, 0, 0,"
@@ -323,15 +334,16 @@ class LimiterParityTest {
   void aCallerADayBehindAStoredWindowStillGetsTheMachinesDecision() {
     clock = new ManualTimeSource(Instant.parse("2026-11-08T12:00:00Z"));
     String key = "parity-days-behind";
-    LimiterCall call = CoreAccess.machine(key, List.of(Limit.fixedWindow(10, Duration.ofHours(1)),
+    LimiterCall call = LimiterMachine.of(key, List.of(Limit.fixedWindow(10, Duration.ofHours(1)),
         Limit.quota(100, Limit.Period.DAY, ZoneOffset.UTC)));
     delete(key);
     try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
-      Store store = CoreAccess.store(tally);
+      Store store = tally.store();
       LimiterOutcome first = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 1);
       assertThat(store.limit(call, LimiterOperation.ACQUIRE, 1)).isEqualTo(first.decision());
       clock.set(Instant.parse("2026-11-06T11:00:00Z")); // another caller, 2 days and 1 hour behind
-      LimiterOutcome second = call.apply(first.record().clone(), clock.nanos(), LimiterOperation.RECONFIGURE, 0);
+      LimiterOutcome second = call.apply(new LimiterRecord(first.decidedAt(), first.record().clone()), clock.nanos(),
+          LimiterOperation.RECONFIGURE, 0);
       assertThat(store.limit(call, LimiterOperation.RECONFIGURE, 0)).isEqualTo(second.decision());
       assertThat(storedRecord(key)).isEqualTo(second.record());
     } finally {

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.tally.Counters;
-import dev.tally.CoreAccess;
 import dev.tally.Limit;
 import dev.tally.StoreException;
 import dev.tally.StoreUnavailableException;
@@ -141,7 +140,7 @@ class PostgresStoreTest {
       clock.advance(Duration.ofSeconds(2));
       assertThat(c.keys(p)).containsExactly(p + "kept");
       assertThat(sql("SELECT count(*) FROM tally WHERE key LIKE ?", p + "%")).as("still there").isEqualTo(21);
-      int swept = ((PostgresStore) CoreAccess.store(tally)).sweep();
+      int swept = ((PostgresStore) tally.store()).sweep();
       assertThat(swept).isGreaterThanOrEqualTo(20);
       assertThat(sql("SELECT count(*) FROM tally WHERE key LIKE ?", p + "%")).isEqualTo(1);
     }
