@@ -140,7 +140,10 @@ class FlushCrashTest {
       }
       assertThat(moved).as("the flushers moved something").isPositive();
       assertThat(killedIn).hasSize(trials).contains(STEPS);
-      assertThat(count("SELECT count(*) FROM " + ledger)).as("batches recorded").isGreaterThan(trials);
+      // A batch killed after it was recorded and before its commit (in 3 of every 5 trials) is
+      // finished by the next flusher, seconds later; a batch that ran through takes milliseconds.
+      assertThat(count("SELECT count(*) FROM " + ledger + " WHERE applied_at - created_at > interval '300 ms'"))
+          .as("batches finished by a later flusher").isGreaterThanOrEqualTo(trials * 3 / 5);
     }
   }
 
