@@ -55,12 +55,15 @@ import java.util.concurrent.atomic.AtomicReference;
  * <pre>
  * mvn -B -q package -pl tally-bench -am -DskipTests
  * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.PostgresComparison [--seconds 5]
- *     [--threads 1,8,32] [--keys 1000] [--pool 16] [--flush-keys 10000] [--uri postgresql://...]
+ *     [--threads 1,8,32] [--keys 1000] [--pool 16] [--flush-keys 10000] [--synchronous-commit on|off]
+ *     [--uri postgresql://...]
  * </pre>
  *
  * Without {@code --uri} it runs {@code initdb} and {@code pg_ctl} itself (as the {@code postgres}
  * user when run as root) on a free loopback port, with the server's defaults except
- * {@code max_connections}, and stops it at the end.
+ * {@code max_connections} and {@code synchronous_commit} (default {@code on}: every commit waits
+ * for its WAL flush, so a single client measures the disk; {@code off} measures the statements),
+ * and stops it at the end.
  */
 public final class PostgresComparison {
   private PostgresComparison() {}
@@ -88,8 +91,16 @@ public final class PostgresComparison {
     LocalServer server = null;
     String uri = o.get("uri");
     if (uri == null) {
-      server = LocalServer.start();
+      server = LocalServer.start(o.getOrDefault("synchronous-commit", "on"));
       uri = server.uri();
+      LocalServer started = server;
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> { // also when interrupted
+        try {
+          started.stop();
+        } catch (IOException | InterruptedException | RuntimeException e) {
+          // stopped already
+        }
+      }));
     }
     try {
       run(uri, seconds, threads, keys, poolSize, flushKeys);
@@ -288,7 +299,7 @@ public final class PostgresComparison {
       this.root = root;
     }
 
-    static LocalServer start() throws IOException, InterruptedException {
+    static LocalServer start(String synchronousCommit) throws IOException, InterruptedException {
       Path bin = null;
       try (var versions = Files.list(Path.of("/usr/lib/postgresql"))) {
         bin = versions.map(v -> v.resolve("bin")).filter(b -> Files.isExecutable(b.resolve("initdb")))
@@ -312,7 +323,8 @@ public final class PostgresComparison {
       LocalServer server = new LocalServer(dir, bin, port, root);
       server.exec("initdb", "-D", dir.resolve("data").toString(), "-A", "trust", "-U", "tally", "-E", "UTF8", "--locale=C");
       server.exec("pg_ctl", "-D", dir.resolve("data").toString(), "-l", dir.resolve("log").toString(), "-w",
-          "-o", "-p " + port + " -k " + dir + " -c listen_addresses=127.0.0.1 -c max_connections=200", "start");
+          "-o", "-p " + port + " -k " + dir + " -c listen_addresses=127.0.0.1 -c max_connections=200"
+          + " -c synchronous_commit=" + synchronousCommit, "start");
       return server;
     }
 

@@ -13,14 +13,16 @@ import java.util.regex.Pattern;
  * with {@code ?} and the order to bind them in.
  *
  * <p>{@code :now} is special: the instant the statement decides expiry at. On the database's
- * clock it becomes a read of a one-row {@code clock} CTE, so that every mention in the statement
- * sees the same {@code clock_timestamp()} (a volatile function is evaluated at each mention, and
- * an increment that reset an expired counter in one column while keeping the expiry in another
- * would be a counter born expired). On a supplied clock it is a parameter like the others.
+ * clock it becomes {@code statement_timestamp()} in epoch nanoseconds: the server's clock when the
+ * statement arrived, the same at every mention within the statement (unlike
+ * {@code clock_timestamp()}, which is read anew at each mention: an increment that reset an
+ * expired counter in one column while keeping the expiry in another would be a counter born
+ * expired), and read afresh for each statement, also inside a transaction. On a supplied clock
+ * it is a parameter like the others.
  */
 final class Sql {
-  /** Epoch nanoseconds of the database's clock, microsecond-exact. */
-  static final String SERVER_NOW = "round(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint";
+  /** Epoch nanoseconds of the database's clock when the statement arrived, microsecond-exact. */
+  static final String SERVER_NOW = "(extract(epoch FROM statement_timestamp()) * 1000000000)::bigint";
   private static final Pattern PARAM = Pattern.compile("(?<![:\\w]):([a-z][a-zA-Z0-9]*)");
 
   final String text;
@@ -34,12 +36,8 @@ final class Sql {
   /** {@code template} with {@code ${table}} replaced and {@code :now} on the chosen clock. */
   static Sql of(String template, String table, boolean serverClock) {
     String t = template.replace("${table}", table);
-    boolean usesNow = PARAM.matcher(t).results().anyMatch(m -> m.group(1).equals("now"));
-    if (serverClock && usesNow) {
-      t = t.replaceAll("(?<![:\\w]):now\\b", "(SELECT ns FROM clock)");
-      t = t.startsWith("WITH ")
-          ? "WITH clock AS MATERIALIZED (SELECT " + SERVER_NOW + " AS ns), " + t.substring(5)
-          : "WITH clock AS MATERIALIZED (SELECT " + SERVER_NOW + " AS ns) " + t;
+    if (serverClock) {
+      t = t.replaceAll("(?<![:\\w]):now\\b", "(" + SERVER_NOW + ")");
     }
     List<String> names = new ArrayList<>();
     Matcher m = PARAM.matcher(t);

@@ -19,7 +19,8 @@ final class Statements {
 
   /**
    * Integer increment of a live integer counter, or creation at {@code :created} (= default +
-   * delta) of a missing or expired key of either kind. An overflow of {@code ival + :delta} is
+   * delta) of a missing or expired key of either kind. The store runs {@link #INCR_EXISTING}
+   * first and this only when that found no live integer counter. An overflow of {@code ival + :delta} is
    * PostgreSQL's "bigint out of range" error, which writes nothing.
    */
   static final String INCR = """
@@ -31,7 +32,7 @@ final class Statements {
       WHERE t.ival IS NOT NULL OR %1$s
       RETURNING t.ival""".formatted(FREE);
 
-  /** Integer increment of a live integer counter only (no default, or default + delta overflows). */
+  /** Integer increment of a live integer counter only: the common case, and the whole of incrExisting. */
   static final String INCR_EXISTING = """
       UPDATE ${table} AS t SET ival = t.ival + :delta
       WHERE t.key = :key AND t.ival IS NOT NULL AND (t.exp IS NULL OR t.exp > :now)

@@ -241,6 +241,10 @@ DECLARE
   new_exp bigint;
   o int;
   inserted int;
+  w bigint[];
+  bnow bigint;
+  bn bigint;
+  bretry bigint;
 BEGIN
   FOR attempt IN 1 .. 8 LOOP
     SELECT t.rec, t.ver, t.at, t.exp, (t.rec IS NULL) AS counter INTO cur FROM ${table} t WHERE t.key = k FOR UPDATE;
@@ -261,7 +265,39 @@ BEGIN
       RAISE EXCEPTION 'TALLY_NOT_LIMITER';
     END IF;
 
-    IF op = 'reset' THEN
+    w := CASE WHEN stored IS NULL THEN NULL ELSE cur.rec END;
+    IF (op = 'acquire' OR op = 'peek') AND cnt = 1 AND mine[1] BETWEEN 1 AND 3
+        AND (w IS NULL OR cardinality(w) = 0 OR w[1] = 0 OR (cardinality(w) = 6 AND w[1] BETWEEN 1 AND 3)) THEN
+      -- The common call, an acquisition or a peek on one bucket (token, leaky or GCRA): the same
+      -- steps as the general path below (LimiterMachine with Gcra.java) in bigint arithmetic,
+      -- which cannot overflow here: C*T <= 2^61 (Limit checks it), the state is at most C*T
+      -- ahead of now, and now < 2^62.
+      bnow := now::bigint;
+      IF w IS NULL OR cardinality(w) = 0 OR w[1] = 0 THEN
+        w := ARRAY[mine[1], mine[2], mine[3], 0, 0, 0]; -- LimiterMachine.fresh()
+      END IF;
+      IF w[4] < bnow THEN
+        w[4] := bnow; -- Gcra.normalize: full, and time spent full earns nothing
+      END IF;
+      bn := CASE WHEN op = 'peek' THEN 1 ELSE permits END;
+      bretry := 0;
+      IF op = 'peek' OR permits > 0 THEN
+        bretry := CASE WHEN bn > w[2] THEN maxv::bigint
+          ELSE greatest(0, (w[4] - bnow) + bn * w[3] - w[2] * w[3]) END; -- Gcra.retryAfter
+        IF bretry = 0 AND op = 'acquire' THEN
+          w[4] := w[4] + bn * w[3]; -- Gcra.consume
+        END IF;
+      END IF;
+      bn := w[2] * w[3] - (w[4] - bnow); -- room, for Gcra.remaining
+      decision := ARRAY[CASE WHEN bretry = 0 THEN 1 ELSE 0 END, CASE WHEN bn <= 0 THEN 0 ELSE bn / w[3] END,
+          w[2], bretry, w[4] - bnow, 0];
+      IF w[4] = bnow THEN
+        new_rec := NULL;
+      ELSE
+        new_rec := w;
+        new_exp := w[4];
+      END IF;
+    ELSIF op = 'reset' THEN
       -- LimiterMachine.full(): the caller's limits, untouched
       remaining := maxv;
       lim := 0;

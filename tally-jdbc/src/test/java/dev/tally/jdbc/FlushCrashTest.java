@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.tally.Counters;
+import dev.tally.StoreException;
 import dev.tally.Tally;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -60,9 +61,9 @@ class FlushCrashTest {
         if (redis == null) {
           redis = RedisProcess.start();
         }
-        return redis.uri();
+        return redis.uri() + "?timeout=10s";
       default:
-        return SERVER.uri("");
+        return SERVER.uri("timeout=30s");
     }
   }
 
@@ -89,13 +90,26 @@ class FlushCrashTest {
       for (int w = 0; w < 4; w++) {
         Thread t = new Thread(() -> {
           ThreadLocalRandom rnd = ThreadLocalRandom.current();
+          long n = 0;
           while (!stop.get()) {
             int id = 1 + rnd.nextInt(KEYS);
             long delta = 1 + rnd.nextInt(3);
-            counters.incr(prefix + id, delta);
+            // With an id, a call whose answer was lost (a timeout on a loaded machine) is retried
+            // until it answers, and counts once: every acknowledged increment is known exactly.
+            Counters once = counters.withOperationId(Thread.currentThread().getName() + "-" + n++);
+            for (int attempt = 0; ; attempt++) {
+              try {
+                once.incr(prefix + id, delta);
+                break;
+              } catch (StoreException e) {
+                if (attempt > 100) {
+                  throw e;
+                }
+              }
+            }
             acknowledged.addAndGet(id, delta); // only once the store has answered
           }
-        }, "writer-" + w);
+        }, "writer-" + w + "-" + Long.toHexString(System.nanoTime()));
         t.start();
         writers.add(t);
       }
@@ -175,7 +189,7 @@ class FlushCrashTest {
       throws IOException {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     return new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), "-Xmx128m",
-        FlushChild.class.getName(), source, prefix, SERVER.uri(""), sql, ledger, pauseAt)
+        FlushChild.class.getName(), source, prefix, SERVER.uri("timeout=30s"), sql, ledger, pauseAt)
         .redirectError(ProcessBuilder.Redirect.INHERIT).start();
   }
 

@@ -7,6 +7,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.tally.Counters;
 import dev.tally.Limit;
+import dev.tally.RateLimiter;
 import dev.tally.StoreException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.Tally;
@@ -76,6 +77,28 @@ class PostgresStoreTest {
       // a token bucket's state is the instant it is full again: one token (6 s) after the database's now
       long fullAt = sql("SELECT rec[4] FROM tally WHERE key = ?", p + "l");
       assertThat(fullAt - dbNow).isBetween(Duration.ofSeconds(6).minusSeconds(10).toNanos(), Duration.ofSeconds(6).toNanos());
+    }
+  }
+
+  @Test
+  void operationIdsAndLimitersWorkOnTheDatabasesClockToo() throws SQLException {
+    String p = unique("dbclock-ids");
+    try (Tally tally = Tally.open(SERVER.uri(""))) {
+      Counters once = tally.counters().withOperationId("id-" + p.replace(":", ""));
+      assertThat(once.incr(p + "k", 5)).isEqualTo(5);
+      assertThat(once.incr(p + "k", 5)).as("replayed").isEqualTo(5);
+      assertThat(tally.counters().get(p + "k")).hasValue(5);
+      long dbNow = sql("SELECT round(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint");
+      long exp = sql("SELECT exp FROM tally_ops WHERE id = ?", "id-" + p.replace(":", ""));
+      assertThat(exp - dbNow).as("kept for the retention, on the database's clock")
+          .isBetween(Duration.ofHours(1).minusSeconds(10).toNanos(), Duration.ofHours(1).toNanos());
+      RateLimiter l = tally.limiter(p + "l", Limit.fixedWindow(2, Duration.ofHours(1)));
+      assertThat(l.tryAcquire()).isTrue();
+      assertThat(l.tryAcquire()).isTrue();
+      assertThat(l.tryAcquire()).isFalse();
+      l.reset();
+      assertThat(sql("SELECT cardinality(rec) FROM tally WHERE key = ?", p + "l")).as("a tombstone").isZero();
+      assertThat(l.tryAcquire()).isTrue();
     }
   }
 

@@ -31,6 +31,7 @@ final class RedisProcess implements AutoCloseable {
           .redirectErrorStream(true).redirectOutput(dir.resolve("out.log").toFile()).start();
       for (int i = 0; i < 500; i++) {
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+          s.shutdownOutput(); // it listens: done
           RedisProcess r = new RedisProcess(p, port);
           Runtime.getRuntime().addShutdownHook(new Thread(r::close));
           return r;
