@@ -131,6 +131,12 @@ class FlushCrashTest {
           child.destroyForcibly(); // SIGKILL
           assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
           killedIn.add(step);
+          if (step.equals("recorded") || step.equals("popped") || step.equals("applying")) {
+            // Killed between the ledger's record and the commit: the batch is unfinished, for
+            // the next flusher to finish by replaying its pops.
+            assertThat(count("SELECT count(*) FROM " + ledger + " WHERE applied_at IS NULL"))
+                .as("trial %d, killed in step %s: an unfinished batch", trial, step).isPositive();
+          }
         }
       }
 
@@ -154,10 +160,8 @@ class FlushCrashTest {
       }
       assertThat(moved).as("the flushers moved something").isPositive();
       assertThat(killedIn).hasSize(trials).contains(STEPS);
-      // A batch killed after it was recorded and before its commit (in 3 of every 5 trials) is
-      // finished by the next flusher, seconds later; a batch that ran through takes milliseconds.
-      assertThat(count("SELECT count(*) FROM " + ledger + " WHERE applied_at - created_at > interval '300 ms'"))
-          .as("batches finished by a later flusher").isGreaterThanOrEqualTo(trials * 3 / 5);
+      assertThat(count("SELECT count(*) FROM " + ledger + " WHERE applied_at IS NOT NULL")).as("batches applied")
+          .isPositive();
     }
   }
 
