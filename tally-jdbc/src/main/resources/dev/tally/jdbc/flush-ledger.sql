@@ -1,6 +1,6 @@
 -- The ledger of Tally's exactly-once flush, in the database that holds the tables counts are
 -- flushed into. `tally schema --ledger <name> --into postgresql://...` prints this file with
--- ${ledger} replaced (add --apply to run it). docs/postgresql.md explains the protocol.
+-- the ledger's name filled in (add --apply to run it). docs/postgresql.md explains the protocol.
 
 -- One row per batch of keys moved from a store into the database.
 CREATE TABLE IF NOT EXISTS ${ledger} (

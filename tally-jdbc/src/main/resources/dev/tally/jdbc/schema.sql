@@ -1,7 +1,7 @@
 -- Tally's PostgreSQL schema: one table of counters and rate limiters, and the function that runs
 -- a rate limiter's state machine. `tally schema --store postgresql://...` prints this file with
--- ${table} replaced by the store's table name (add --apply to run it); Tally never runs it by
--- itself. Re-running it is harmless. docs/postgresql.md describes every column.
+-- the store's table name filled in (add --apply to run it); Tally never runs it by itself.
+-- Re-running it is harmless. docs/postgresql.md describes every column.
 
 -- One row per key. Counters and rate limiters share the key space, so a row holds exactly one of
 -- ival (an integer counter), fval (a floating counter) or rec (a rate limiter's state).
