@@ -1,6 +1,6 @@
 /** The DynamoDB store ({@code dynamodb:}). */
 module dev.tally.dynamodb {
-  requires dev.tally;
+  requires transitive dev.tally;
   requires software.amazon.awssdk.services.dynamodb;
   requires software.amazon.awssdk.core;
   requires software.amazon.awssdk.awscore;

@@ -1,6 +1,6 @@
 /** The embedded file store ({@code file:}), shared by every process on a host. */
 module dev.tally.local {
-  requires dev.tally;
+  requires transitive dev.tally;
 
   exports dev.tally.local; // LocalStoreInspector, for the tally command's inspect tools
 

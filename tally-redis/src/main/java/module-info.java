@@ -1,6 +1,6 @@
 /** The Redis store ({@code redis:}, {@code rediss:}, {@code redis-sentinel:}, {@code redis-cluster:}). */
 module dev.tally.redis {
-  requires dev.tally;
+  requires transitive dev.tally;
   requires lettuce.core;
   requires io.netty.common;
   requires io.netty.transport;

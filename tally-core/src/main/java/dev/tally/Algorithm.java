@@ -106,17 +106,18 @@ abstract class Algorithm {
 
   /** The algorithm of a stored tag. */
   static Algorithm ofTag(long tag) {
-    Limit.Kind[] kinds = Limit.Kind.values();
-    if (tag < 1 || tag > kinds.length) {
-      throw new IllegalStateException("stored limiter state has an unknown algorithm tag " + tag
-          + "; it was written by a newer or foreign version");
+    for (Limit.Kind kind : Limit.Kind.values()) {
+      if (kind.tag() == tag) {
+        return of(kind);
+      }
     }
-    return of(kinds[(int) tag - 1]);
+    throw new IllegalStateException("stored limiter state has an unknown algorithm tag " + tag
+        + "; it was written by a newer or foreign version");
   }
 
   /** Writes a limit's tag and parameters, with the state of a full limiter. */
   static void init(long[] r, int o, Limit limit) {
-    r[o + TAG] = limit.kind().ordinal() + 1;
+    r[o + TAG] = limit.kind().tag();
     r[o + P0] = limit.limit();
     r[o + P1] = limit.intervalNanos();
     r[o + S0] = 0;

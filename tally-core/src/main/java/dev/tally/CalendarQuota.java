@@ -36,7 +36,7 @@ final class CalendarQuota extends Algorithm {
    */
   static long periodEnd(long now, long periodCode, ZoneId zone) {
     ZoneId z = zone == null ? ZoneOffset.UTC : zone;
-    boolean month = periodCode == Limit.Period.MONTH.ordinal() + 1;
+    boolean month = periodCode == Limit.Period.MONTH.tag();
     LocalDate day = Instant.ofEpochSecond(Math.floorDiv(now, NANOS), Math.floorMod(now, NANOS))
         .atZone(z).toLocalDate();
     LocalDate next = month ? day.withDayOfMonth(1).plusMonths(1) : day.plusDays(1);

@@ -2,7 +2,6 @@ package dev.tally;
 
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.OperationId;
-import java.util.Locale;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import dev.tally.spi.LimiterOperation;
@@ -11,6 +10,7 @@ import dev.tally.spi.Store;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 

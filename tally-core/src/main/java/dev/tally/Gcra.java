@@ -48,11 +48,6 @@ final class Gcra extends Algorithm {
     }
   }
 
-  /** {@code C·T}: how far ahead of now {@code fullAt} may be. */
-  private static long span(long[] r, int o) {
-    return r[o + P0] * r[o + P1];
-  }
-
   @Override
   long remaining(long[] r, int o, long now) {
     return remaining(r[o + P0], r[o + P1], r[o + S0], now);

@@ -2,6 +2,7 @@ package dev.tally;
 
 import java.time.Duration;
 import java.time.ZoneId;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -29,25 +30,56 @@ public final class Limit {
   /** The algorithm a limit uses. */
   public enum Kind {
     /** Capacity with smooth refill; weighted requests. */
-    TOKEN_BUCKET,
+    TOKEN_BUCKET(1),
     /** A bucket that fills with requests and drains at a constant rate. */
-    LEAKY_BUCKET,
+    LEAKY_BUCKET(2),
     /** Generic cell rate algorithm, as redis-cell's {@code CL.THROTTLE}. */
-    GCRA,
+    GCRA(3),
     /** A counter per clock-aligned window. */
-    FIXED_WINDOW,
+    FIXED_WINDOW(4),
     /** The weighted two-window approximation of a sliding window. */
-    SLIDING_WINDOW,
+    SLIDING_WINDOW(5),
     /** An allowance per calendar period that counts down. */
-    QUOTA
+    QUOTA(6);
+
+    private final int tag;
+
+    Kind(int tag) {
+      this.tag = tag;
+    }
+
+    /**
+     * The number that stands for this kind in stored limiter state. Stores write it, so it is
+     * fixed for ever: a new kind takes a new number, and no number is reused.
+     *
+     * @return the stored tag, from 1
+     */
+    public int tag() {
+      return tag;
+    }
   }
 
   /** A calendar period for quotas. */
   public enum Period {
     /** From midnight to midnight in the quota's time zone. */
-    DAY,
+    DAY(1),
     /** From the first of the month at midnight to the first of the next, in the quota's zone. */
-    MONTH
+    MONTH(2);
+
+    private final int tag;
+
+    Period(int tag) {
+      this.tag = tag;
+    }
+
+    /**
+     * The number that stands for this period in a quota's stored parameters; fixed for ever.
+     *
+     * @return the stored tag, from 1
+     */
+    public int tag() {
+      return tag;
+    }
   }
 
   private final Kind kind;
@@ -136,8 +168,8 @@ public final class Limit {
     positive(allowance, "allowance");
     Objects.requireNonNull(period, "period");
     Objects.requireNonNull(zone, "zone");
-    return new Limit(Kind.QUOTA, allowance, period.ordinal() + 1, period, zone,
-        "quota " + allowance + " per " + period.name().toLowerCase() + " in " + zone);
+    return new Limit(Kind.QUOTA, allowance, period.tag(), period, zone,
+        "quota " + allowance + " per " + period.name().toLowerCase(Locale.ROOT) + " in " + zone);
   }
 
   /** The algorithm. */

@@ -166,7 +166,7 @@ final class MemoryLimiters {
 
     long[] record(long fullAt) {
       long[] r = new long[Algorithm.WIDTH];
-      r[Algorithm.TAG] = Limit.Kind.TOKEN_BUCKET.ordinal() + 1;
+      r[Algorithm.TAG] = Limit.Kind.TOKEN_BUCKET.tag();
       r[Algorithm.P0] = capacity;
       r[Algorithm.P1] = interval;
       r[Algorithm.S0] = fullAt;

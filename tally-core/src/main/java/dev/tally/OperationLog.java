@@ -49,7 +49,8 @@ final class OperationLog {
       }
       Object r = mutation.applyTo(store); // throws: nothing recorded
       result[0] = r;
-      return added[0] = new Entry(id, mutation.fingerprint(), r, now + retentionNanos);
+      added[0] = new Entry(id, mutation.fingerprint(), r, now + retentionNanos);
+      return added[0];
     });
     if (added[0] != null) {
       byAge.add(added[0]);

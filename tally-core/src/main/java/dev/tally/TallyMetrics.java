@@ -3,6 +3,7 @@ package dev.tally;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -108,11 +109,12 @@ public final class TallyMetrics implements TallyListener {
       String operation, String key, FailurePolicy policy, StoreException cause) {
     Counter.builder("tally.failure.policy")
         .description("Answers given by a failure policy because the store failed")
-        .tags("store", store, "operation", operation, "policy", policy.name().toLowerCase())
+        .tags("store", store, "operation", operation, "policy", policy.name().toLowerCase(Locale.ROOT))
         .register(registry)
         .increment();
   }
 
+  @SuppressWarnings("EnumOrdinal") // an array slot per outcome, as in EnumMap; never stored
   private Timer timer(String operation, Outcome outcome) {
     Timer[] byOutcome = timers.computeIfAbsent(operation, op -> new Timer[Outcome.VALUES.length]);
     Timer t = byOutcome[outcome.ordinal()];

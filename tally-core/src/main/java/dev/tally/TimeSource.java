@@ -54,8 +54,9 @@ public interface TimeSource {
  * them needs. Re-measuring costs one {@code Instant.now()} a millisecond and one small object,
  * so reads stay allocation-free in effect.
  */
-enum SystemTimeSource implements TimeSource {
-  INSTANCE;
+final class SystemTimeSource implements TimeSource {
+  /** The one instance: its offset is measured once for the whole JVM. */
+  static final SystemTimeSource INSTANCE = new SystemTimeSource();
 
   /** How long an offset is trusted before it is measured again. */
   static final long RESYNC_NANOS = 1_000_000;
@@ -66,6 +67,8 @@ enum SystemTimeSource implements TimeSource {
   private record Anchor(long at, long epochNanos) {}
 
   private volatile Anchor anchor = measure();
+
+  private SystemTimeSource() {}
 
   @Override
   public long nanos() {

@@ -90,7 +90,11 @@ interface Gen<T> {
 
   @SafeVarargs
   static <T> Gen<T> of(T... values) {
-    return of(List.of(values));
+    List<T> list = new ArrayList<>(values.length);
+    for (T v : values) {
+      list.add(v);
+    }
+    return of(list);
   }
 
   static <T> Gen<T> of(List<T> values) {
@@ -109,7 +113,11 @@ interface Gen<T> {
   /** One of {@code gens}, each equally likely. */
   @SafeVarargs
   static <T> Gen<T> oneOf(Gen<? extends T>... gens) {
-    List<Gen<? extends T>> copy = List.of(gens);
+    List<Gen<? extends T>> list = new ArrayList<>(gens.length);
+    for (Gen<? extends T> g : gens) {
+      list.add(g);
+    }
+    List<Gen<? extends T>> copy = List.copyOf(list);
     return r -> copy.get(r.nextInt(copy.size())).next(r);
   }
 
@@ -123,7 +131,11 @@ interface Gen<T> {
   /** One of the weighted generators, each chosen in proportion to its weight. */
   @SafeVarargs
   static <T> Gen<T> frequencyOf(Weighted<? extends T>... choices) {
-    return frequencyOf(List.of(choices));
+    List<Weighted<? extends T>> list = new ArrayList<>(choices.length);
+    for (Weighted<? extends T> c : choices) {
+      list.add(c);
+    }
+    return frequencyOf(list);
   }
 
   static <T> Gen<T> frequencyOf(List<? extends Weighted<? extends T>> choices) {

@@ -17,6 +17,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class UnreachableStoreProvider implements StoreProvider {
   static final AtomicInteger CALLS = new AtomicInteger();
 
+  /** For {@code ServiceLoader}. */
+  public UnreachableStoreProvider() {}
+
   @Override
   public Set<String> schemes() {
     return Set.of("unreachable");

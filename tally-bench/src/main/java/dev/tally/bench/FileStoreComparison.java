@@ -83,7 +83,7 @@ public final class FileStoreComparison {
     System.out.printf(Locale.ROOT, "File store vs python-diskcache, %.0f s per case, %d cores; load %s%n",
         seconds, Runtime.getRuntime().availableProcessors(), loadBefore);
     System.out.println("java " + System.getProperty("java.version") + " (" + System.getProperty("java.vm.name")
-        + "), " + pythonVersion(python, script, work));
+        + "), " + pythonVersion(python));
 
     Map<String, Result[]> results = new LinkedHashMap<>();
     String[][] cases = {
@@ -238,7 +238,7 @@ public final class FileStoreComparison {
         return i;
       }
     }
-    return histogram.length - 1;
+    return histogram.length - 1L;
   }
 
   /** Two child JVMs on one key, started together by a "go" file; their rates summed. */
@@ -263,7 +263,7 @@ public final class FileStoreComparison {
       long ops = 0;
       double rate = 0;
       for (BufferedReader out : outputs) {
-        String[] f = expect(out, "OPS ").split(" ");
+        String[] f = expect(out, "OPS ").split(" ", -1);
         long n = Long.parseLong(f[1]);
         ops += n;
         rate += n / (Long.parseLong(f[3]) / 1e9);
@@ -321,7 +321,7 @@ public final class FileStoreComparison {
     return script;
   }
 
-  private static String pythonVersion(String python, Path script, Path work) throws Exception {
+  private static String pythonVersion(String python) throws Exception {
     Process p = new ProcessBuilder(python, "-c",
         "import sys, diskcache; print('python %s, diskcache %s' % (sys.version.split()[0], diskcache.__version__))")
         .redirectErrorStream(true).start();
@@ -342,7 +342,7 @@ public final class FileStoreComparison {
       throw new IllegalStateException("diskcache case " + name + " failed: " + line);
     }
     Map<String, String> f = new HashMap<>();
-    for (String kv : line.substring(7).split(" ")) {
+    for (String kv : line.substring(7).split(" ", -1)) {
       int eq = kv.indexOf('=');
       f.put(kv.substring(0, eq), kv.substring(eq + 1));
     }
@@ -385,7 +385,7 @@ public final class FileStoreComparison {
   /** The 1, 5 and 15 minute load averages, as {@code uptime} prints them. */
   private static String load() {
     try {
-      String[] f = Files.readString(Path.of("/proc/loadavg")).split(" ");
+      String[] f = Files.readString(Path.of("/proc/loadavg")).split(" ", -1);
       return f[0] + ", " + f[1] + ", " + f[2];
     } catch (IOException | RuntimeException e) {
       return "unknown";

@@ -89,7 +89,7 @@ public final class RedisHotKey {
 
   /** All and idle (idle + iowait) ticks of the machine, from {@code /proc/stat}. */
   private static long[] machineTicks() throws IOException {
-    String[] f = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+    String[] f = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+", -1);
     long total = 0;
     for (int i = 1; i < f.length; i++) {
       total += Long.parseLong(f[i]);

@@ -88,6 +88,7 @@ public final class RedisLimiterComparison {
     boolean tryAcquire(int thread, String key) throws Exception;
 
     /** Extra facts for the report (attempts, local answers). */
+    @SuppressWarnings("UnusedVariable") // the clients that have something to say read it
     default String note(long decisions) {
       return "";
     }
@@ -203,7 +204,7 @@ public final class RedisLimiterComparison {
         System.out.println();
       }
       if (parts.contains("incr") && !options.containsKey("only")) {
-        System.out.println(incr(redis, uri, threadCounts, seconds));
+        System.out.println(incr(uri, threadCounts, seconds));
       }
       System.out.println("# uptime after: " + uptime());
     } finally {
@@ -274,7 +275,7 @@ public final class RedisLimiterComparison {
       case "seed WATCH/MULTI": {
         SeedTokenBucket[] perThread = new SeedTokenBucket[threads];
         for (int t = 0; t < threads; t++) {
-          perThread[t] = SeedTokenBucket.forThread(client, rate, capacity);
+          perThread[t] = SeedTokenBucket.forThread(client, (double) rate, (double) capacity);
         }
         return new Limiter() {
           @Override
@@ -422,7 +423,7 @@ public final class RedisLimiterComparison {
   private static Map<String, Long> commandStats(RedisCommands<String, String> redis) {
     Map<String, Long> calls = new TreeMap<>();
     Pattern stat = Pattern.compile("cmdstat_([^:]+):calls=(\\d+)");
-    for (String line : redis.info("commandstats").split("\r?\n")) {
+    for (String line : redis.info("commandstats").split("\r?\n", -1)) {
       Matcher m = stat.matcher(line);
       if (m.find() && !m.group(1).equals("info") && !m.group(1).startsWith("config")) {
         calls.put(m.group(1), Long.parseLong(m.group(2)));
@@ -461,10 +462,10 @@ public final class RedisLimiterComparison {
   }
 
   /** Tally's incr (INCRBY) against redis-benchmark -t incr at the same concurrency. */
-  private static String incr(RedisCommands<String, String> redis, String uri, int[] threadCounts, double seconds)
+  private static String incr(String uri, int[] threadCounts, double seconds)
       throws Exception {
-    String host = uri.replaceFirst("redis://", "").split(":")[0];
-    String port = uri.replaceFirst("redis://", "").split(":")[1].replaceAll("[^0-9].*", "");
+    String host = uri.replaceFirst("redis://", "").split(":", -1)[0];
+    String port = uri.replaceFirst("redis://", "").split(":", -1)[1].replaceAll("[^0-9].*", "");
     StringBuilder b = new StringBuilder();
     b.append("| concurrency | redis-benchmark -t incr -c N (req/s) | Tally incr, N threads on one connection (req/s) | ratio"
         + " | Tally incr async, N in flight, each reply sends the next (req/s) | ratio |\n|---|---|---|---|---|---|\n");

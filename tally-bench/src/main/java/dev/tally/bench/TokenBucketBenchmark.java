@@ -153,7 +153,7 @@ public class TokenBucketBenchmark {
     keys = new String[KEYS];
     for (int i = 0; i < KEYS; i++) {
       keys[i] = "bench:user:" + i;
-      keys[i].hashCode(); // cached in the String, as for keys that come from a request
+      int unused = keys[i].hashCode(); // cached in the String, as for keys that come from a request
     }
     tallyHandles = new ConcurrentHashMap<>();
     newTallyHandle = k -> tally.limiter(k, limit);

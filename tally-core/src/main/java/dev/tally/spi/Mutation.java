@@ -168,7 +168,7 @@ public sealed interface Mutation {
 
     @Override
     public long fingerprint() {
-      return Fingerprint.of(9).add(call.key()).add(operation.ordinal()).add(permits).value();
+      return Fingerprint.of(9).add(call.key()).add(operation.name()).add(permits).value();
     }
 
     @Override

@@ -109,9 +109,9 @@ public record OperationRecord(long fingerprint, Object result) {
       case 'N':
         return null;
       case 'T':
-        return Boolean.TRUE;
+        return true;
       case 'F':
-        return Boolean.FALSE;
+        return false;
       case 'L':
         return Long.parseLong(token(s, at));
       case 'D':

@@ -375,7 +375,6 @@ final class CounterExchanges {
    */
   static final class Keys extends Exchange<List<String>> {
     private final Table t;
-    private final String prefix;
     private final long now;
     private final UnaryOperator<String> logicalKey;
     private final List<String> found = new ArrayList<>();
@@ -385,7 +384,6 @@ final class CounterExchanges {
     Keys(Table t, String prefix, UnaryOperator<String> logicalKey) {
       super(prefix, null, t.conflictTries);
       this.t = t;
-      this.prefix = prefix;
       this.now = t.now();
       this.logicalKey = logicalKey;
       String filter = "attribute_exists(#v) AND " + LIVE + (prefix.isEmpty() ? "" : " AND begins_with(#k, :p)");

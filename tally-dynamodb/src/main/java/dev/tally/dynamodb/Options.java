@@ -73,7 +73,7 @@ record Options(
     }
     Map<String, List<String>> params = new LinkedHashMap<>();
     if (q >= 0 && q + 1 < rest.length()) {
-      for (String pair : rest.substring(q + 1).split("&")) {
+      for (String pair : rest.substring(q + 1).split("&", -1)) {
         if (pair.isEmpty()) {
           continue;
         }
@@ -117,7 +117,7 @@ record Options(
     int shards = integer(params, "shards", 1, 1, MAX_SHARDS);
     List<String> prefixes = new ArrayList<>();
     for (String p : params.getOrDefault("shardPrefix", List.of())) {
-      for (String one : p.split(",")) {
+      for (String one : p.split(",", -1)) {
         if (!one.isEmpty()) {
           prefixes.add(one);
         }

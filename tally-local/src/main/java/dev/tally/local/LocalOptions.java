@@ -68,17 +68,20 @@ record LocalOptions(Path file, Sync sync, long segment0Slots, int windowShift) {
       }
       rest = slash < 0 ? "" : rest.substring(slash);
     }
-    String pathText = decode(rest, uri);
+    String pathText = decode(rest);
     if (pathText.isEmpty()) {
       throw new IllegalArgumentException("file: URI '" + uri + "' names no path" + example);
     }
     Sync sync = Sync.PERIODIC;
     long slots = Layout.DEFAULT_SEGMENT0_SLOTS;
     if (query != null && !query.isEmpty()) {
-      for (String pair : query.split("&")) {
+      for (String pair : query.split("&", -1)) {
+        if (pair.isEmpty()) {
+          continue;
+        }
         int eq = pair.indexOf('=');
         String name = eq < 0 ? pair : pair.substring(0, eq);
-        String value = eq < 0 ? "" : decode(pair.substring(eq + 1), uri);
+        String value = eq < 0 ? "" : decode(pair.substring(eq + 1));
         switch (name) {
           case "sync" -> {
             try {
@@ -115,7 +118,7 @@ record LocalOptions(Path file, Sync sync, long segment0Slots, int windowShift) {
   }
 
   /** Percent-decoding (%20 and the like); a lone % stays as it is. */
-  private static String decode(String s, String uri) {
+  private static String decode(String s) {
     if (s.indexOf('%') < 0) {
       return s;
     }

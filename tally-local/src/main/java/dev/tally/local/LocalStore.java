@@ -28,6 +28,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -651,6 +652,6 @@ final class LocalStore implements Store {
 
   @Override
   public String toString() {
-    return "LocalStore[" + file.path() + ", sync=" + options.sync().name().toLowerCase() + "]";
+    return "LocalStore[" + file.path() + ", sync=" + options.sync().name().toLowerCase(Locale.ROOT) + "]";
   }
 }

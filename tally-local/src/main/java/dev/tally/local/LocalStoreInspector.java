@@ -389,8 +389,12 @@ public final class LocalStoreInspector {
         } else {
           for (int o = 1; o + 5 < r.length; o += 6) {
             long tag = r[o];
-            String kind = tag >= 1 && tag <= Limit.Kind.values().length
-                ? Limit.Kind.values()[(int) tag - 1].name().toLowerCase(Locale.ROOT) : "tag " + tag;
+            String kind = "tag " + tag;
+            for (Limit.Kind candidate : Limit.Kind.values()) {
+              if (candidate.tag() == tag) {
+                kind = candidate.name().toLowerCase(Locale.ROOT);
+              }
+            }
             b.append(o == 1 ? " = " : ", ").append(kind).append(" [").append(r[o + 1]);
             for (int j = 2; j < 6; j++) {
               b.append(", ").append(r[o + j]);

@@ -87,7 +87,7 @@ final class ProcessOwner {
         stat = null; // hidden from us (hidepid): ask the JDK instead
       }
       if (stat != null) {
-        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ", -1);
         char state = f[0].isEmpty() ? '?' : f[0].charAt(0);
         if (state == 'Z' || state == 'X' || state == 'x') {
           return false;
@@ -103,7 +103,7 @@ final class ProcessOwner {
   private static Integer procToken(long pid) {
     try {
       String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.US_ASCII);
-      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ", -1);
       return (int) Long.parseLong(f[19]);
     } catch (IOException | RuntimeException e) {
       return null;

@@ -118,14 +118,14 @@ final class AsyncRedisStore implements AsyncStore {
    */
   private CompletableFuture<Long> refusedIncrement(String key, Throwable failure) {
     Throwable cause = RedisFailures.unwrap(failure);
-    if (!(cause instanceof NotAnIntegerException)) {
+    if (!(cause instanceof NotAnIntegerException notAnInteger)) {
       return CompletableFuture.failedFuture(cause);
     }
     return call(commands.get(key), key, value -> {
       if (value != null) {
         CounterValues.decode(key, value); // throws for a value that is not a counter
       }
-      throw (NotAnIntegerException) cause;
+      throw notAnInteger;
     });
   }
 

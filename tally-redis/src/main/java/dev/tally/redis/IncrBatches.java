@@ -40,6 +40,8 @@ final class IncrBatches {
 
   /** The sum of a batch does not fit in a long: sent one by one instead. */
   private static final class SumOverflow extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
     SumOverflow() {
       super(null, null, false, false);
     }

@@ -68,7 +68,7 @@ final class LimiterScript {
     for (int i = 0; i < limits.size(); i++) {
       Limit l = limits.get(i);
       int a = 4 + 4 * i;
-      args[a] = Integer.toString(l.kind().ordinal() + 1);
+      args[a] = Integer.toString(l.kind().tag());
       args[a + 1] = Long.toString(l.limit());
       args[a + 2] = Long.toString(l.intervalNanos());
       args[a + 3] = l.zone() == null ? "" : boundaries(l.zone(), boundariesAt);

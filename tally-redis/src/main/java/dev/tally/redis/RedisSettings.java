@@ -109,7 +109,7 @@ final class RedisSettings {
     Map<String, String> options = new LinkedHashMap<>();
     int question = rest.indexOf('?');
     if (question >= 0) {
-      for (String pair : rest.substring(question + 1).split("&")) {
+      for (String pair : rest.substring(question + 1).split("&", -1)) {
         if (pair.isEmpty()) {
           continue;
         }
@@ -257,7 +257,7 @@ final class RedisSettings {
       throw bad(uri, "it names no host");
     }
     List<String[]> hosts = new ArrayList<>();
-    for (String part : list.split(",")) {
+    for (String part : list.split(",", -1)) {
       Matcher m = HOST_PORT.matcher(part);
       if (!m.matches()) {
         throw bad(uri, "'" + part + "' is not host or host:port");

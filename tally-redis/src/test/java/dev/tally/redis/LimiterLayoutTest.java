@@ -125,7 +125,7 @@ class LimiterLayoutTest {
     q.topUp(2);
     assertThat(q.available()).isEqualTo(2);
     // the stored quota wins over a handle that thinks it is a bucket, and keeps its zone's day
-    var other = (dev.tally.Quota) tally.quota(key, 1, Limit.Period.MONTH, java.time.ZoneOffset.UTC);
+    var other = tally.quota(key, 1, Limit.Period.MONTH, java.time.ZoneOffset.UTC);
     assertThat(other.decide(1).limit()).isEqualTo(7);
     String bucket = "layout-limiter-" + UUID.randomUUID();
     tally.limiter(bucket, Limit.tokenBucket(5, Duration.ofHours(1))).tryAcquire();

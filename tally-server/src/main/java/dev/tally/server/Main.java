@@ -3,6 +3,7 @@ package dev.tally.server;
 import dev.tally.server.http.Problem;
 import dev.tally.server.http.Reply;
 import java.io.PrintWriter;
+import java.nio.charset.Charset;
 import picocli.CommandLine;
 import picocli.CommandLine.IVersionProvider;
 import picocli.CommandLine.ParameterException;
@@ -20,7 +21,8 @@ public final class Main {
       System.setProperty("java.util.logging.SimpleFormatter.format",
           "%1$tFT%1$tT.%1$tL %4$s %3$s: %5$s%6$s%n");
     }
-    System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
+    System.exit(run(args, new PrintWriter(System.out, true, Charset.defaultCharset()),
+        new PrintWriter(System.err, true, Charset.defaultCharset())));
   }
 
   /** Runs the command line with these streams and returns the exit code. */

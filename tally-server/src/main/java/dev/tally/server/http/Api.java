@@ -430,6 +430,7 @@ public final class Api implements AutoCloseable {
     return result;
   }
 
+  @SuppressWarnings("CollectionUndefinedEquality") // a future is equal only to itself: what waiting means
   private void attempt(RateLimiter limiter, List<LimitSpec> limits, long permits, long deadline,
       CompletableFuture<Reply> result) {
     try {

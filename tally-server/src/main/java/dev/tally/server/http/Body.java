@@ -37,7 +37,7 @@ final class Body {
   }
 
   private static Iterable<String> sorted(Set<String> s) {
-    return s.stream().sorted()::iterator;
+    return s.stream().sorted().toList();
   }
 
   boolean has(String field) {

@@ -63,7 +63,7 @@ final class Requests {
     if (rawQuery == null || rawQuery.isEmpty()) {
       return params;
     }
-    for (String pair : rawQuery.split("&")) {
+    for (String pair : rawQuery.split("&", -1)) {
       if (pair.isEmpty()) {
         continue;
       }
@@ -139,7 +139,7 @@ final class Requests {
       }
       if (!f.getValue().isTextual()) {
         throw new RequestException("'" + where + "." + f.getKey() + "' must be a string like \""
-            + k.example().split(" ")[0] + "\"");
+            + k.example().split(" ", -1)[0] + "\"");
       }
       kind = k;
       text = f.getValue().textValue();

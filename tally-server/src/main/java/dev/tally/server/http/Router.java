@@ -82,13 +82,13 @@ final class Router implements HttpHandler {
       String path = ex.getRequestURI().getRawPath();
       if (path.equals("/ping")) {
         route.template = "/ping";
-        allow(method, "GET", route);
+        allow(method, "GET");
         sendRaw(ex, method, route.template, start, 200, JSON, PONG);
         return;
       }
       if (path.equals("/healthz")) {
         route.template = "/healthz";
-        allow(method, "GET", route);
+        allow(method, "GET");
         send(ex, method, route.template, start, api.health());
         return;
       }
@@ -100,7 +100,7 @@ final class Router implements HttpHandler {
       }
       if (path.equals("/metrics")) {
         route.template = "/metrics";
-        allow(method, "GET", route);
+        allow(method, "GET");
         sendRaw(ex, method, route.template, start, 200, PROMETHEUS,
             registry.scrape().getBytes(StandardCharsets.UTF_8));
         return;
@@ -171,7 +171,7 @@ final class Router implements HttpHandler {
           return notFound(path);
         }
         route.template = "/v1/transactions";
-        allow(method, "POST", route);
+        allow(method, "POST");
         Body b = body(ex, "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"));
         return Match.now(api.transaction(Requests.ops(b)));
       }
@@ -189,7 +189,7 @@ final class Router implements HttpHandler {
 
   private Match counterList(HttpExchange ex, String method, Route route) {
     route.template = "/v1/counters";
-    allow(method, "GET", route);
+    allow(method, "GET");
     Map<String, String> q = Requests.query(ex.getRequestURI().getRawQuery());
     for (String name : q.keySet()) {
       if (!name.equals("prefix") && !name.equals("limit")) {
@@ -236,7 +236,7 @@ final class Router implements HttpHandler {
     }
     switch (action) {
       case "incr", "decr" -> {
-        allow(method, "POST", route);
+        allow(method, "POST");
         Body b = body(ex, "{\"delta\": 1, \"default\": 0}", INCR_FIELDS);
         Number delta = b.number("delta", 1L);
         Number dflt = b.number("default", 0L);
@@ -245,17 +245,17 @@ final class Router implements HttpHandler {
             ? api.incr(key, delta, dflt, mustExist) : api.decr(key, delta, dflt, mustExist));
       }
       case "add" -> {
-        allow(method, "POST", route);
+        allow(method, "POST");
         Body b = body(ex, "{\"value\": 1000, \"ttl\": \"40d\"}", VALUE_FIELDS);
         return Match.now(api.add(key, value(b), b.duration("ttl")));
       }
       case "pop" -> {
-        allow(method, "POST", route);
+        allow(method, "POST");
         body(ex, "{}", Set.of());
         return Match.now(api.pop(key));
       }
       case "touch" -> {
-        allow(method, "POST", route);
+        allow(method, "POST");
         Body b = body(ex, "{\"ttl\": \"1h\"}", TTL_FIELDS);
         if (b.raw("ttl") == null) {
           throw new RequestException("missing field 'ttl': a duration like \"1h\", or null to"
@@ -264,7 +264,7 @@ final class Router implements HttpHandler {
         return Match.now(api.touch(key, b.duration("ttl")));
       }
       case "ttl" -> {
-        allow(method, "GET", route);
+        allow(method, "GET");
         body(ex, "{}", Set.of());
         return Match.now(api.ttl(key));
       }
@@ -288,7 +288,7 @@ final class Router implements HttpHandler {
           + "'; limiter actions are try, acquire, peek, refund, reset, reconfigure, top-up");
     };
     route.template = "/v1/limiters/{name}/" + action;
-    allow(method, "POST", route);
+    allow(method, "POST");
     if (simple == null) {
       Body b = body(ex, example, ACQUIRE_FIELDS);
       return new Match(null, api.acquire(name, Requests.limits(b), b.integer("permits", 1),
@@ -312,7 +312,7 @@ final class Router implements HttpHandler {
     return v;
   }
 
-  private static void allow(String method, String allowed, Route route) {
+  private static void allow(String method, String allowed) {
     if (!method.equals(allowed)) {
       throw new MethodNotAllowed(allowed);
     }

@@ -125,11 +125,16 @@ final class ServerProcess implements AutoCloseable {
   }
 
   @Override
-  public void close() throws InterruptedException {
+  public void close() {
     if (process.isAlive()) {
       process.destroy();
-      if (!process.waitFor(20, TimeUnit.SECONDS)) {
+      try {
+        if (!process.waitFor(20, TimeUnit.SECONDS)) {
+          process.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
         process.destroyForcibly();
+        Thread.currentThread().interrupt();
       }
     }
   }

@@ -35,7 +35,8 @@ class StoreOutageIT {
         "--save", "", "--appendonly", "no", "--dir", dir.toString())
         .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
     for (int i = 0; i < 300; i++) {
-      try (Socket s = new Socket("127.0.0.1", port)) {
+      try {
+        new Socket("127.0.0.1", port).close();
         return redis;
       } catch (java.io.IOException notYet) {
         Thread.sleep(20);
