@@ -3,8 +3,8 @@
  * into SQL tables ({@link dev.tally.jdbc.Flush}).
  */
 module dev.tally.jdbc {
-  requires dev.tally;
-  requires java.sql;
+  requires transitive dev.tally; // its types are in this API
+  requires transitive java.sql; // DataSource, PreparedStatement in Flush and PostgresDataSources
   requires com.zaxxer.hikari;
   requires org.postgresql.jdbc; // the driver HikariCP loads for postgresql:// URLs
 

@@ -277,7 +277,7 @@ public final class PostgresComparison {
     System.out.printf(Locale.ROOT, "%-8s %-46s %8s %12s %10s %10s %12s%n", "part", "client", "threads", "ops/s",
         "p50 us", "p99 us", "vs peer");
     for (Row r : rows) {
-      Row peer = rows.stream().filter(x -> x.part().equals(r.part()) && x.threads() == r.threads() && x != r)
+      Row peer = rows.stream().filter(x -> x.part().equals(r.part()) && x.threads() == r.threads() && !x.name().equals(r.name()))
           .findFirst().orElse(r);
       String ratio = r.name().startsWith("Tally") ? String.format(Locale.ROOT, "%.2fx", r.rate() / peer.rate()) : "";
       System.out.printf(Locale.ROOT, "%-8s %-46s %8d %12.0f %10.0f %10.0f %12s%n", r.part(), r.name(), r.threads(),

@@ -44,7 +44,7 @@ final class LimiterArguments {
     Long[] a = new Long[3 * limits.size()];
     for (int i = 0; i < limits.size(); i++) {
       Limit l = limits.get(i);
-      a[3 * i] = (long) (l.kind().ordinal() + 1);
+      a[3 * i] = (long) l.kind().tag();
       a[3 * i + 1] = l.limit();
       a[3 * i + 2] = l.intervalNanos();
     }

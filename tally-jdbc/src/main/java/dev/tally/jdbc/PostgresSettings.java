@@ -100,7 +100,7 @@ final class PostgresSettings {
     if (query.isEmpty()) {
       return options;
     }
-    for (String pair : query.split("&")) {
+    for (String pair : query.split("&", -1)) {
       int eq = pair.indexOf('=');
       String name = eq < 0 ? pair : pair.substring(0, eq);
       if (!OPTIONS.contains(name)) {

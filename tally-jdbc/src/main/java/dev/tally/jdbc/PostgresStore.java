@@ -570,7 +570,7 @@ final class PostgresStore implements Store {
           String code = m.substring(at);
           if (code.startsWith("TALLY_CLOCK_SKEW ") && attempt == 0) {
             // the database decided a quota at an instant the boundaries sent did not cover
-            around = Long.parseLong(code.substring("TALLY_CLOCK_SKEW ".length()).trim().split("\\s")[0]);
+            around = Long.parseLong(code.substring("TALLY_CLOCK_SKEW ".length()).trim().split("\\s", -1)[0]);
             continue;
           }
           throw limiterFailure(call.key(), code, e);
@@ -597,7 +597,7 @@ final class PostgresStore implements Store {
           + "; it was not written by this version of Tally (reset the limiter to start it afresh)");
     }
     if (code.startsWith("TALLY_BAD_VERSION")) {
-      String v = code.substring("TALLY_BAD_VERSION".length()).trim().split("\\s")[0];
+      String v = code.substring("TALLY_BAD_VERSION".length()).trim().split("\\s", -1)[0];
       try {
         LimiterRecord.read(key, Integer.parseInt(v), 0, new long[0]);
       } catch (StoreException versioned) {
