@@ -4,7 +4,7 @@
  * Stores are found with {@link java.util.ServiceLoader}.
  */
 module dev.tally {
-  requires static transitive micrometer.core; // TallyMetrics, only when the application has Micrometer
+  requires static micrometer.core; // TallyMetrics, only when the application has Micrometer
 
   exports dev.tally;
   exports dev.tally.spi;

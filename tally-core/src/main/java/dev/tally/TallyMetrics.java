@@ -43,6 +43,8 @@ import java.util.function.Supplier;
  * and only code that uses this class needs {@code io.micrometer:micrometer-core}. Timing costs
  * two {@link System#nanoTime()} reads and a lock-free timer update per operation.
  */
+// "exports": MeterRegistry is the caller's own, from an optional dependency the module requires static.
+@SuppressWarnings("exports")
 public final class TallyMetrics implements TallyListener {
   private final MeterRegistry registry;
   private final String store;

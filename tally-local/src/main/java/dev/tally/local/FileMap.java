@@ -1,5 +1,6 @@
 package dev.tally.local;
 
+import dev.tally.StoreException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.invoke.MethodHandles;
@@ -22,6 +23,12 @@ import java.util.function.BiConsumer;
  * <p>Atomic accesses go through {@link VarHandle} views of the buffers: on a direct buffer and
  * an aligned index they are the processor's atomic loads, stores and compare-and-swap, which are
  * atomic across processes because they act on shared physical memory.
+ *
+ * <p>Nothing here extends the file: {@link #mapTo} maps only what the file already holds, and
+ * the store reserves every byte (writes it) before it maps it, so no access to a mapping can
+ * fault on a full file system. An offset outside the mapping (which only a damaged field could
+ * produce) is a {@link StoreException} naming it, never a raw index exception; a failed
+ * {@code msync} is a {@link StoreException} too.
  */
 final class FileMap {
   private static final VarHandle LONG =
@@ -60,10 +67,19 @@ final class FileMap {
     return mapped;
   }
 
-  /** Maps the file up to {@code length}, which must not exceed its size. */
+  /** Maps the file up to {@code length}; refused if the file is shorter. */
   synchronized void mapTo(long length) {
     if (length <= mapped) {
       return;
+    }
+    try {
+      long size = channel.size();
+      if (length > size) {
+        throw new StoreException("the Tally store file is " + size + " bytes long, but its header"
+            + " says " + length + ": it was truncated or its header is damaged");
+      }
+    } catch (IOException e) {
+      throw new StoreException("cannot read the size of the Tally store file: " + e, e);
     }
     int count = (int) ((length + windowSize - 1) >>> shift);
     MappedByteBuffer[] w = Arrays.copyOf(windows, count);
@@ -75,8 +91,8 @@ final class FileMap {
           w[i] = channel.map(mode, start, size);
         }
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    } catch (IOException | UncheckedIOException e) {
+      throw new StoreException("cannot map the Tally store file: " + e, e);
     }
     windows = w;
     mapped = length;
@@ -86,65 +102,126 @@ final class FileMap {
     return windows[(int) (at >>> shift)];
   }
 
+  private StoreException outside(long at, RuntimeException e) {
+    return new StoreException("offset " + at + " lies outside the mapped " + mapped + " bytes of"
+        + " the Tally store file: a damaged field points there", e);
+  }
+
   private int i(long at) {
     return (int) (at & (windowSize - 1));
   }
 
   long getLong(long at) {
-    return (long) LONG.get(w(at), i(at));
+    try {
+      return (long) LONG.get(w(at), i(at));
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   long getLongVolatile(long at) {
-    return (long) LONG.getVolatile(w(at), i(at));
+    try {
+      return (long) LONG.getVolatile(w(at), i(at));
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   void setLong(long at, long v) {
-    LONG.set(w(at), i(at), v);
+    try {
+      LONG.set(w(at), i(at), v);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   void setLongVolatile(long at, long v) {
-    LONG.setVolatile(w(at), i(at), v);
+    try {
+      LONG.setVolatile(w(at), i(at), v);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   boolean casLong(long at, long expect, long update) {
-    return LONG.compareAndSet(w(at), i(at), expect, update);
+    try {
+      return LONG.compareAndSet(w(at), i(at), expect, update);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   int getInt(long at) {
-    return (int) INT.get(w(at), i(at));
+    try {
+      return (int) INT.get(w(at), i(at));
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   int getIntVolatile(long at) {
-    return (int) INT.getVolatile(w(at), i(at));
+    try {
+      return (int) INT.getVolatile(w(at), i(at));
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   void setInt(long at, int v) {
-    INT.set(w(at), i(at), v);
+    try {
+      INT.set(w(at), i(at), v);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   void setIntVolatile(long at, int v) {
-    INT.setVolatile(w(at), i(at), v);
+    try {
+      INT.setVolatile(w(at), i(at), v);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   boolean casInt(long at, int expect, int update) {
-    return INT.compareAndSet(w(at), i(at), expect, update);
+    try {
+      return INT.compareAndSet(w(at), i(at), expect, update);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   void setByteVolatile(long at, byte v) {
-    w(at).put(i(at), v);
+    try {
+      w(at).put(i(at), v);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
     VarHandle.fullFence();
   }
 
   byte getByte(long at) {
-    return w(at).get(i(at));
+    try {
+      return w(at).get(i(at));
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   void getBytes(long at, byte[] dst, int off, int len) {
-    w(at).get(i(at), dst, off, len);
+    try {
+      w(at).get(i(at), dst, off, len);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   void putBytes(long at, byte[] src, int off, int len) {
-    w(at).put(i(at), src, off, len);
+    try {
+      w(at).put(i(at), src, off, len);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
+    }
   }
 
   /** Whether {@code [at, at + len)} lies inside one window. */
@@ -160,20 +237,35 @@ final class FileMap {
       hook.accept(at, len);
     }
     long end = at + len;
-    while (at < end) {
-      MappedByteBuffer b = w(at);
-      int from = i(at) & -Layout.PAGE;
-      int to = (int) Math.min(b.capacity(), i(at) + (end - at));
-      b.force(from, to - from);
-      at = ((at >>> shift) + 1) << shift;
+    try {
+      while (at < end) {
+        MappedByteBuffer b = w(at);
+        int from = i(at) & -Layout.PAGE;
+        int to = (int) Math.min(b.capacity(), i(at) + (end - at));
+        b.force(from, to - from);
+        at = ((at >>> shift) + 1) << shift;
+      }
+    } catch (UncheckedIOException e) {
+      throw notForced(e);
+    } catch (IndexOutOfBoundsException e) {
+      throw outside(at, e);
     }
+  }
+
+  private static StoreException notForced(UncheckedIOException e) {
+    return new StoreException("cannot write the Tally store file to its device (msync): "
+        + e.getCause(), e);
   }
 
   /** Writes every dirty page of the mapped file to the device. */
   void forceAll() {
     forces.incrementAndGet();
-    for (MappedByteBuffer b : windows) {
-      b.force();
+    try {
+      for (MappedByteBuffer b : windows) {
+        b.force();
+      }
+    } catch (UncheckedIOException e) {
+      throw notForced(e);
     }
   }
 }

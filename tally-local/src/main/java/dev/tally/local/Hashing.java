@@ -59,6 +59,11 @@ final class Hashing {
     return mix(h ^ words.length);
   }
 
+  /** The check half of the heap top word: 32 bits that any change of the top's 32 bits upsets. */
+  static int heapTop(int ref) {
+    return (int) (mix((ref & 0xFFFF_FFFFL) ^ 0xA54FF53A5F1D36F1L) >>> 32);
+  }
+
   static long words(long... words) {
     long h = 0xBB67AE8584CAA73BL;
     for (long w : words) {

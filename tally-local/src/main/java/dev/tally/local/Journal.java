@@ -145,6 +145,9 @@ final class Journal {
         if (map.getLongVolatile(at + E_OWNER) == 0 && map.getLongVolatile(at + E_CLAIM) == 0
             && map.casLong(at + E_OWNER, 0, me)) {
           h[0] = i;
+          // A state left COMMITTED by damage would have recovery roll this entry forward.
+          map.setIntVolatile(at + E_STATE, OPEN);
+          map.setIntVolatile(at + E_COUNT, 0);
           return new Entry(i);
         }
       }

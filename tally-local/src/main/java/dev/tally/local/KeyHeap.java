@@ -1,5 +1,6 @@
 package dev.tally.local;
 
+import static dev.tally.local.Layout.FREE;
 import static dev.tally.local.Layout.HEAP_LIMIT;
 import static dev.tally.local.Layout.H_FREE_LISTS;
 import static dev.tally.local.Layout.H_HEAP_TOP;
@@ -25,11 +26,20 @@ import dev.tally.StoreException;
  * never trusted. Reads are bounds-checked against the heap top, so a reference torn by a crash
  * cannot point outside the mapped file.
  *
+ * <p>The heap top and the free lists are the two structures here that processes change without
+ * a lock, so neither can sit under the header's directory checksum; each carries its own check.
+ * The top word is {@code top / 8 | check << 32}, the check a hash of the low half, so a damaged
+ * top is noticed before anything is allocated from it (and the first opener of the file moves it
+ * to the end of the last chunk, leaking the rest of the chunk rather than handing out a record
+ * twice). A record on a free list has {@link Layout#FREE} set in its class word, and a pop
+ * follows a link only to such a record: a damaged link (or head) that points at a live record
+ * is dropped with the rest of its list, which leaks the records on it and overwrites nothing.
+ *
  * <p>A state record ({@link #allocateRecord}) holds a limiter's words after a "last now" and a
  * check word ({@link Layout}). It is written once, before any slot points at it, and freed only
  * after no committed slot does, so whoever holds the slot's lock reads it whole.
  */
-final class KeyHeap {
+final class KeyHeap implements SlotAudit.Records {
   private final StoreFile file;
   private final FileMap map;
 
@@ -122,6 +132,7 @@ final class KeyHeap {
       return; // not a record we wrote: leak rather than corrupt a free list
     }
     long head = H_FREE_LISTS + cls * 8L;
+    map.setIntVolatile(at + 4, cls | FREE); // a second free of it finds the mark and leaks it instead
     for (;;) {
       long h = map.getLongVolatile(head);
       map.setIntVolatile(at, (int) h);
@@ -144,7 +155,16 @@ final class KeyHeap {
         map.casLong(head, h, ((h >>> 32) + 1) << 32); // a torn list: drop it
         continue;
       }
-      int next = map.getIntVolatile(file.heapAddress(v));
+      long at = file.heapAddress(v);
+      if (map.getIntVolatile(at + 4) != (cls | FREE)) {
+        if (map.getLongVolatile(head) == h) {
+          // Not a free record: a damaged link or head. Drop the list (leaking what is on it)
+          // rather than hand out a record a slot still names.
+          map.casLong(head, h, ((h >>> 32) + 1) << 32);
+        }
+        continue; // or popped by someone else meanwhile
+      }
+      int next = map.getIntVolatile(at);
       if (map.casLong(head, h, (next & 0xFFFF_FFFFL) | (((h >>> 32) + 1) << 32))) {
         return v;
       }
@@ -153,7 +173,8 @@ final class KeyHeap {
 
   private long bump(int size) {
     for (;;) {
-      long top = map.getLongVolatile(H_HEAP_TOP);
+      long word = map.getLongVolatile(H_HEAP_TOP);
+      long top = top(word);
       long start = top;
       int chunk = file.heapChunkOf(start);
       long end = file.heapChunkBase(chunk + 1);
@@ -168,17 +189,53 @@ final class KeyHeap {
       long at = file.heapAddress(start);
       if (!map.oneWindow(at, size)) {
         long windowEnd = ((at >>> map.windowShift()) + 1) << map.windowShift();
-        map.casLong(H_HEAP_TOP, top, start + (windowEnd - at)); // skip to the next mapping
+        map.casLong(H_HEAP_TOP, word, topWord(start + (windowEnd - at))); // skip to the next mapping
         continue;
       }
-      if (map.casLong(H_HEAP_TOP, top, start + size)) {
+      if (map.casLong(H_HEAP_TOP, word, topWord(start + size))) {
         return start;
       }
     }
   }
 
   private boolean inHeap(long v, long len) {
-    return v >= Layout.HEAP_START && v + len <= map.getLongVolatile(H_HEAP_TOP);
+    return v >= Layout.HEAP_START && v + len <= top(map.getLongVolatile(H_HEAP_TOP));
+  }
+
+  /** The heap top word for virtual offset {@code top} (a multiple of 8). */
+  static long topWord(long top) {
+    int ref = (int) (top >>> 3);
+    return (ref & 0xFFFF_FFFFL) | ((long) Hashing.heapTop(ref) << 32);
+  }
+
+  /** Whether {@code word} is a heap top word whose check matches. */
+  static boolean topOk(long word) {
+    return Hashing.heapTop((int) word) == (int) (word >>> 32);
+  }
+
+  /** The virtual offset a heap top word names; refused if the word fails its check. */
+  long top(long word) {
+    if (!topOk(word)) {
+      throw new StoreException("the Tally store file " + file.path() + " is damaged: its key heap"
+          + " top (header offset " + H_HEAP_TOP + ") fails its check; close every process using it,"
+          + " and the next to open it moves the top past every record in use");
+    }
+    return (word & 0xFFFF_FFFFL) << 3;
+  }
+
+  /**
+   * Run by the first opener: a top that fails its check, or lies outside the chunks, is moved
+   * to the end of the last chunk. That leaks the rest of the chunk and never hands out a record
+   * in use. Returns whether it had to.
+   */
+  boolean repairTop(long capacity) {
+    long word = map.getLongVolatile(H_HEAP_TOP);
+    long top = (word & 0xFFFF_FFFFL) << 3;
+    if (topOk(word) && top >= Layout.HEAP_START && top <= capacity) {
+      return false;
+    }
+    map.setLongVolatile(H_HEAP_TOP, topWord(Math.min(capacity, HEAP_LIMIT)));
+    return true;
   }
 
   /** Whether record {@code ref} holds exactly {@code key}; false for any bad reference. */
@@ -241,9 +298,20 @@ final class KeyHeap {
     return b;
   }
 
+  @Override
+  public byte[] key(int ref) {
+    return read(ref);
+  }
+
+  @Override
+  public boolean recordOk(long ref, long keyHash) {
+    State s = ref >>> 32 != 0 ? null : readRecord((int) ref, keyHash);
+    return s != null && s.checked();
+  }
+
   /** Empties every free list: after a crash of the machine their links cannot be trusted. */
   void dropFreeLists() {
-    for (int c = 0; c < 16; c++) {
+    for (int c = 0; c < SIZE_CLASSES.length; c++) {
       map.setLongVolatile(H_FREE_LISTS + c * 8L, 0);
     }
   }

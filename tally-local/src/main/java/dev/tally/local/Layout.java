@@ -15,8 +15,9 @@ package dev.tally.local;
  *            |  48  stripes at         56 entries at                      |
  *            |  64  geometry checksum (over bytes 0..63)                  |
  *            | 128  file length       136 segment count 140 heap chunks   |
- *            | 144  heap top          152 clean shutdown 160 boot id       |
- *            | 168  grow lock (owner word)                                |
+ *            | 144  heap top (top / 8 | check &lt;&lt; 32)  152 clean shutdown   |
+ *            | 160  boot id           168 grow lock (owner word)          |
+ *            | 176  directory checksum (file length, counts, offsets)     |
  *            | 192  segment offsets [40]   512 heap chunk offsets [40]     |
  *            | 832  key heap free lists [16] (ref | tag &lt;&lt; 32)           |
  *            | 4000 byte-range lock: open/close gate; 4001: openers        |
@@ -49,6 +50,7 @@ package dev.tally.local;
  *             the checksum covers mask, expiry, key hash, key ref and flags
  *
  * key record (in the key heap, 8-aligned, sized by class): u32 length, u32 class, bytes
+ *   a freed record: u32 link to the next free record (ref), u32 class | FREE
  *
  * a rate limiter's slot (flag RECORD): held = the reference of its state record in the key
  * heap, mask = held ^ SEALED, so raw (= held ^ mask) is SEALED for good and every lock-free
@@ -93,6 +95,11 @@ final class Layout {
   static final int H_CLEAN = 152;
   static final int H_BOOT = 160;
   static final int H_GROW_LOCK = 168;
+  /**
+   * The checksum of the directory: file length, segment and heap chunk counts and every
+   * published offset. Written under the growth lock after the fields it covers.
+   */
+  static final int H_DIRECTORY_CHECK = 176;
   static final int H_SEGMENT_AT = 192;
   static final int MAX_SEGMENTS = 40;
   static final int H_HEAP_AT = 512;
@@ -151,6 +158,8 @@ final class Layout {
   static final long HEAP_START = 16;
   /** Key refs are u32 multiples of 8, so the heap is at most 32 GiB. */
   static final long HEAP_LIMIT = 0xFFFF_FFFFL << 3;
+  /** Set in the class word of a record on a free list, so a damaged link is never followed into a live record. */
+  static final int FREE = 0x8000_0000;
 
   static final int R_LAST_NOW = 8;
   static final int R_CHECK = 16;

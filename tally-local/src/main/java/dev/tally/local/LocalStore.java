@@ -4,6 +4,7 @@ import static dev.tally.local.Layout.FLOATING;
 import static dev.tally.local.Layout.LIVE;
 import static dev.tally.local.Layout.SEALED;
 import static dev.tally.local.Layout.SLOT;
+import static dev.tally.local.Layout.SLOTS_PER_PAGE;
 import static dev.tally.local.Layout.S_EXPIRY;
 import static dev.tally.local.Layout.S_KEY_REF;
 import static dev.tally.local.Layout.S_LOCK;
@@ -310,6 +311,7 @@ final class LocalStore implements Store {
           continue;
         }
         long slot = base + i * SLOT;
+        table.audit(s, slot & -Layout.PAGE);
         for (int round = 0; round < MAX_READ_ROUNDS; round++) {
           long meta = map.getLongVolatile(slot + S_META);
           if (Table.state(meta) != LIVE || Table.record(meta)) {
@@ -502,9 +504,10 @@ final class LocalStore implements Store {
   /**
    * Runs the limiter's state machine under the slot lock of its key. The state is a record in
    * the key heap, replaced copy-on-write (see {@link Table}): the machine runs on a copy, its
-   * result goes to a new record, and the commit points the slot at it, or deletes the slot when
-   * the machine returns no state (the limiter is full again). The slot expires when the
-   * limiter would be full, so the sweeper reclaims limiters nobody uses.
+   * result goes to a new record, and the commit points the slot at it. When the machine returns
+   * no state (the limiter is full again), the slot points at a tombstone record of no words that
+   * keeps the instant, for {@link #TOMBSTONE_NANOS}; a reset deletes the slot. The slot expires
+   * when the limiter would be full, so the sweeper reclaims limiters nobody uses.
    *
    * <p>Time: the file has no clock, so decisions are taken at this store's {@link TimeSource},
    * but never before the record's "last now", the latest time any process decided on this
@@ -527,24 +530,36 @@ final class LocalStore implements Store {
       Table.Held h = op.lockRecord(key, true);
       long now = time.nanos();
       KeyHeap.State stored = null;
-      if (h.present && h.record) {
-        stored = table.heap.readRecord((int) h.bits, key.hash);
-        if (stored == null) {
+      if (h.record) { // live, expired, or full again (a tombstone): its last now is the floor
+        KeyHeap.State st = h.mask == (h.bits ^ SEALED) && h.bits >>> 32 == 0
+            ? table.heap.readRecord((int) h.bits, key.hash) : null;
+        if (st != null && st.checked()) {
+          now = Math.max(now, st.lastNow());
+          if (!Table.expired(h.expiresAt, now) && st.words().length > 0) {
+            stored = st;
+          }
+        } else if (operation == LimiterOperation.RESET) {
+          h.record = false; // forgotten; and its damaged reference never reaches a free list
+        } else {
           throw new StoreException("the state of rate limiter '" + key + "' in " + file.path()
-              + " is unreadable (record " + h.bits + "); reset the limiter to start it afresh");
-        }
-        now = Math.max(now, stored.lastNow());
-        if (Table.expired(h.expiresAt, now)) {
-          stored = null; // the limiter is full again: as good as no state
+              + " is damaged (the record at " + h.bits + " of the slot at offset " + h.slot
+              + " fails its check); reset the limiter to start it afresh");
         }
       }
       LimiterOutcome out = call.apply(stored == null ? null
           : new LimiterRecord(stored.lastNow(), stored.words().clone()), now, operation, permits);
       long[] next = out.record();
       if (next == null) {
-        if (h.state == LIVE) {
-          h.remove(); // a claimed slot is given back by the commit anyway
-        }
+        if (operation == LimiterOperation.RESET || (h.state == LIVE && !h.record)) {
+          if (h.state == LIVE) {
+            h.remove(); // forgotten (a claimed slot is given back by the commit anyway)
+          }
+        } else if (stored != null) {
+          // Full again: a tombstone, a record of no words that expires at once (so the name reads
+          // as missing, and is free for a counter) but keeps now, so a process whose clock lags
+          // decides no earlier than this one did. The sweeper reclaims it a day later.
+          h.setRecord(table.heap.allocateRecord(key.hash, now, new long[0]), now == 0 ? 1 : now);
+        } // else no state before and none after: an expired record or a tombstone stays as it is
       } else {
         long expiresAt = now + Math.max(1, out.keepNanos());
         if (stored == null || expiresAt != h.expiresAt || !Arrays.equals(next, stored.words())) {
@@ -555,6 +570,9 @@ final class LocalStore implements Store {
       return out.decision();
     }
   }
+
+  /** How long a full limiter's tombstone keeps its last instant before the sweeper reclaims it. */
+  static final long TOMBSTONE_NANOS = 86_400_000_000_000L;
 
   // ---------------------------------------------------------------- helpers
 
@@ -612,19 +630,38 @@ final class LocalStore implements Store {
         continue;
       }
       long slot = file.segmentOffset(s) + i * SLOT;
+      try {
+        table.audit(s, slot & -Layout.PAGE);
+      } catch (StoreException e) {
+        cursor[0] = ((long) s << 40) | ((i | (SLOTS_PER_PAGE - 1)) + 1); // a damaged page is left as it is
+        continue;
+      }
       long meta = map.getLongVolatile(slot + S_META);
       if (Table.state(meta) != LIVE || !Table.expired(map.getLongVolatile(slot + S_EXPIRY), now)
-          || map.getLongVolatile(slot + S_LOCK) != 0) {
+          || map.getLongVolatile(slot + S_LOCK) != 0 || keptTombstone(slot, meta, now)) {
         continue;
       }
       try (Op op = begin()) {
-        if (table.tryLockExpired(op, slot, now) != null) {
+        Table.Held h = table.tryLockExpired(op, slot, now);
+        if (h != null && !keptTombstone(slot, map.getLongVolatile(slot + S_META), now)) {
+          h.remove();
           op.commit();
           removed++;
         }
       }
     }
     return removed;
+  }
+
+  /** Whether {@code slot} is a full limiter's tombstone still keeping its last instant. */
+  private boolean keptTombstone(long slot, long meta, long now) {
+    if (!Table.record(meta)) {
+      return false;
+    }
+    long held = map.getLong(slot + Layout.S_HELD);
+    KeyHeap.State st = held >>> 32 != 0 ? null : table.heap.readRecord((int) held, map.getLong(slot + Layout.S_KEY_HASH));
+    return st != null && st.words().length == 0
+        && !Table.expired(map.getLong(slot + S_EXPIRY) + TOMBSTONE_NANOS, now);
   }
 
   /** Sweeps the whole table now; for tests. */
@@ -644,10 +681,13 @@ final class LocalStore implements Store {
     }
     closed = true;
     maintenance.stop();
-    if (options.sync() != LocalOptions.Sync.NONE) {
-      map.forceAll();
+    try {
+      if (options.sync() != LocalOptions.Sync.NONE) {
+        map.forceAll();
+      }
+    } finally {
+      file.release();
     }
-    file.release();
   }
 
   @Override

@@ -12,15 +12,10 @@ import static dev.tally.local.Layout.E_OWNER;
 import static dev.tally.local.Layout.E_STATE;
 import static dev.tally.local.Layout.H_BOOT;
 import static dev.tally.local.Layout.H_CLEAN;
-import static dev.tally.local.Layout.H_FILE_LENGTH;
 import static dev.tally.local.Layout.H_GROW_LOCK;
 import static dev.tally.local.Layout.H_HEAP0_BYTES;
-import static dev.tally.local.Layout.H_HEAP_AT;
-import static dev.tally.local.Layout.H_HEAP_CHUNKS;
 import static dev.tally.local.Layout.H_HEAP_TOP;
 import static dev.tally.local.Layout.H_SEGMENT0_SLOTS;
-import static dev.tally.local.Layout.H_SEGMENTS;
-import static dev.tally.local.Layout.H_SEGMENT_AT;
 import static dev.tally.local.Layout.H_VERSION;
 import static dev.tally.local.Layout.LIVE;
 import static dev.tally.local.Layout.RESERVED;
@@ -60,6 +55,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Reads a {@code file:} store without opening it as a store, for people and for the
@@ -80,6 +76,8 @@ public final class LocalStoreInspector {
   /** How many keys {@link #dump(Path, PrintStream)} lists. */
   public static final int DEFAULT_MAX_KEYS = 1000;
   private static final int MAX_REPORTED_PROBLEMS = 100;
+  /** How many times {@code verify} reads a slot that is locked or changing before it skips it. */
+  private static final int BUSY_TRIES = 8;
 
   private LocalStoreInspector() {}
 
@@ -151,38 +149,75 @@ public final class LocalStoreInspector {
     return Files.isDirectory(path) ? path.resolve(LocalOptions.FILE_NAME) : path;
   }
 
-  /** The file, mapped read-only, and its geometry. */
-  private static final class View implements AutoCloseable {
+  /** The file, mapped read-only, and its geometry, read afresh as a live store grows. */
+  private static final class View implements AutoCloseable, SlotAudit.Records {
     final Path path;
     final FileChannel channel;
     final FileMap map;
-    final long fileLength;
     final long size;
     final long segment0Slots;
     final long heap0;
-    final long[] segments;
-    final long[] heapChunks;
-    final long heapTop;
+    long fileLength;
+    long[] segments;
+    long[] heapChunks;
 
-    private View(Path path, FileChannel channel, ByteBuffer header, long size) {
+    private View(Path path, FileChannel channel, ByteBuffer header, long size) throws IOException {
       this.path = path;
       this.channel = channel;
       this.size = size;
-      this.fileLength = StoreFile.validate(path, header, size);
+      Header.validateGeometry(path, header, size);
+      this.segment0Slots = header.getLong(H_SEGMENT0_SLOTS);
+      this.heap0 = header.getLong(H_HEAP0_BYTES);
+      String[] why = new String[1];
+      Header.Directory d = Header.directory(header, size, why);
+      for (int tries = 0; d == null && tries < 100; tries++) {
+        // A process may be growing the store right now: its growth lock is held while the
+        // directory and its checksum disagree. Read again a little later.
+        if (header.getLong(H_GROW_LOCK) == 0 && tries > 2) {
+          break;
+        }
+        LockSupport.parkNanos(10_000_000);
+        header = Header.read(channel);
+        d = Header.directory(header, channel.size(), why);
+      }
+      if (d == null) {
+        throw Header.damaged(path, why[0]);
+      }
       this.map = new FileMap(channel, LocalOptions.DEFAULT_WINDOW_SHIFT, true);
-      map.mapTo(fileLength);
-      this.segment0Slots = map.getLong(H_SEGMENT0_SLOTS);
-      this.heap0 = map.getLong(H_HEAP0_BYTES);
-      this.segments = offsets(H_SEGMENT_AT, map.getIntVolatile(H_SEGMENTS));
-      this.heapChunks = offsets(H_HEAP_AT, map.getIntVolatile(H_HEAP_CHUNKS));
-      this.heapTop = map.getLongVolatile(H_HEAP_TOP);
+      use(d);
+    }
+
+    private void use(Header.Directory d) {
+      map.mapTo(d.fileLength());
+      fileLength = d.fileLength();
+      segments = d.segments();
+      heapChunks = d.heapChunks();
+    }
+
+    /** Reads the directory again, as a store in use may have grown since; false if it cannot. */
+    private boolean refresh() {
+      try {
+        for (int tries = 0; tries < 10; tries++) {
+          Header.Directory d = Header.directory(Header.read(channel), channel.size(), new String[1]);
+          if (d != null) {
+            if (d.heapChunks().length >= heapChunks.length && d.segments().length >= segments.length) {
+              use(d);
+            }
+            return true;
+          }
+          LockSupport.parkNanos(1_000_000);
+        }
+      } catch (IOException | StoreException e) {
+        // keep what we have
+      }
+      return false;
     }
 
     static View open(Path path) {
       FileChannel ch = null;
       try {
         ch = FileChannel.open(path, StandardOpenOption.READ);
-        return new View(path, ch, StoreFile.readHeader(ch), ch.size());
+        return new View(path, ch, Header.read(ch), ch.size());
       } catch (IOException e) {
         close(ch);
         throw new StoreException("cannot read the Tally store file " + path + ": " + e, e);
@@ -192,21 +227,22 @@ public final class LocalStoreInspector {
       }
     }
 
-    private long[] offsets(long at, int n) {
-      long[] o = new long[n];
-      for (int i = 0; i < n; i++) {
-        o[i] = map.getLongVolatile(at + i * 8L);
-      }
-      return o;
-    }
-
     long heapCapacity() {
       return heap0 * ((1L << heapChunks.length) - 1);
     }
 
+    /** The heap top as it is now, or -1 if its word fails its check. */
+    long heapTop() {
+      long word = map.getLongVolatile(H_HEAP_TOP);
+      return KeyHeap.topOk(word) ? (word & 0xFFFF_FFFFL) << 3 : -1;
+    }
+
     /** The file offset of heap offset {@code v}, or -1 if it is outside the heap in use. */
     long heapAddress(long v, long len) {
-      if (v < Layout.HEAP_START || v + len > heapTop || v + len > heapCapacity()) {
+      if (v < Layout.HEAP_START || v + len > heapTop()) {
+        return -1;
+      }
+      if (v + len > heapCapacity() && (!refresh() || v + len > heapCapacity())) {
         return -1;
       }
       int c = 63 - Long.numberOfLeadingZeros(v / heap0 + 1);
@@ -214,9 +250,9 @@ public final class LocalStoreInspector {
       return at + len <= fileLength ? at : -1;
     }
 
-    /** The key of a slot, or null if its record is not readable. */
-    byte[] key(long slot) {
-      long v = (map.getInt(slot + S_KEY_REF) & 0xFFFF_FFFFL) << 3;
+    @Override
+    public byte[] key(int ref) {
+      long v = (ref & 0xFFFF_FFFFL) << 3;
       long at = heapAddress(v, 8);
       if (at < 0) {
         return null;
@@ -228,6 +264,17 @@ public final class LocalStoreInspector {
       byte[] b = new byte[len];
       map.getBytes(at + 8, b, 0, len);
       return b;
+    }
+
+    @Override
+    public boolean recordOk(long ref, long keyHash) {
+      boolean[] ok = new boolean[1];
+      return record(ref, keyHash, ok) != null && ok[0];
+    }
+
+    /** The key of a slot, or null if its record is not readable. */
+    byte[] key(long slot) {
+      return key(map.getInt(slot + S_KEY_REF));
     }
 
     /** A limiter's state record: last now, words; null if not a plausible record. */
@@ -289,8 +336,8 @@ public final class LocalStoreInspector {
         out.printf(Locale.ROOT, "    segment %d at %,d: %,d slots%n", s, segments[s],
             slots / SLOTS_PER_PAGE * (SLOTS_PER_PAGE - 1));
       }
-      out.printf(Locale.ROOT, "  key heap    %d chunk(s), %,d of %,d bytes used%n", heapChunks.length,
-          heapTop, heapCapacity());
+      out.printf(Locale.ROOT, "  key heap    %d chunk(s), %,d of %,d bytes used%s%n", heapChunks.length,
+          heapTop(), heapCapacity(), heapTop() < 0 ? " (the top word fails its check)" : "");
       int entries = 0;
       StringBuilder journal = new StringBuilder();
       for (int i = 0; i < ENTRIES; i++) {
@@ -360,16 +407,10 @@ public final class LocalStoreInspector {
       }
     }
 
-    /** Why an unlocked live slot cannot be trusted, or null: what {@link #verify} checks first. */
+    /** Why an unlocked live slot cannot be trusted, or null: what {@link #verify} checks. */
     private String torn(long slot) {
-      if (!Table.checksumOk(map, slot)) {
-        return "it fails its checksum";
-      }
-      byte[] k = key(slot);
-      if (k == null || Hashing.key(k, 0, k.length) != map.getLong(slot + S_KEY_HASH)) {
-        return "its key record is unreadable or is another key's";
-      }
-      return null;
+      String why = SlotAudit.problem(map, this, slot);
+      return SlotAudit.BUSY.equals(why) ? null : why;
     }
 
     private String describe(long slot, long meta, long lock, long expiry, boolean expired, long now) {
@@ -386,6 +427,10 @@ public final class LocalStoreInspector {
         StringBuilder b = new StringBuilder("  limiter  ").append(key);
         if (r == null) {
           b.append(" = <unreadable state record ").append(held).append('>');
+        } else if (r.length == 1) {
+          b.append(" = full again (a tombstone that keeps the instant it was last decided at: ")
+              .append(Instant.ofEpochSecond(0, r[0])).append(')');
+          return b.append(locked).toString();
         } else {
           for (int o = 1; o + 5 < r.length; o += 6) {
             long tag = r[o];
@@ -423,15 +468,11 @@ public final class LocalStoreInspector {
         notes.add("not closed cleanly: it is open now, or the last process to use it died"
             + " (the next first opener recovers it)");
       }
-      if (heapTop > heapCapacity() || heapTop < Layout.HEAP_START) {
-        problems.add("the key heap's top (" + heapTop + ") is outside its " + heapCapacity() + " bytes");
-      }
-      for (int s = 0; s < segments.length; s++) {
-        if (segments[s] < Layout.REGIONS_AT || segments[s] + (segment0Slots << s) * SLOT > fileLength) {
-          problems.add("segment " + s + " at " + segments[s] + " lies outside the file");
-          print(out, problems, notes);
-          return false;
-        }
+      long top = heapTop();
+      if (top < 0) {
+        problems.add("the key heap's top (header offset " + H_HEAP_TOP + ") fails its check");
+      } else if (top > heapCapacity() || top < Layout.HEAP_START) {
+        problems.add("the key heap's top (" + top + ") is outside its " + heapCapacity() + " bytes");
       }
       for (int i = 0; i < ENTRIES; i++) {
         long owner = map.getLongVolatile(ENTRIES_AT + (long) i * ENTRY_SIZE + E_OWNER);
@@ -440,65 +481,58 @@ public final class LocalStoreInspector {
               + ": the next process to meet its locks rolls it back or forward");
         }
       }
-      Map<String, Long> seen = new HashMap<>();
-      long[] checked = new long[2]; // slots checked, locked (skipped)
+      Map<String, long[]> seen = new HashMap<>(); // key -> slot, meta when seen
+      long[] checked = new long[2]; // slots checked, busy (locked or changing: skipped)
       eachSlot(slot -> {
-        long meta = map.getLongVolatile(slot + S_META);
-        int state = Table.state(meta);
-        if (state == EMPTY) {
-          return;
+        String why = SlotAudit.BUSY;
+        for (int t = 0; t < BUSY_TRIES && SlotAudit.BUSY.equals(why); t++) {
+          if (t > 0) {
+            LockSupport.parkNanos(100_000L << Math.min(t, 5));
+          }
+          why = SlotAudit.problem(map, this, slot);
         }
-        long lock = map.getLongVolatile(slot + S_LOCK);
-        if (lock != 0) {
+        if (SlotAudit.BUSY.equals(why)) {
           checked[1]++;
-          if (ProcessOwner.CURRENT.isDead(lock)) {
+          long lock = map.getLongVolatile(slot + S_LOCK);
+          if (lock != 0 && ProcessOwner.CURRENT.isDead(lock)) {
             notes.add("slot at " + slot + " is locked by " + who(lock)
                 + ": the next process to meet it recovers it");
           }
-          return; // its fields may be changing
+          return; // being written by a live process, which checked it before locking it
+        }
+        long meta = map.getLongVolatile(slot + S_META);
+        if (Table.state(meta) == EMPTY && why == null) {
+          return;
         }
         checked[0]++;
         String where = "slot at " + slot;
-        if (!Table.checksumOk(map, slot)) {
-          problems.add(where + ": checksum mismatch (a torn or corrupt slot)");
+        if (why != null) {
+          problems.add(where + ": " + why);
           return;
         }
-        if (state != LIVE) {
+        if (Table.state(meta) != LIVE) {
           return;
         }
-        long hash = map.getLong(slot + S_KEY_HASH);
         byte[] k = key(slot);
-        if (k == null || Hashing.key(k, 0, k.length) != hash) {
-          problems.add(where + ": its key record is unreadable or is another key's");
-          return;
+        if (k == null) {
+          return; // freed since the check: the slot changed, and is not what it was
         }
         String key = new String(k, StandardCharsets.UTF_8);
         where += " ('" + printable(key) + "')";
-        if (map.getByte(Table.fingerprintAt(slot)) != Table.fingerprint(hash)) {
-          problems.add(where + ": wrong fingerprint, so lookups cannot find it");
+        long[] other = seen.put(key, new long[] {slot, meta});
+        if (other != null && map.getLongVolatile(other[0] + S_META) == other[1]
+            && map.getLongVolatile(slot + S_META) == meta) {
+          problems.add(where + ": the key is also live in the slot at " + other[0]);
         }
-        Long other = seen.put(key, slot);
-        if (other != null) {
-          problems.add(where + ": the key is also live in the slot at " + other);
-        }
-        long held = map.getLong(slot + S_HELD);
-        if (Table.record(meta)) {
-          boolean[] ok = new boolean[1];
-          if (map.getLong(slot + S_MASK) != (held ^ SEALED)) {
-            problems.add(where + ": a limiter's slot whose mask does not match its record reference");
-          } else if (record(held, hash, ok) == null) {
-            problems.add(where + ": its limiter state record (" + held + ") is unreadable");
-          } else if (!ok[0]) {
-            problems.add(where + ": its limiter state record fails its check word");
-          }
-        } else if (map.getLongVolatile(slot + S_RAW) == SEALED) {
+        if (!Table.record(meta) && map.getLongVolatile(slot + S_RAW) == SEALED
+            && map.getLongVolatile(slot + S_LOCK) == 0 && map.getLongVolatile(slot + S_META) == meta) {
           notes.add(where + ": sealed with no lock, as a process that died left it"
               + " (the next first opener unseals it)");
         }
       });
       print(out, problems, notes);
-      out.printf(Locale.ROOT, "verify %s: %s (%,d slots checked, %,d live keys, %,d locked now and"
-          + " skipped)%n", path, problems.isEmpty() ? "OK" : problems.size() + " problem(s)",
+      out.printf(Locale.ROOT, "verify %s: %s (%,d slots checked, %,d live keys, %,d locked or"
+          + " changing and skipped)%n", path, problems.isEmpty() ? "OK" : problems.size() + " problem(s)",
           checked[0], seen.size(), checked[1]);
       return problems.isEmpty();
     }

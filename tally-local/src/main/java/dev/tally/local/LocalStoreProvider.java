@@ -20,7 +20,8 @@ import java.util.Set;
  * <p>Options: {@code sync=periodic} (the default: flushed every 100 ms, like Redis'
  * {@code appendfsync everysec}), {@code sync=always} (flushed before each write returns) or
  * {@code sync=none} (left to the kernel); {@code slots=N} sizes the first table segment of a new
- * file. Expiry runs on the {@code Tally} builder's time source. The format, the lock protocol and
+ * file; {@code mode=600} (the default: the owner only) sets the permissions of a new file, e.g.
+ * {@code mode=660} to share it with a group. Expiry runs on the {@code Tally} builder's time source. The format, the lock protocol and
  * what survives which crash are described in {@code docs/local-store.md}.
  */
 public final class LocalStoreProvider implements StoreProvider {

@@ -64,10 +64,23 @@ final class Op implements AutoCloseable {
     return h;
   }
 
+  /** Set by {@link Table#commit} once the entry is marked committed: from then on it is applied. */
+  boolean applied;
+
+  /**
+   * Applies the changes. If it fails before they are applied (the journal could not be forced),
+   * nothing changed and {@link #close} aborts; if it fails after (the slots could not be forced),
+   * the changes stand, the locks are released, and the failure says they may not be on the device.
+   */
   void commit() {
-    done = true;
-    table.commit(this, true);
-    finish();
+    try {
+      table.commit(this, true);
+    } finally {
+      if (applied) {
+        done = true;
+        finish();
+      }
+    }
   }
 
   @Override

@@ -1,35 +1,19 @@
 package dev.tally.local;
 
-import static dev.tally.local.Layout.EMPTY;
-import static dev.tally.local.Layout.ENTRIES;
 import static dev.tally.local.Layout.ENTRIES_AT;
-import static dev.tally.local.Layout.ENTRY_SIZE;
 import static dev.tally.local.Layout.GATE_LOCK_AT;
-import static dev.tally.local.Layout.GEOMETRY_BYTES;
-import static dev.tally.local.Layout.HEAP_START;
 import static dev.tally.local.Layout.H_BOOT;
 import static dev.tally.local.Layout.H_CLEAN;
-import static dev.tally.local.Layout.H_ENTRIES;
-import static dev.tally.local.Layout.H_ENTRIES_AT;
-import static dev.tally.local.Layout.H_ENTRY_SIZE;
+import static dev.tally.local.Layout.H_DIRECTORY_CHECK;
 import static dev.tally.local.Layout.H_FILE_LENGTH;
-import static dev.tally.local.Layout.H_GEOMETRY_CHECK;
 import static dev.tally.local.Layout.H_GROW_LOCK;
 import static dev.tally.local.Layout.H_HEAP0_BYTES;
 import static dev.tally.local.Layout.H_HEAP_AT;
 import static dev.tally.local.Layout.H_HEAP_CHUNKS;
-import static dev.tally.local.Layout.H_HEAP_TOP;
-import static dev.tally.local.Layout.H_MAGIC;
-import static dev.tally.local.Layout.H_PAGE;
 import static dev.tally.local.Layout.H_SEGMENT0_SLOTS;
 import static dev.tally.local.Layout.H_SEGMENTS;
 import static dev.tally.local.Layout.H_SEGMENT_AT;
-import static dev.tally.local.Layout.H_SLOT;
-import static dev.tally.local.Layout.H_STRIPES;
-import static dev.tally.local.Layout.H_STRIPES_AT;
-import static dev.tally.local.Layout.H_VERSION;
 import static dev.tally.local.Layout.LIVE;
-import static dev.tally.local.Layout.MAGIC;
 import static dev.tally.local.Layout.MAX_HEAP_CHUNKS;
 import static dev.tally.local.Layout.MAX_SEGMENTS;
 import static dev.tally.local.Layout.OPENERS_LOCK_AT;
@@ -50,21 +34,26 @@ import static dev.tally.local.Layout.S_META;
 import static dev.tally.local.Layout.S_RAW;
 import static dev.tally.local.Layout.S_WAITER;
 import static dev.tally.local.Layout.TOMBSTONE;
-import static dev.tally.local.Layout.VERSION;
 
 import dev.tally.StoreException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.DirectoryStream;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * One store file, mapped once per JVM however many {@code Tally} instances open it: the header,
@@ -83,19 +72,22 @@ import java.util.Map;
  *
  * <h2>Refusing what is not ours</h2>
  *
- * The header starts with a magic number and a format version; the geometry that follows is
- * checksummed, and the file must be as long as the header says. A file that fails any of these
- * is refused with a {@link StoreException} saying why, and is never written to. A new file gets
- * its magic number last, after everything else is on the device, so a creation cut short is
- * recognized and started over rather than mistaken for a foreign file.
+ * The header starts with a magic number and a format version; the geometry that follows and the
+ * directory of regions are checksummed and checked against the file ({@link Header}). A file
+ * that fails any of these, or is empty or short, is refused with a {@link StoreException}
+ * saying why, and is never written to. A new file is written whole under a name of its own and
+ * only then linked into place ({@link #create}), so an empty or half-made store file is never
+ * Tally's own doing, and is never taken for a new store.
  *
  * <h2>Growth</h2>
  *
- * Segments and heap chunks are appended under the growth lock: extend the file, force its new
- * length to the device (so the header never points past the end of the file, even after a crash
- * of the machine), then publish the region's offset and count in the header. Other processes
- * map new regions when they first see the larger count. Nothing is copied or moved, so growth
- * stops nobody: lookups and increments go on in the existing segments meanwhile.
+ * Segments and heap chunks are appended under the growth lock: write zeros over the new region
+ * (so the file system allocates it now and a full one says so here, not by a fault on the
+ * mapping), force it to the device (so the header never points past the end of the file, even
+ * after a crash of the machine), then publish the region's offset, the count and the directory
+ * checksum in the header. Other processes check the directory and map new regions when they
+ * first see the larger count. Nothing is copied or moved, so growth stops nobody: lookups and
+ * increments go on in the existing segments meanwhile.
  */
 final class StoreFile {
   private static final Map<Path, StoreFile> OPEN = new HashMap<>();
@@ -116,8 +108,10 @@ final class StoreFile {
   private final FileChannel channel;
   private final FileLock openers;
   private final boolean recovered;
+  private final LocalOptions.Sync sync;
   private volatile long[] segments = new long[0];
   private volatile long[] heapChunks = new long[0];
+  private volatile AtomicLongArray[] audited = new AtomicLongArray[0];
   private int refs;
   /** The last reference is gone and the file is being closed; guarded by {@code OPEN}. */
   private boolean closing;
@@ -129,12 +123,10 @@ final class StoreFile {
     try {
       Path parent = path.toAbsolutePath().getParent();
       if (parent != null) {
-        Files.createDirectories(parent);
+        createDirectories(parent, options.directoryPermissions());
       }
-      try {
-        Files.createFile(path);
-      } catch (FileAlreadyExistsException e) {
-        // opened, or being created, by someone else: the gate lock sorts it out
+      if (!Files.exists(path)) {
+        create(path, options);
       }
       real = path.toRealPath();
     } catch (IOException e) {
@@ -158,6 +150,135 @@ final class StoreFile {
       }
       f.refs++;
       return f;
+    }
+  }
+
+  /** Creates the missing directories of {@code dir}, each with exactly {@code permissions}. */
+  private static void createDirectories(Path dir, Set<PosixFilePermission> permissions) throws IOException {
+    if (Files.isDirectory(dir)) {
+      return;
+    }
+    Path parent = dir.getParent();
+    if (parent != null) {
+      createDirectories(parent, permissions);
+    }
+    try {
+      if (posix(dir)) {
+        Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(permissions));
+      } else {
+        Files.createDirectory(dir);
+      }
+    } catch (FileAlreadyExistsException e) {
+      return; // made meanwhile by someone else, with their permissions
+    }
+    setPermissions(dir, permissions);
+  }
+
+  private static boolean posix(Path p) {
+    return p.getFileSystem().supportedFileAttributeViews().contains("posix");
+  }
+
+  private static void setPermissions(Path p, Set<PosixFilePermission> permissions) throws IOException {
+    try {
+      Files.setPosixFilePermissions(p, permissions); // exactly these, whatever the umask
+    } catch (UnsupportedOperationException e) {
+      // not a POSIX file system: its own defaults apply
+    }
+  }
+
+  /**
+   * Creates a new store file whole, under a name of its own, and only then links it into place,
+   * so nobody ever sees a store file that is empty or half made: an empty or short file at the
+   * store's path is damage, and refused. Every byte is written (reserved) before the file
+   * appears, so a full file system fails here, with nothing acknowledged, rather than on a
+   * later write to the mapping.
+   */
+  private static void create(Path path, LocalOptions options) throws IOException {
+    String prefix = path.getFileName() + ".creating-";
+    removeAbandonedCreations(path, prefix);
+    Path tmp = path.resolveSibling(prefix + ProcessHandle.current().pid() + "-"
+        + Long.toHexString(ThreadLocalRandom.current().nextLong()));
+    try {
+      Set<StandardOpenOption> create = EnumSet.of(StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.READ, StandardOpenOption.WRITE);
+      try (FileChannel ch = posix(tmp)
+          ? FileChannel.open(tmp, create, PosixFilePermissions.asFileAttribute(options.filePermissions()))
+          : FileChannel.open(tmp, create)) {
+        setPermissions(tmp, options.filePermissions());
+        long seg0Bytes = options.segment0Slots() * SLOT;
+        long length = REGIONS_AT + seg0Bytes + Layout.DEFAULT_HEAP0_BYTES;
+        writeZeros(ch, 0, length);
+        writeFully(ch, Header.initial(options.segment0Slots(), Layout.DEFAULT_HEAP0_BYTES, length), 0);
+        ch.force(true);
+      }
+      try {
+        Files.createLink(path, tmp); // fails if the store appeared meanwhile: then it is the store
+      } catch (FileAlreadyExistsException e) {
+        // another process created it first
+      } catch (UnsupportedOperationException | IOException e) {
+        if (!Files.exists(path)) { // no hard links here: a plain rename, which never replaces
+          try {
+            Files.move(tmp, path);
+          } catch (FileAlreadyExistsException again) {
+            // another process created it first
+          }
+        }
+      }
+    } finally {
+      Files.deleteIfExists(tmp);
+    }
+  }
+
+  /** Deletes what creators that died left: their files are named after their pid. */
+  private static void removeAbandonedCreations(Path path, String prefix) {
+    Path dir = path.toAbsolutePath().getParent();
+    if (dir == null) {
+      return;
+    }
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, glob(prefix) + "*")) {
+      for (Path f : files) {
+        String rest = f.getFileName().toString().substring(prefix.length());
+        int dash = rest.indexOf('-');
+        try {
+          long pid = Long.parseLong(dash < 0 ? rest : rest.substring(0, dash));
+          if (ProcessHandle.of(pid).isEmpty()) {
+            Files.deleteIfExists(f);
+          }
+        } catch (NumberFormatException | IOException e) {
+          // not ours, or gone already
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // best effort: an abandoned creation only takes space
+    }
+  }
+
+  private static String glob(String literal) {
+    StringBuilder b = new StringBuilder();
+    for (char c : literal.toCharArray()) {
+      if ("*?[]{}\\".indexOf(c) >= 0) {
+        b.append('\\');
+      }
+      b.append(c);
+    }
+    return b.toString();
+  }
+
+  private static final ByteBuffer ZEROS = ByteBuffer.allocateDirect(1 << 20);
+
+  /**
+   * Writes zeros over {@code [at, at + length)}: the file system allocates the blocks now, so
+   * a full one says so here (an {@code IOException}) rather than by a fault on a later write to
+   * the mapping (SIGBUS, which the JVM reports as an {@code InternalError}, asynchronously).
+   */
+  private static void writeZeros(FileChannel ch, long at, long length) throws IOException {
+    long end = at + length;
+    while (at < end) {
+      ByteBuffer b = ZEROS.duplicate();
+      b.limit((int) Math.min(b.capacity(), end - at));
+      while (b.hasRemaining()) {
+        at += ch.write(b, at);
+      }
     }
   }
 
@@ -193,6 +314,7 @@ final class StoreFile {
 
   private StoreFile(Path path, LocalOptions options) {
     this.path = path;
+    this.sync = options.sync();
     FileChannel ch = null;
     try {
       ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
@@ -204,23 +326,22 @@ final class StoreFile {
         if (probe != null) {
           probe.release();
         }
-        ByteBuffer header = readHeader(ch);
-        if (first && uninitialized(header, ch.size())) {
-          initialize(ch, options);
-          header = readHeader(ch);
-        }
-        long fileLength = validate(path, header, ch.size());
+        ByteBuffer header = Header.read(ch);
+        Header.validateGeometry(path, header, ch.size());
         this.segment0Slots = header.getLong(H_SEGMENT0_SLOTS);
         this.heap0Bytes = header.getLong(H_HEAP0_BYTES);
         this.map = new FileMap(ch, options.windowShift());
-        map.mapTo(fileLength);
+        map.mapTo(REGIONS_AT);
         this.locks = new Locks(map, owner);
         this.journal = new Journal(map, locks, owner, ENTRIES_AT);
         locks.journal(journal);
         this.heap = new KeyHeap(this);
         this.table = new Table(this);
-        refreshSegments();
-        refreshHeapChunks();
+        refreshDirectory();
+        if (first && heap.repairTop(heapChunkBase(heapChunks.length))) {
+          LOG.log(System.Logger.Level.WARNING, "the key heap top of " + path + " was damaged; moved"
+              + " past every record in use (the rest of its chunk is left unused)");
+        }
         boolean recover = first && map.getIntVolatile(H_CLEAN) != 1;
         if (recover) {
           long boot = ProcessOwner.bootId();
@@ -246,126 +367,13 @@ final class StoreFile {
     }
   }
 
-  static ByteBuffer readHeader(FileChannel ch) throws IOException {
-    ByteBuffer b = ByteBuffer.allocate(PAGE).order(ByteOrder.LITTLE_ENDIAN);
-    long pos = 0;
-    while (b.hasRemaining()) {
-      int n = ch.read(b, pos);
-      if (n < 0) {
-        break;
-      }
-      pos += n;
-    }
-    b.limit(b.position());
-    return b;
-  }
-
-  /**
-   * A file no store was ever created in: empty, or a creation cut short before the magic number
-   * was written (the rest of the geometry is there and checks out).
-   */
-  private static boolean uninitialized(ByteBuffer h, long size) {
-    if (size == 0) {
-      return true;
-    }
-    if (h.limit() < PAGE || h.getLong(H_MAGIC) != 0) {
-      return false;
-    }
-    return geometryCheck(h, MAGIC) == h.getLong(H_GEOMETRY_CHECK);
-  }
-
-  private static long geometryCheck(ByteBuffer h, long magic) {
-    long[] words = new long[GEOMETRY_BYTES / 8];
-    words[0] = magic;
-    for (int i = 1; i < words.length; i++) {
-      words[i] = h.getLong(i * 8);
-    }
-    return Hashing.words(words);
-  }
-
-  private void initialize(FileChannel ch, LocalOptions options) throws IOException {
-    long seg0Bytes = options.segment0Slots() * SLOT;
-    long heap0 = Layout.DEFAULT_HEAP0_BYTES;
-    long length = REGIONS_AT + seg0Bytes + heap0;
-    ch.truncate(0);
-    ch.write(ByteBuffer.allocate(1), length - 1);
-    ByteBuffer h = ByteBuffer.allocate(PAGE).order(ByteOrder.LITTLE_ENDIAN);
-    h.putInt(H_VERSION, VERSION);
-    h.putInt(H_PAGE, PAGE);
-    h.putInt(H_SLOT, SLOT);
-    h.putInt(H_STRIPES, STRIPES);
-    h.putInt(H_ENTRIES, ENTRIES);
-    h.putInt(H_ENTRY_SIZE, ENTRY_SIZE);
-    h.putLong(H_SEGMENT0_SLOTS, options.segment0Slots());
-    h.putLong(H_HEAP0_BYTES, heap0);
-    h.putLong(H_STRIPES_AT, STRIPES_AT);
-    h.putLong(H_ENTRIES_AT, ENTRIES_AT);
-    h.putLong(H_GEOMETRY_CHECK, geometryCheck(h, MAGIC));
-    h.putLong(H_FILE_LENGTH, length);
-    h.putInt(H_SEGMENTS, 1);
-    h.putInt(H_HEAP_CHUNKS, 1);
-    h.putLong(H_HEAP_TOP, HEAP_START);
-    h.putInt(H_CLEAN, 1);
-    h.putLong(H_SEGMENT_AT, REGIONS_AT);
-    h.putLong(H_HEAP_AT, REGIONS_AT + seg0Bytes);
-    writeFully(ch, h, 0);
-    ch.force(true);
-    ByteBuffer magic = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, MAGIC);
-    writeFully(ch, magic, H_MAGIC);
-    ch.force(true);
-  }
+  private static final System.Logger LOG = System.getLogger("dev.tally.local");
 
   private static void writeFully(FileChannel ch, ByteBuffer b, long at) throws IOException {
     b.clear();
     while (b.hasRemaining()) {
       at += ch.write(b, at);
     }
-  }
-
-  /** Checks the header and returns the file length it records; refuses anything not ours. */
-  static long validate(Path path, ByteBuffer h, long size) {
-    String what = "the file " + path;
-    if (h.limit() < 8 || h.getLong(H_MAGIC) != MAGIC) {
-      throw new StoreException(what + " is not a Tally store file (it does not start with the"
-          + " Tally magic number); refusing to open it. Point the file: URI at a new path or at a"
-          + " directory for Tally to create its store in");
-    }
-    if (h.limit() < H_VERSION + 4) {
-      throw truncated(what, size, PAGE);
-    }
-    int version = h.getInt(H_VERSION);
-    if (version > VERSION) {
-      throw new StoreException(what + " was written by a newer version of Tally (store format "
-          + version + "); this version reads format " + VERSION + " only. Upgrade tally-local");
-    }
-    if (h.limit() < PAGE) {
-      throw truncated(what, size, PAGE);
-    }
-    if (version != VERSION || geometryCheck(h, MAGIC) != h.getLong(H_GEOMETRY_CHECK)
-        || h.getInt(H_PAGE) != PAGE || h.getInt(H_SLOT) != SLOT || h.getInt(H_STRIPES) != STRIPES
-        || h.getInt(H_ENTRIES) != ENTRIES || h.getInt(H_ENTRY_SIZE) != ENTRY_SIZE
-        || h.getLong(H_STRIPES_AT) != STRIPES_AT || h.getLong(H_ENTRIES_AT) != ENTRIES_AT) {
-      throw new StoreException(what + " has a corrupt Tally header (format version " + version
-          + ", geometry checksum mismatch); refusing to open it");
-    }
-    long slots = h.getLong(H_SEGMENT0_SLOTS);
-    long heap0 = h.getLong(H_HEAP0_BYTES);
-    long length = h.getLong(H_FILE_LENGTH);
-    int segs = h.getInt(H_SEGMENTS);
-    int chunks = h.getInt(H_HEAP_CHUNKS);
-    if (slots < SLOTS_PER_PAGE || Long.bitCount(slots) != 1 || heap0 < PAGE || (heap0 & (PAGE - 1)) != 0
-        || segs < 1 || segs > MAX_SEGMENTS || chunks < 1 || chunks > MAX_HEAP_CHUNKS) {
-      throw new StoreException(what + " has a corrupt Tally header (impossible geometry); refusing to open it");
-    }
-    if (length > size) {
-      throw truncated(what, size, length);
-    }
-    return length;
-  }
-
-  private static StoreException truncated(String what, long size, long expected) {
-    return new StoreException(what + " is truncated: it has " + size + " bytes but its header"
-        + " needs " + expected + "; refusing to open it (restore it from a complete copy)");
   }
 
   private void closeFile() {
@@ -384,7 +392,7 @@ final class StoreFile {
       } finally {
         gate.release();
       }
-    } catch (IOException | UncheckedIOException e) {
+    } catch (IOException | UncheckedIOException | StoreException e) {
       // the next opener will find the file not marked clean and recover it
     } finally {
       closeQuietly(channel);
@@ -433,6 +441,8 @@ final class StoreFile {
     journal.recoverAllExclusively(STRIPES_AT, STRIPES);
     map.setLongVolatile(H_GROW_LOCK, 0);
     int segs = segmentCount();
+    long dropped = 0;
+    long firstDropped = 0;
     for (int s = 0; s < segs; s++) {
       long base = segmentOffset(s);
       long slots = segmentSlots(s);
@@ -458,6 +468,9 @@ final class StoreFile {
         } else if (state == LIVE) {
           if (verify && !verifySlot(slot)) {
             Table.writeMeta(map, slot, TOMBSTONE | ((int) meta & ~(Layout.STATE_BITS | Layout.RECORD)));
+            if (dropped++ == 0) {
+              firstDropped = slot;
+            }
           } else if (map.getLongVolatile(slot + S_RAW) == SEALED) {
             long v = map.getLong(slot + S_HELD) ^ map.getLong(slot + S_MASK);
             if (v != SEALED) {
@@ -472,6 +485,11 @@ final class StoreFile {
       heap.dropFreeLists();
     }
     map.forceAll();
+    if (dropped > 0) {
+      LOG.log(System.Logger.Level.WARNING, "recovering " + path + " after a crash of the machine: "
+          + dropped + " slot(s) reached the disk torn and were dropped (their keys read as missing),"
+          + " the first at offset " + firstDropped);
+    }
   }
 
   private boolean verifySlot(long slot) {
@@ -537,9 +555,9 @@ final class StoreFile {
   int segmentCount() {
     int n = map.getIntVolatile(H_SEGMENTS);
     if (n > segments.length) {
-      refreshSegments();
+      refreshDirectory();
     }
-    return n;
+    return Math.min(n, segments.length);
   }
 
   long segmentSlots(int s) {
@@ -549,9 +567,24 @@ final class StoreFile {
   long segmentOffset(int s) {
     long[] segs = segments;
     if (s >= segs.length) {
-      segs = refreshSegments();
+      refreshDirectory();
+      segs = segments;
+      if (s >= segs.length) {
+        throw new StoreException("the Tally store file " + path + " has no segment " + s
+            + " (it has " + segs.length + ")");
+      }
     }
     return segs[s];
+  }
+
+  /** The slots of segment {@code s} this process has found sound, one bit per slot ({@link Table#audit}). */
+  AtomicLongArray audited(int s) {
+    AtomicLongArray[] a = audited;
+    if (s >= a.length) {
+      refreshDirectory();
+      a = audited;
+    }
+    return a[s];
   }
 
   /** Makes sure segment {@code s} exists, growing the table if it does not. */
@@ -574,14 +607,22 @@ final class StoreFile {
     int c = heapChunkOf(v);
     long[] chunks = heapChunks;
     if (c >= chunks.length) {
-      chunks = refreshHeapChunks();
+      refreshDirectory();
+      chunks = heapChunks;
+      if (c >= chunks.length) {
+        throw new StoreException("the Tally store file " + path + " is damaged: key heap offset "
+            + v + " lies past its " + chunks.length + " chunk(s)");
+      }
     }
     return chunks[c] + (v - heapChunkBase(c));
   }
 
   void ensureHeapChunk(int c) {
-    if (c >= heapChunks.length && c >= refreshHeapChunks().length) {
-      grow(false, c);
+    if (c >= heapChunks.length) {
+      refreshDirectory();
+      if (c >= heapChunks.length) {
+        grow(false, c);
+      }
     }
   }
 
@@ -591,34 +632,56 @@ final class StoreFile {
     map.force(at, 8L + Math.max(0, map.getIntVolatile(at)));
   }
 
-  private synchronized long[] refreshSegments() {
-    int n = map.getIntVolatile(H_SEGMENTS);
-    if (n <= segments.length) {
-      return segments;
+  /**
+   * Reads the directory afresh if it has grown, and maps what it adds. The directory is checked
+   * first ({@link Header}); a mismatch met while a grower may be writing it is read again under
+   * the growth lock, and one that stays is refused.
+   */
+  private synchronized void refreshDirectory() {
+    if (segments.length > 0 && map.getIntVolatile(H_SEGMENTS) == segments.length
+        && map.getIntVolatile(H_HEAP_CHUNKS) == heapChunks.length) {
+      return;
     }
-    long[] s = new long[n];
-    for (int i = 0; i < n; i++) {
-      s[i] = map.getLongVolatile(H_SEGMENT_AT + i * 8L);
+    String[] why = new String[1];
+    Header.Directory d = Header.directory(Header.copy(map), size(), why);
+    if (d == null) {
+      locks.lockWord(H_GROW_LOCK);
+      try {
+        d = Header.directory(Header.copy(map), size(), why);
+      } finally {
+        locks.unlockWord(H_GROW_LOCK);
+      }
     }
-    map.mapTo(map.getLongVolatile(H_FILE_LENGTH));
-    segments = s;
-    return s;
+    if (d == null) {
+      throw Header.damaged(path, why[0]);
+    }
+    if (d.segments().length < segments.length || d.heapChunks().length < heapChunks.length) {
+      throw Header.damaged(path, "the directory lists fewer regions than before");
+    }
+    map.mapTo(d.fileLength());
+    AtomicLongArray[] a = java.util.Arrays.copyOf(audited, d.segments().length);
+    for (int s = audited.length; s < a.length; s++) {
+      a[s] = new AtomicLongArray((int) Math.max(1, segmentSlots(s) / SLOTS_PER_PAGE));
+    }
+    audited = a;
+    heapChunks = d.heapChunks();
+    segments = d.segments();
   }
 
-  private synchronized long[] refreshHeapChunks() {
-    int n = map.getIntVolatile(H_HEAP_CHUNKS);
-    if (n <= heapChunks.length) {
-      return heapChunks;
+  private long size() {
+    try {
+      return channel.size();
+    } catch (IOException e) {
+      throw new StoreException("cannot read the size of the Tally store file " + path + ": " + e, e);
     }
-    long[] c = new long[n];
-    for (int i = 0; i < n; i++) {
-      c[i] = map.getLongVolatile(H_HEAP_AT + i * 8L);
-    }
-    map.mapTo(map.getLongVolatile(H_FILE_LENGTH));
-    heapChunks = c;
-    return c;
   }
 
+  /**
+   * Appends segments or heap chunks until {@code target} exists. Each region's bytes are written
+   * (zeros) and forced before the header names it, so no write to the mapping can fault on a
+   * full file system. A failure to grow is a {@link StoreException} raised before the caller has
+   * changed anything; the file is cut back to what the header names, freeing what was reserved.
+   */
   private void grow(boolean segment, int target) {
     int countAt = segment ? H_SEGMENTS : H_HEAP_CHUNKS;
     int dirAt = segment ? H_SEGMENT_AT : H_HEAP_AT;
@@ -632,32 +695,37 @@ final class StoreFile {
               + (segment ? " table segments" : " key heap chunks") + ")");
         }
         long size = segment ? (segment0Slots << count) * SLOT : heap0Bytes << count;
-        long at = Layout.pageAlign(map.getLongVolatile(H_FILE_LENGTH));
-        extend(at + size);
+        long length = map.getLongVolatile(H_FILE_LENGTH);
+        long at = Layout.pageAlign(length);
+        reserve(at, size, length);
         map.setLongVolatile(H_FILE_LENGTH, at + size);
         map.setLongVolatile(dirAt + count * 8L, at);
         count++;
         map.setIntVolatile(countAt, count);
+        map.setLongVolatile(H_DIRECTORY_CHECK, Header.directoryCheck(Header.copy(map)));
+        if (sync == LocalOptions.Sync.ALWAYS) {
+          map.force(0, PAGE);
+        }
       }
     } finally {
       locks.unlockWord(H_GROW_LOCK);
     }
-    if (segment) {
-      refreshSegments();
-    } else {
-      refreshHeapChunks();
-    }
+    refreshDirectory();
   }
 
-  private void extend(long length) {
+  private void reserve(long at, long size, long length) {
     try {
-      if (channel.size() < length) {
-        channel.write(ByteBuffer.allocate(1), length - 1);
-      }
+      writeZeros(channel, at, size);
       channel.force(true);
     } catch (IOException e) {
-      throw new StoreException("cannot grow the Tally store file " + path + " to " + length
-          + " bytes: " + e, e);
+      try {
+        channel.truncate(at); // give back what was reserved: nobody maps past the header's length
+      } catch (IOException ignored) {
+        // the next growth writes the same bytes again
+      }
+      throw new StoreException("cannot grow the Tally store file " + path + " by " + size
+          + " bytes (to " + (at + size) + "): " + e.getMessage() + ". Nothing was changed; free"
+          + " space on its file system, or use fewer or shorter keys", e);
     }
   }
 

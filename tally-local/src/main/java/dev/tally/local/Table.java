@@ -98,7 +98,19 @@ import java.util.concurrent.ThreadLocalRandom;
  * sealed slot in the file, so a slot written to disk mid-operation still has its value.
  * Fields that change only under the lock (mask, expiry, key hash, key ref, state and kind) are
  * covered by a checksum in {@code meta}, verified on the first open after a crash of the
- * machine ({@link StoreFile}).
+ * machine ({@link StoreFile}), and by each process before it first trusts the slot
+ * ({@link #audit}).
+ *
+ * <h2>Damage</h2>
+ *
+ * A file can be damaged while no process has it open (a flipped bit, a bad block, a stray
+ * write). Each process therefore checks every slot of a page before it first reads the page
+ * ({@link SlotAudit}: checksum, fingerprint, key record, limiter record) and remembers the
+ * slots it found sound in a bitmap of its own, one bit per slot, so the check costs one load per
+ * page visited once the page is known. A slot that fails is a {@link dev.tally.StoreException}
+ * naming its offset, for every key whose lookup passes that page: never read as another key or
+ * value, nor taken for a missing key. A slot locked or changing while it is checked is left
+ * unmarked and checked on a later visit; its locker checked it before locking it.
  *
  * <h2>Rate limiters' slots</h2>
  *
@@ -173,7 +185,10 @@ final class Table {
   }
 
   static boolean checksumOk(FileMap map, long slot) {
-    long meta = map.getLongVolatile(slot + S_META);
+    return checksumOk(map, slot, map.getLongVolatile(slot + S_META));
+  }
+
+  static boolean checksumOk(FileMap map, long slot, long meta) {
     int check = Hashing.slot(map.getLong(slot + S_MASK), map.getLong(slot + S_EXPIRY),
         map.getLong(slot + S_KEY_HASH), map.getInt(slot + S_KEY_REF), (int) meta);
     return check == (int) (meta >>> 32);
@@ -242,6 +257,7 @@ final class Table {
       int segments = file.segmentCount();
       for (int s = 0; s < segments; s++) {
         long page = page(key, s);
+        audit(s, page);
         for (int w = 0; w < SLOTS_PER_PAGE / 8; w++) {
           long m = matches(map.getLongVolatile(page + w * 8L), fp);
           for (; m != 0; m &= m - 1) {
@@ -271,6 +287,50 @@ final class Table {
       }
       return null;
     }
+  }
+
+  // ---------------------------------------------------------------- damage
+
+  private static final int AUDIT_TRIES = 4;
+
+  /**
+   * Checks every slot of {@code page} (in segment {@code s}) this process has not yet found
+   * sound; see the class comment. Throws a {@link dev.tally.StoreException} naming the first
+   * damaged slot.
+   */
+  void audit(int s, long page) {
+    java.util.concurrent.atomic.AtomicLongArray bits = file.audited(s);
+    int p = (int) ((page - file.segmentOffset(s)) >>> 12);
+    long known = bits.get(p);
+    if (known == -1L) {
+      return;
+    }
+    long sound = known | 1L; // cell 0 holds the fingerprints
+    for (int cell = 1; cell < SLOTS_PER_PAGE; cell++) {
+      if ((known & (1L << cell)) != 0) {
+        continue;
+      }
+      long slot = page + ((long) cell << 6);
+      String why = SlotAudit.BUSY;
+      for (int t = 0; t < AUDIT_TRIES && SlotAudit.BUSY.equals(why); t++) {
+        why = SlotAudit.problem(map, heap, slot);
+      }
+      if (why == null) {
+        sound |= 1L << cell;
+      } else if (!SlotAudit.BUSY.equals(why)) {
+        throw damaged(slot, s, why);
+      }
+    }
+    if (sound != known) {
+      bits.accumulateAndGet(p, sound, (a, b) -> a | b);
+    }
+  }
+
+  dev.tally.StoreException damaged(long slot, int s, String why) {
+    return new dev.tally.StoreException("the Tally store file " + file.path() + " is damaged: the"
+        + " slot at offset " + slot + " (segment " + s + ") cannot be trusted: " + why + ". It is"
+        + " refused rather than read as another key or value, or taken for a missing key;"
+        + " LocalStoreInspector verify lists every damaged slot. Restore the file from a copy");
   }
 
   // ---------------------------------------------------------------- locked operations
@@ -450,6 +510,7 @@ final class Table {
       for (int s = 0; ; s++) {
         file.ensureSegment(s);
         long page = page(key, s);
+        audit(s, page);
         int first = (int) Long.remainderUnsigned(key.hash, SLOTS_PER_PAGE - 1);
         for (int i = 0; i < SLOTS_PER_PAGE - 1; i++) {
           long slot = page + ((long) (1 + (first + i) % (SLOTS_PER_PAGE - 1)) << 6);
@@ -515,20 +576,26 @@ final class Table {
       }
     }
     op.entry.committed();
+    op.applied = durable;
     for (Held h : op.held) {
       if (!h.finalLive) {
         map.setByteVolatile(fingerprintAt(h.slot), (byte) 0); // only now: no rollback can revive it
       }
     }
+    dev.tally.StoreException notForced = null;
     if (sync) {
-      for (Held h : op.held) {
-        map.force(h.slot, Layout.SLOT);
-        if (h.claimed && h.finalLive) {
-          file.forceKey(h.keyRef);
+      try {
+        for (Held h : op.held) {
+          map.force(h.slot, Layout.SLOT);
+          if (h.claimed && h.finalLive) {
+            file.forceKey(h.keyRef);
+          }
         }
+        map.force(0, PAGE);
+        op.entry.force();
+      } catch (dev.tally.StoreException e) {
+        notForced = e; // committed all the same: finish, unlock, then say it is not on the device
       }
-      map.force(0, PAGE);
-      op.entry.force();
     }
     for (Held h : op.held) {
       if (h.finalLive) {
@@ -536,8 +603,12 @@ final class Table {
       }
     }
     op.entry.retire();
-    if (sync) {
-      op.entry.force(); // the header, now listing nothing, before any slot can be locked again
+    if (sync && notForced == null) {
+      try {
+        op.entry.force(); // the header, now listing nothing, before any slot can be locked again
+      } catch (dev.tally.StoreException e) {
+        notForced = e;
+      }
     }
     for (Held h : op.held) {
       locks.unlockSlot(h.slot);
@@ -545,6 +616,9 @@ final class Table {
     file.dirty = true;
     if ((hook = unlockedHook) != null) {
       hook.run();
+    }
+    if (notForced != null) {
+      throw notForced;
     }
   }
 
@@ -572,8 +646,9 @@ final class Table {
       h.finalLive = true;
       h.finalMask = mask;
       h.freeRecord = h.record ? (int) h.bits : 0;
-    } else if (h.changed || h.state != LIVE || !h.present) {
-      // a removal, a claim not used, or an expired key met on the way: a tombstone
+    } else if (h.changed || h.state != LIVE || (!h.present && !h.record)) {
+      // a removal, a claim not used, or an expired counter met on the way: a tombstone (an
+      // expired limiter keeps its last instant until the sweeper removes it)
       writeMeta(map, slot, TOMBSTONE | (h.floating ? FLOATING : 0));
       h.finalLive = false;
       h.freeKey = h.state == LIVE || h.claimed;

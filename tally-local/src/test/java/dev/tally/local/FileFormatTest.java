@@ -13,6 +13,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -132,13 +133,95 @@ class FileFormatTest {
   }
 
   @Test
-  void aCreationCutShortBeforeTheMagicNumberStartsOver() throws IOException {
+  void aStoreFileWhoseMagicNumberWasZeroedIsRefusedNotStartedOver() throws IOException {
     Path file = createStore();
     writeAt(file, Layout.H_MAGIC, ByteBuffer.allocate(8));
-    try (Tally t = Tally.open("file:" + file)) {
-      assertThat(t.counters().keys("")).isEmpty();
+    byte[] before = Files.readAllBytes(file);
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("damaged Tally header");
+    assertThat(Files.readAllBytes(file)).isEqualTo(before);
+  }
+
+  @Test
+  void anEmptyStoreFileIsRefusedUnlessTallyCreatesIt() throws IOException {
+    Path data = dir.resolve("tally-data");
+    Files.createDirectories(data);
+    Path file = Files.createFile(data.resolve(LocalOptions.FILE_NAME));
+    assertThatThrownBy(() -> Tally.open("file:" + data))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining(file.toString())
+        .hasMessageContaining("is empty")
+        .hasMessageContaining("remove it to start a new store");
+    assertThat(Files.size(file)).as("left as it was").isZero();
+    Files.delete(file);
+    try (Tally t = Tally.open("file:" + data)) { // the file is new: created whole
       assertThat(t.counters().incr("k")).isEqualTo(1);
     }
+  }
+
+  @Test
+  void aStoreFileTooShortForItsHeaderIsRefused() throws IOException {
+    Path file = createStore();
+    byte[] start = java.util.Arrays.copyOf(Files.readAllBytes(file), 100);
+    Files.write(file, start);
+    assertThatThrownBy(() -> Tally.open("file:" + file))
+        .isInstanceOf(StoreException.class)
+        .hasMessageContaining("truncated");
+    assertThat(Files.readAllBytes(file)).isEqualTo(start);
+  }
+
+  @Test
+  void aCreationAbandonedByADeadProcessIsCleanedUp() throws IOException {
+    Path data = dir.resolve("tally-data");
+    Files.createDirectories(data);
+    Path abandoned = Files.write(data.resolve(LocalOptions.FILE_NAME + ".creating-999999999-1f"), new byte[4096]);
+    try (Tally t = Tally.open("file:" + data)) {
+      assertThat(t.counters().incr("k")).isEqualTo(1);
+    }
+    assertThat(abandoned).doesNotExist();
+    try (var files = Files.list(data)) {
+      assertThat(files.map(f -> f.getFileName().toString())).containsExactly(LocalOptions.FILE_NAME);
+    }
+  }
+
+  // ---------------------------------------------------------------- permissions
+
+  private static String mode(Path p) throws IOException {
+    return PosixFilePermissions.toString(Files.getPosixFilePermissions(p));
+  }
+
+  @Test
+  void aNewStoreAndItsDirectoriesAreTheOwnersOnly() throws IOException {
+    Path existing = Files.createDirectory(dir.resolve("existing"));
+    Files.setPosixFilePermissions(existing, PosixFilePermissions.fromString("rwxr-xr-x"));
+    Path data = existing.resolve("a/b");
+    try (Tally t = Tally.open("file:" + data)) {
+      t.counters().incr("k");
+    }
+    assertThat(mode(data.resolve(LocalOptions.FILE_NAME))).isEqualTo("rw-------");
+    assertThat(mode(data)).isEqualTo("rwx------");
+    assertThat(mode(existing.resolve("a"))).isEqualTo("rwx------");
+    assertThat(mode(existing)).as("a directory that existed is left as it was").isEqualTo("rwxr-xr-x");
+  }
+
+  @Test
+  void theModeOptionWidensANewStore() throws IOException {
+    Path data = dir.resolve("shared/data");
+    try (Tally t = Tally.open("file:" + data + "?mode=660")) {
+      t.counters().incr("k");
+    }
+    assertThat(mode(data.resolve(LocalOptions.FILE_NAME))).isEqualTo("rw-rw----");
+    assertThat(mode(data)).isEqualTo("rwxrwx---");
+    Path file = dir.resolve("c.tally");
+    try (Tally t = Tally.open("file:" + file + "?mode=644")) {
+      t.counters().incr("k");
+    }
+    assertThat(mode(file)).isEqualTo("rw-r--r--");
+    assertThatThrownBy(() -> LocalOptions.parse("file:x?mode=400")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("owner read and write");
+    assertThatThrownBy(() -> LocalOptions.parse("file:x?mode=rw")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("octal");
   }
 
   @Test
@@ -213,7 +296,8 @@ class FileFormatTest {
     assertThatThrownBy(() -> LocalOptions.parse("file:x?slots=100"))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("power of two");
     assertThatThrownBy(() -> LocalOptions.parse("file:x?color=red"))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown option 'color'");
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown option 'color'")
+        .hasMessageContaining("mode=<octal permissions>");
     assertThatThrownBy(() -> LocalOptions.parse("file://otherhost/x"))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("local to this host");
   }

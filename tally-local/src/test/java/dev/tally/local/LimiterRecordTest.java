@@ -286,6 +286,57 @@ class LimiterRecordTest {
   // ---------------------------------------------------------------- time
 
   @Test
+  void aLimiterFullAgainLeavesATombstoneThatKeepsItsLastInstantForADay() {
+    LocalStore s = store(clock);
+    Scripted call = new Scripted("f", TimeUnit.SECONDS.toNanos(10), counting(6));
+    s.limit(call, LimiterOperation.ACQUIRE, 1);
+    clock.advance(Duration.ofSeconds(1));
+    long fullAt = clock.nanos();
+    s.limit(new Scripted("f", 0, stored -> null), LimiterOperation.ACQUIRE, 1); // full again
+    assertThat(slotOf(s, "f")).as("a tombstone, not nothing").isNotZero();
+    Scripted peek = new Scripted("f", 0, stored -> null);
+    clock.advance(Duration.ofSeconds(-5)); // a clock set back
+    s.limit(peek, LimiterOperation.PEEK, 1);
+    assertThat(peek.sawStored).as("the tombstone holds no state").isNull();
+    assertThat(peek.sawNow).as("but keeps the instant").isEqualTo(fullAt);
+    clock.advance(Duration.ofSeconds(5));
+    clock.advance(Duration.ofHours(23));
+    assertThat(s.sweepAll()).as("kept for a day").isZero();
+    clock.advance(Duration.ofHours(1));
+    assertThat(s.sweepAll()).isEqualTo(1);
+    assertThat(slotOf(s, "f")).isZero();
+  }
+
+  @Test
+  void aProcessBehindDecidesInTheWindowTheOtherHasReachedEvenAfterTheLimiterIsFullAgain() {
+    Limit limit = Limit.fixedWindow(2, Duration.ofMinutes(1));
+    ManualTimeSource ahead = new ManualTimeSource(java.time.Instant.parse("2026-11-08T00:01:00.100Z"));
+    ManualTimeSource behind = new ManualTimeSource(java.time.Instant.parse("2026-11-08T00:00:59.900Z"));
+    RateLimiter la = tally(ahead).limiter("lag", limit);
+    Tally b = tally(behind);
+    RateLimiter lb = b.limiter("lag", limit);
+    assertThat(la.tryAcquire()).isTrue(); // the 00:01 window, count 1
+    la.refund(1); // count 0: full again, no state to keep but the instant
+    assertThat(lb.tryAcquire()).isTrue(); // decided at a's instant: the 00:01 window
+    assertThat(lb.tryAcquire()).isTrue();
+    assertThat(la.tryAcquire()).as("the 00:01 window already granted its 2").isFalse();
+    la.reset();
+    assertThat(b.counters().get("lag")).as("the name is no counter's").isEmpty();
+  }
+
+  @Test
+  void aCounterMayTakeTheNameOfAFullLimitersTombstone() {
+    Tally t = tally();
+    RateLimiter l = t.limiter("name", Limit.tokenBucket(5, Duration.ofSeconds(1)));
+    assertThat(l.tryAcquire()).isTrue();
+    l.refund(1);
+    assertThat(t.counters().get("name")).isEmpty();
+    assertThat(t.counters().incr("name", 3)).isEqualTo(3);
+    assertThat(t.counters().get("name")).hasValue(3);
+  }
+
+
+  @Test
   void aProcessWhoseClockIsBehindDecidesAtTheTimeTheStateWasWrittenAt() {
     ManualTimeSource behind = new ManualTimeSource();
     behind.advance(Duration.ofHours(-1));

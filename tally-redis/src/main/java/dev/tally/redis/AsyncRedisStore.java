@@ -1,11 +1,16 @@
 package dev.tally.redis;
 
+import dev.tally.CounterOverflowException;
 import dev.tally.Decision;
 import dev.tally.NotAnIntegerException;
 import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
+import dev.tally.spi.OperationRecord;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
@@ -25,6 +30,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
+import java.util.function.LongFunction;
 
 /**
  * Counters on Redis, natively asynchronous: every operation is one Lettuce command, or one
@@ -54,6 +60,9 @@ import java.util.function.Function;
  * threads: continuations that block must move elsewhere ({@code thenApplyAsync}).
  */
 final class AsyncRedisStore implements AsyncStore {
+  /** An increment from 0 under an operation id: the common idempotent call, kept small. */
+  static final Script ONCE_INCR = Script.load("once-incr.lua");
+
   private final RedisClusterAsyncCommands<String, String> commands;
   private final ScriptRunner scripts;
   private final boolean cluster;
@@ -63,6 +72,7 @@ final class AsyncRedisStore implements AsyncStore {
   private final DenyCache denyCache; // null unless ?denyCache=true
   private final LimiterBatches batches; // null under a supplied clock, or with ?batch=false
   private final IncrBatches increments; // null with ?batch=false
+  private final OperationKeys operationKeys;
 
   /** @param handoff where completions of blocking limiter calls go ({@link Handoff}) */
   AsyncRedisStore(RedisConnection connection, StoreContext context, RedisSettings settings, Handoff handoff) {
@@ -75,6 +85,7 @@ final class AsyncRedisStore implements AsyncStore {
     this.denyCache = settings.denyCache ? new DenyCache(settings.denyCacheSize, context.listener()) : null;
     this.batches = settings.batch && !clockOverridden ? new LimiterBatches(this::runBatch, handoff) : null;
     this.increments = settings.batch ? new IncrBatches((key, delta) -> incr(key, delta, 0, true)) : null;
+    this.operationKeys = new OperationKeys(cluster, context);
   }
 
   /** Completes with {@code map(value)}, or with the Tally exception for the failure. */
@@ -106,18 +117,31 @@ final class AsyncRedisStore implements AsyncStore {
   public CompletableFuture<Long> incr(String key, long delta, long dflt, boolean create) {
     if (create && dflt == 0) {
       return call(commands.incrby(key, delta), key, Function.identity())
-          .exceptionallyCompose(failure -> refusedIncrement(key, failure));
+          .exceptionallyCompose(failure -> refusedIncrement(key, delta, failure));
     }
     return run(new CounterScript().incr(key, delta, dflt, create)).thenApply(r -> Long.parseLong(first(r)));
   }
 
   /**
    * Why {@code INCRBY} refused: it says "not an integer" both for a floating counter, which
-   * needs the double forms, and for a value that is no counter at all. Nothing was written, so a
-   * {@code GET} tells them apart (a value changed meanwhile keeps the first answer).
+   * needs the double forms, and for a value that is no counter at all, and "would overflow"
+   * without the value that CounterMath's message names. Nothing was written, so a {@code GET}
+   * tells (a value changed meanwhile keeps the first answer).
    */
-  private CompletableFuture<Long> refusedIncrement(String key, Throwable failure) {
+  private CompletableFuture<Long> refusedIncrement(String key, long delta, Throwable failure) {
     Throwable cause = RedisFailures.unwrap(failure);
+    if (cause instanceof CounterOverflowException) {
+      return call(commands.get(key), key, value -> {
+        if (value != null && CounterValues.isInteger(value)) {
+          try {
+            CounterMath.add(key, Long.parseLong(value), delta); // throws with the numbers
+          } catch (NumberFormatException outOfRange) {
+            // not a value INCRBY accepts: keep Redis' answer
+          }
+        }
+        throw (CounterOverflowException) cause;
+      });
+    }
     if (!(cause instanceof NotAnIntegerException notAnInteger)) {
       return CompletableFuture.failedFuture(cause);
     }
@@ -279,21 +303,10 @@ final class AsyncRedisStore implements AsyncStore {
     if (batches != null && LimiterBatches.batchable(operation)) {
       decision = batches.submit(call, operation, permits, blocking);
     } else {
-      String[] keys = {key};
       long now = clock.nanos();
-      String[] args = LimiterScript.args(call, operation, permits, now, clockOverridden);
-      decision = call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
-          LimiterScript::decision)
-          .exceptionallyCompose(failure -> {
-            // Decided further from this client's clock than its quota boundaries reach: once more,
-            // with boundaries around the instant the script decided at (nothing was written).
-            if (!(RedisFailures.unwrap(failure) instanceof ClockSkewException skew)) {
-              return CompletableFuture.failedFuture(RedisFailures.unwrap(failure));
-            }
-            String[] again = LimiterScript.args(call, operation, permits, now, clockOverridden, skew.at);
-            return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, again), keys,
-                LimiterScript::decision);
-          });
+      decision = runLimiter(new String[] {key},
+          at -> LimiterScript.args(call, operation, permits, now, clockOverridden, at), now)
+          .thenApply(LimiterScript::decision);
     }
     if (denyCache == null || operation == LimiterOperation.PEEK) {
       return decision;
@@ -311,24 +324,138 @@ final class AsyncRedisStore implements AsyncStore {
     });
   }
 
-  /** Runs {@code limiter.lua} once for a batch of acquisitions and peeks on one limiter. */
+  /**
+   * Runs {@code limiter.lua} with the arguments {@code args} gives for quota boundaries around an
+   * instant: first {@code now}, the client's clock; if the script decided further from it than
+   * those boundaries reach ({@link ClockSkewException}: nothing was written), once more around
+   * the instant it decided at.
+   */
+  private CompletableFuture<List<Object>> runLimiter(String[] keys, LongFunction<String[]> args, long now) {
+    return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args.apply(now)), keys,
+        Function.identity())
+        .exceptionallyCompose(failure -> {
+          Throwable cause = RedisFailures.unwrap(failure);
+          if (!(cause instanceof ClockSkewException skew)) {
+            return CompletableFuture.failedFuture(RedisFailures.forLimiter(cause, keys[0]));
+          }
+          return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args.apply(skew.at)),
+              keys, Function.identity())
+              .exceptionallyCompose(again -> CompletableFuture.failedFuture(
+                  RedisFailures.forLimiter(RedisFailures.unwrap(again), keys[0])));
+        });
+  }
+
+  /**
+   * An operation applied at most once per id: the id's record ({@link OperationKeys}) is checked
+   * and written by the same script as the operation, in one round trip, so no lost reply or
+   * crash can separate them. A repeat returns the first call's result from the record.
+   */
+  @Override
+  public CompletableFuture<Object> applyOnce(OperationId id, Mutation mutation) {
+    try {
+      if (mutation instanceof Mutation.LimiterStep step) {
+        return limitOnce(id, step);
+      }
+      String record = operationKeys.record(id, mutation.key());
+      long now = clock.nanos();
+      if (mutation instanceof Mutation.Incr m && m.create() && m.dflt() == 0) {
+        String[] keys = {record, m.key()};
+        return call(scripts.<List<Object>>run(ONCE_INCR, ScriptOutputType.MULTI, keys, Long.toString(m.delta()),
+            OperationKeys.hex(m.fingerprint()), Long.toString(operationKeys.pexpireMillis(clockOverridden)),
+            clockOverridden ? Long.toString(now) : "-", clockOverridden ? Long.toString(operationKeys.expiry(now)) : "-"),
+            keys, r -> OperationRecord.decode(first(r)).replay(id, mutation));
+      }
+      CounterScript s = new CounterScript().once(record, mutation.fingerprint(), shape(mutation),
+          operationKeys.pexpireMillis(clockOverridden), clockOverridden ? Long.toString(now) : null,
+          clockOverridden ? Long.toString(operationKeys.expiry(now)) : null);
+      if (mutation instanceof Mutation.Incr m) {
+        s.incr(m.key(), m.delta(), m.dflt(), m.create());
+      } else if (mutation instanceof Mutation.IncrDouble m) {
+        s.incrDouble(m.key(), m.delta(), m.dflt());
+      } else if (mutation instanceof Mutation.Put m) {
+        s.put(m.key(), m.value(), m.ttlNanos());
+      } else if (mutation instanceof Mutation.Add m) {
+        s.add(m.key(), m.value(), m.ttlNanos());
+      } else if (mutation instanceof Mutation.Pop m) {
+        if (m.integerOnly()) {
+          s.popInteger(m.key());
+        } else {
+          s.pop(m.key());
+        }
+      } else if (mutation instanceof Mutation.Delete m) {
+        s.delete(m.key());
+      } else if (mutation instanceof Mutation.Touch m) {
+        s.touch(m.key(), m.ttlNanos());
+      } else if (mutation instanceof Mutation.Transact m) {
+        if (cluster) {
+          requireOneSlot(CounterScript.of(m.ops()).keys());
+        }
+        s.all(m.ops());
+      } else {
+        throw new IllegalArgumentException("no operation-id form for " + mutation);
+      }
+      return run(s).thenApply(r -> OperationRecord.decode(first(r)).replay(id, mutation));
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** How the script's results read as the one result a record keeps (counters.lua's header). */
+  private static String shape(Mutation m) {
+    if (m instanceof Mutation.Put) {
+      return "none";
+    }
+    if (m instanceof Mutation.Add || m instanceof Mutation.Delete || m instanceof Mutation.Touch) {
+      return "bool";
+    }
+    return m instanceof Mutation.Transact ? "list" : "value";
+  }
+
+  /**
+   * A limiter step under an id: always alone (never in a batch, never answered by the deny
+   * cache, whose local answers would record nothing), with the record as the script's second key.
+   */
+  private CompletableFuture<Object> limitOnce(OperationId id, Mutation.LimiterStep step) {
+    LimiterCall call = step.call();
+    String key = call.key();
+    LimiterOperation op = step.operation();
+    boolean invalidates = denyCache != null && op != LimiterOperation.ACQUIRE && op != LimiterOperation.PEEK;
+    if (invalidates) {
+      denyCache.invalidate(key);
+    }
+    String[] keys = {key, operationKeys.record(id, key)};
+    long now = clock.nanos();
+    String fingerprint = OperationKeys.hex(step.fingerprint());
+    long pexpire = operationKeys.pexpireMillis(clockOverridden);
+    String nowText = clockOverridden ? Long.toString(now) : "-";
+    String expText = clockOverridden ? Long.toString(operationKeys.expiry(now)) : "-";
+    CompletableFuture<Object> result = runLimiter(keys, at -> LimiterScript.once(
+        LimiterScript.args(call, op, step.permits(), now, clockOverridden, at), fingerprint, pexpire, nowText, expText), now)
+        .thenApply(r -> OperationRecord.decode((String) r.get(0)).replay(id, step));
+    if (invalidates) {
+      result = result.whenComplete((r, failure) -> denyCache.invalidate(key));
+    }
+    return result;
+  }
+
+  /**
+   * Runs {@code limiter.lua} once for a batch of acquisitions and peeks on one limiter (with the
+   * clock-skew retry of {@link #runLimiter}: nothing was decided when it is refused).
+   */
   private CompletableFuture<List<Object>> runBatch(List<LimiterBatches.Pending> batch) {
     LimiterBatches.Pending first = batch.get(0);
     String[] keys = {first.call().key()};
-    String[] args;
+    long now = clock.nanos();
     if (batch.size() == 1) {
-      args = LimiterScript.args(first.call(), first.op(), first.permits(), clock.nanos(), false);
-    } else {
-      List<LimiterOperation> ops = new ArrayList<>(batch.size());
-      List<Long> permits = new ArrayList<>(batch.size());
-      for (LimiterBatches.Pending p : batch) {
-        ops.add(p.op());
-        permits.add(p.permits());
-      }
-      args = LimiterScript.batchArgs(first.call(), ops, permits, clock.nanos(), false);
+      return runLimiter(keys, at -> LimiterScript.args(first.call(), first.op(), first.permits(), now, false, at), now);
     }
-    return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args), keys,
-        Function.identity());
+    List<LimiterOperation> ops = new ArrayList<>(batch.size());
+    List<Long> permits = new ArrayList<>(batch.size());
+    for (LimiterBatches.Pending p : batch) {
+      ops.add(p.op());
+      permits.add(p.permits());
+    }
+    return runLimiter(keys, at -> LimiterScript.batchArgs(first.call(), ops, permits, now, false, at), now);
   }
 
   /**

@@ -24,7 +24,7 @@ final class CounterScript {
       ifMissing = "";
     } else {
       long sum = dflt + delta;
-      ifMissing = ((dflt ^ sum) & (delta ^ sum)) < 0 ? "!" : Long.toString(sum);
+      ifMissing = ((dflt ^ sum) & (delta ^ sum)) < 0 ? "!" + dflt : Long.toString(sum);
     }
     return op("incr", key, Long.toString(delta), ifMissing);
   }
@@ -55,9 +55,39 @@ final class CounterScript {
     return op("pop", key, "", "");
   }
 
+  /** Set only if missing: result "1" if it did. */
+  CounterScript add(String key, Number value, long ttlNanos) {
+    return op("add", key, CounterValues.encode(value), ttlNanos == 0 ? "" : Long.toString(millis(ttlNanos)));
+  }
+
+  /** A live key's new expiry ({@code 0}: none): result "1" if it was live. */
+  CounterScript touch(String key, long ttlNanos) {
+    return op("touch", key, ttlNanos == 0 ? "" : Long.toString(millis(ttlNanos)), "");
+  }
+
+  /**
+   * Makes this call idempotent under an operation id: must come first. {@code record} is the
+   * id's record key ({@link OperationKeys}), {@code shape} how the results read as the one
+   * result the record keeps (value, none, bool, list: see the script's header), {@code pexpire}
+   * the record's Redis expiry in milliseconds, {@code now} and {@code exp} the caller's clock and
+   * the record's logical expiry on it, or null on the server's clock.
+   */
+  CounterScript once(String record, long fingerprint, String shape, long pexpire, String now, String exp) {
+    if (!args.isEmpty()) {
+      throw new IllegalStateException("once must be the first operation of a call");
+    }
+    return op("once", record, OperationKeys.hex(fingerprint),
+        shape + " " + pexpire + " " + (now == null ? "-" : now) + " " + (exp == null ? "-" : exp));
+  }
+
   /** One call holding a transaction's operations. */
   static CounterScript of(List<TxOp> ops) {
-    CounterScript s = new CounterScript();
+    return new CounterScript().all(ops);
+  }
+
+  /** Appends a transaction's operations. */
+  CounterScript all(List<TxOp> ops) {
+    CounterScript s = this;
     for (TxOp op : ops) {
       if (op instanceof TxOp.Incr i) {
         s.incr(i.key(), i.delta(), i.dflt(), i.create());

@@ -77,12 +77,33 @@ final class LimiterScript {
   }
 
   /**
+   * {@code args} with an operation id's four arguments appended (the script's header): the
+   * call's fingerprint, the record's Redis expiry in milliseconds, and the caller's clock and
+   * the record's lapse on it ({@code "-"} on the server's clock). The record key is
+   * {@code KEYS[2]}.
+   */
+  static String[] once(String[] args, String fingerprint, long pexpireMillis, String now, String exp) {
+    String[] all = java.util.Arrays.copyOf(args, args.length + 4);
+    all[args.length] = fingerprint;
+    all[args.length + 1] = Long.toString(pexpireMillis);
+    all[args.length + 2] = now;
+    all[args.length + 3] = exp;
+    return all;
+  }
+
+  /**
    * {@code ARGV} for a batch: several acquisitions or peeks with the same limits, which the
    * script decides one after the other at one instant of the server's clock.
    */
   static String[] batchArgs(LimiterCall call, List<LimiterOperation> ops, List<Long> permits, long clientNow,
       boolean passClock) {
-    String[] args = args(call, LimiterOperation.PEEK, 0, clientNow, passClock);
+    return batchArgs(call, ops, permits, clientNow, passClock, clientNow);
+  }
+
+  /** {@link #batchArgs} with quota boundaries around {@code boundariesAt} (see {@link #args}). */
+  static String[] batchArgs(LimiterCall call, List<LimiterOperation> ops, List<Long> permits, long clientNow,
+      boolean passClock, long boundariesAt) {
+    String[] args = args(call, LimiterOperation.PEEK, 0, clientNow, passClock, boundariesAt);
     StringBuilder list = new StringBuilder(ops.size() * 10);
     for (int i = 0; i < ops.size(); i++) {
       list.append(i == 0 ? "" : " ").append(code(ops.get(i))).append(' ').append(permits.get(i));

@@ -7,6 +7,9 @@ import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.TallyException;
+import dev.tally.WrongKindException;
+import dev.tally.spi.CounterMath;
+import dev.tally.spi.LimiterRecord;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisCommandInterruptedException;
 import io.lettuce.core.RedisCommandTimeoutException;
@@ -73,13 +76,14 @@ final class RedisFailures {
     String code = space < 0 ? message : message.substring(0, space);
     if (code.startsWith("TALLY_")) {
       String key = code.equals("TALLY_BAD_STATE") || code.equals("TALLY_NO_QUOTA")
-          || code.equals("TALLY_CLOCK_SKEW") ? keys[0] : keyAt(message, space, keys);
+          || code.equals("TALLY_CLOCK_SKEW") || code.equals("TALLY_VERSION") ? keys[0] : keyAt(message, space, keys);
       switch (code) {
+        case "TALLY_VERSION":
+          return version(key, scriptMessage(message, space), t);
         case "TALLY_OVERFLOW":
-          return integerOverflow(key);
+          return overflow(key, scriptMessage(message, space));
         case "TALLY_NOT_FINITE":
-          return new CounterOverflowException("counter '" + key + "': the floating result is not finite;"
-              + " the value is unchanged");
+          return notFinite(key, scriptMessage(message, space));
         case "TALLY_NOT_FOUND":
           return new KeyNotFoundException(key);
         case "TALLY_NOT_INTEGER":
@@ -108,7 +112,8 @@ final class RedisFailures {
         }
         break;
       case "WRONGTYPE":
-        return CounterValues.notACounter(key, null);
+        // A counter's command met a hash: a limiter's state (forLimiter turns it round).
+        return new WrongKindException(key, WrongKindException.Kind.LIMITER);
       case "LOADING":
       case "READONLY":
       case "MASTERDOWN":
@@ -130,10 +135,54 @@ final class RedisFailures {
     return (script < 0 ? text : text.substring(0, script)).trim();
   }
 
+  /** LimiterRecord's refusal of a state in another record format. */
+  private static StoreException version(String key, String found, Throwable t) {
+    try {
+      LimiterRecord.read(key, Integer.parseInt(found), Long.MIN_VALUE, new long[0]);
+    } catch (StoreException refused) {
+      return refused;
+    } catch (NumberFormatException unreadable) {
+      // fall through
+    }
+    return new StoreException("the state of rate limiter '" + key + "' is in record format '" + found
+        + "', which this Tally does not read; reset the limiter to start it afresh", t);
+  }
+
+  /** CounterMath's message, from the script's "index value delta". */
+  private static CounterOverflowException overflow(String key, String detail) {
+    String[] words = detail.split(" ");
+    if (words.length == 3) {
+      try {
+        return CounterMath.overflow(key, Long.parseLong(words[1]), Long.parseLong(words[2]));
+      } catch (NumberFormatException unreadable) {
+        // fall back to the message without the numbers
+      }
+    }
+    return integerOverflow(key);
+  }
+
+  /** CounterMath's message for a floating sum that is not finite. */
+  private static CounterOverflowException notFinite(String key, String detail) {
+    String[] words = detail.split(" ");
+    if (words.length == 3) {
+      try {
+        CounterMath.add(key, Double.parseDouble(words[1]), Double.parseDouble(words[2]));
+      } catch (CounterOverflowException e) {
+        return e;
+      } catch (NumberFormatException unreadable) {
+        // fall back to the message without the numbers
+      }
+    }
+    return new CounterOverflowException("counter '" + key + "': the floating result is not finite;"
+        + " the value is unchanged");
+  }
+
   private static String keyAt(String message, int space, String[] keys) {
     if (space > 0) {
       try {
-        int index = Integer.parseInt(message.substring(space + 1).trim());
+        String rest = message.substring(space + 1).trim();
+        int end = rest.indexOf(' ');
+        int index = Integer.parseInt(end < 0 ? rest : rest.substring(0, end));
         if (index >= 1 && index <= keys.length) {
           return keys[index - 1];
         }
@@ -142,6 +191,17 @@ final class RedisFailures {
       }
     }
     return keys.length > 0 ? keys[0] : "?";
+  }
+
+  /**
+   * {@code failure} of a limiter call on {@code key}, already translated: a {@code WRONGTYPE}
+   * there means the key holds a string, a counter's kind.
+   */
+  static RuntimeException forLimiter(Throwable failure, String key) {
+    if (failure instanceof WrongKindException w && w.held() == WrongKindException.Kind.LIMITER) {
+      return new WrongKindException(key, WrongKindException.Kind.COUNTER);
+    }
+    return failure instanceof RuntimeException r ? r : new StoreException("Redis call failed: " + failure, failure);
   }
 
   static CounterOverflowException integerOverflow(String key) {

@@ -6,6 +6,8 @@ import dev.tally.Decision;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
@@ -124,6 +126,11 @@ final class RedisStore implements Store {
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     return await(async.limit(call, operation, permits, true));
+  }
+
+  @Override
+  public Object applyOnce(OperationId id, Mutation mutation) {
+    return await(async.applyOnce(id, mutation));
   }
 
   @Override

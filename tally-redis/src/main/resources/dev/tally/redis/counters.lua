@@ -13,18 +13,37 @@ Values are plain strings that redis-cli can GET and INCRBY (docs/redis.md):
 
 ARGV holds four strings per operation: a code, the 1-based index of its key in KEYS, then
   incr   delta  value-if-missing  a decimal (default + delta, added by the client), '' if the
-                                  key must exist, '!' if default + delta overflows
+                                  key must exist, '!' and the default if default + delta
+                                  overflows
   incrf  delta  default           floating decimals
   put    value  ttl               ttl in milliseconds, '' for none
   del    -      -                 result "1" if the key was live, else "0"
   get    -      -                 result the value, or nil
   popi   -      -                 get and delete, refusing a floating counter
   pop    -      -                 get and delete an integer or floating counter
+  add    value  ttl               set only if missing; result "1" if it did, else "0"
+  touch  ttl    -                 a live key's new expiry (milliseconds, '' for none); result "1"
+                                  if the key was live, else "0"
+
+Operation ids (docs/redis.md#operation-ids). When the first four strings are
+  once   <index>  fingerprint  "shape pexpire now exp"
+the key at that index is the id's record, a hash, not a counter: if it holds a live record ("r",
+and under a caller's clock an "exp" later than now), the script applies nothing and returns
+{record}. Otherwise it applies the operations as usual and, only if all succeed, writes the
+record in OperationRecord's text form (tally-core), fingerprint "|" result, with PEXPIRE
+pexpire (milliseconds), and returns {record}. The shape says how the results read as one:
+  value  the first result as a number (L integer, D floating), or N for nil
+  none   N
+  bool   T if the first result is "1", else F
+  list   every result as a number or N, in brackets, comma-separated
+now and exp are epoch nanoseconds on the caller's clock, or '-' on the server's clock (then
+Redis' own expiry of the record alone decides).
 
 An increment keeps a live key's expiry and gives a key it creates none. Every operation is
 applied to a working copy first; only when all have succeeded are the changed keys written, so
 a failure writes nothing. Errors are "TALLY_<WHAT> <key index>" with WHAT one of OVERFLOW
-(64-bit), NOT_FINITE (floating result), NOT_FOUND, NOT_INTEGER, NOT_A_COUNTER.
+(64-bit), NOT_FINITE (floating result), NOT_FOUND, NOT_INTEGER, NOT_A_COUNTER; OVERFLOW and
+NOT_FINITE add the value and the delta, for CounterMath's message.
 ]]
 
 -- 64-bit integers. Lua 5.1 numbers are doubles, exact only up to 2^53, so an integer is kept as
@@ -144,13 +163,44 @@ end
 
 -- Working copy: per key, its value (false when missing), how to write its expiry ('keep' the
 -- live key's, 'none', or milliseconds) and whether it changed.
-local keys = {}
-for k = 1, #KEYS do
-  keys[k] = {value = redis.call('GET', KEYS[k]), ttl = 'keep', dirty = false}
+-- Integers written as decimals, compared exactly at any length: a < b.
+local function dec_less(a, b)
+  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+  if na ~= nb then
+    return na
+  end
+  if na then
+    a, b = string.sub(b, 2), string.sub(a, 2)
+  end
+  if #a ~= #b then
+    return #a < #b
+  end
+  return a < b
 end
 
-local results = {}
-for op = 1, #ARGV / 4 do
+local once, first = nil, 1
+if ARGV[1] == 'once' then
+  local shape, pexpire, now, exp = string.match(ARGV[4], '^(%a+) (%d+) (%S+) (%S+)$')
+  once = {k = tonumber(ARGV[2]), fingerprint = ARGV[3], shape = shape, pexpire = pexpire, now = now,
+    exp = exp}
+  local held = redis.call('HMGET', KEYS[once.k], 'r', 'exp')
+  -- Live unless a caller's clock has reached its "exp" (Redis' expiry is only a day later then).
+  if held[1] and not (now ~= '-' and held[2] and not dec_less(now, held[2])) then
+    return {held[1]} -- a repeat: the first call's record, nothing applied
+  end
+  once.had_exp = held[2] and true
+  first = 2
+end
+
+local keys = {}
+for k = 1, #KEYS do
+  if not (once and k == once.k) then
+    keys[k] = {value = redis.call('GET', KEYS[k]), ttl = 'keep', dirty = false}
+  end
+end
+
+local results, n = {}, 0
+for op = first, #ARGV / 4 do
   local code, k, a, b = ARGV[4 * op - 3], tonumber(ARGV[4 * op - 2]), ARGV[4 * op - 1], ARGV[4 * op]
   local key = keys[k]
   local result
@@ -158,8 +208,8 @@ for op = 1, #ARGV / 4 do
     if not key.value then
       if b == '' then
         return fail('NOT_FOUND', k)
-      elseif b == '!' then
-        return fail('OVERFLOW', k)
+      elseif string.sub(b, 1, 1) == '!' then
+        return fail('OVERFLOW', k .. ' ' .. string.sub(b, 2) .. ' ' .. a)
       end
       key.value, key.ttl = b, 'none'
     else
@@ -169,7 +219,7 @@ for op = 1, #ARGV / 4 do
       end
       local sum = int_add(current, int_parse(a))
       if not sum then
-        return fail('OVERFLOW', k)
+        return fail('OVERFLOW', k .. ' ' .. key.value .. ' ' .. a)
       end
       key.value = int_format(sum)
     end
@@ -187,7 +237,7 @@ for op = 1, #ARGV / 4 do
     end
     local x = base + tonumber(a)
     if x ~= x or x == math.huge or x == -math.huge then
-      return fail('NOT_FINITE', k)
+      return fail('NOT_FINITE', k .. ' ' .. (key.value or b) .. ' ' .. a)
     end
     key.value, key.dirty = float_format(x), true
     result = key.value
@@ -218,15 +268,29 @@ for op = 1, #ARGV / 4 do
       end
       key.value, key.dirty = false, true
     end
+  elseif code == 'add' then
+    if key.value then
+      result = '0'
+    else
+      key.value, key.dirty, result = a, true, '1'
+      key.ttl = b == '' and 'none' or b
+    end
+  elseif code == 'touch' then
+    if key.value then
+      key.ttl, key.dirty, result = a == '' and 'none' or a, true, '1'
+    else
+      result = '0'
+    end
   else
     return redis.error_reply('TALLY_UNKNOWN_OPERATION ' .. k)
   end
-  results[op] = result
+  n = n + 1
+  results[n] = result
 end
 
 for k = 1, #KEYS do
   local key = keys[k]
-  if key.dirty then
+  if key and key.dirty then
     if not key.value then
       redis.call('DEL', KEYS[k])
     elseif key.ttl == 'keep' then
@@ -238,4 +302,39 @@ for k = 1, #KEYS do
     end
   end
 end
-return results
+if not once then
+  return results
+end
+
+-- The id's record: the results as OperationRecord.encode() writes them.
+local function number(v)
+  if not v then
+    return 'N'
+  end
+  return (string.find(v, '^%-?%d+$') and 'L' or 'D') .. v
+end
+local result
+if once.shape == 'value' then
+  result = number(results[1])
+elseif once.shape == 'none' then
+  result = 'N'
+elseif once.shape == 'bool' then
+  result = results[1] == '1' and 'T' or 'F'
+else
+  local parts = {}
+  for i = 1, n do
+    parts[i] = number(results[i])
+  end
+  result = '[' .. table.concat(parts, ',') .. ']'
+end
+local record = once.fingerprint .. '|' .. result
+if once.exp ~= '-' then
+  redis.call('HSET', KEYS[once.k], 'r', record, 'exp', once.exp)
+else
+  redis.call('HSET', KEYS[once.k], 'r', record)
+  if once.had_exp then
+    redis.call('HDEL', KEYS[once.k], 'exp') -- left by a caller's clock on an expired record
+  end
+end
+redis.call('PEXPIRE', KEYS[once.k], once.pexpire)
+return {record}

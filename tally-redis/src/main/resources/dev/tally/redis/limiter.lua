@@ -9,7 +9,15 @@ KEYS[1]  the limiter's hash (docs/redis.md):
                           decimals, s0 an instant in epoch nanoseconds
            "exp"          only under a caller's clock: the instant (on that clock) at which the
                           record is full and counts as absent
-ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone
+           "at"           the latest instant (epoch nanoseconds) a decision on this state was
+                          taken at: every call is decided at max(now, at), so time never runs
+                          back for any algorithm (LimiterRecord.decidedAt)
+           "v"            the record format, LimiterRecord.VERSION (1); a hash of another
+                          version is refused (TALLY_VERSION), never misread; reset clears it
+KEYS[2]  only with an operation id: the id's record (docs/redis.md#operation-ids), a hash with
+         "r", the record in OperationRecord's text form, and under a caller's clock "exp"
+ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone, then
+         with an operation id four more: fingerprint pexpire now exp
   op       acquire | peek | refund | reset | reconfigure | topup, or batch
   permits  a decimal; for a batch, "op permits op permits ...": concurrent calls with the same
            limits, decided one after the other at the same instant
@@ -20,7 +28,12 @@ ARGV     op permits clock count, then four per limit the caller configured: tag 
 Reply    {allowed 1|0, remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}, each an
          integer or a decimal string (the fast path answers integers, the general path strings);
          for a batch, six such values per operation
-Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant decided at, epoch ns>
+         with an operation id, {record} instead: a live record means a repeat (nothing is
+         decided or written), else the decision is taken and recorded (fingerprint "|Q" and the
+         six values, comma-separated) with PEXPIRE pexpire (ms); now and exp are the caller's
+         clock and the record's lapse on it, or '-' on the server's clock
+Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant decided at, epoch ns>,
+         TALLY_VERSION <the record format found>
 
 Arithmetic. Lua numbers are doubles, exact for integers below 2^53, while instants (about 1.8e18
 ns) need 61 bits and the sliding window multiplies counts by durations (up to 2^124). So:
@@ -53,6 +66,36 @@ elseif string.find(clock, '^%d%d%d%d%d%d%d%d%d%d+$') and #clock <= 19 then
   NOW_S, NOW_NS = tonumber(string.sub(clock, 1, -10)), tonumber(string.sub(clock, -9))
 end
 
+-- ------------------------------------------------------------------ an operation id
+
+-- Integers written as decimals, compared exactly at any length: a < b.
+local function dec_less(a, b)
+  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+  if na ~= nb then
+    return na
+  end
+  if na then
+    a, b = string.sub(b, 2), string.sub(a, 2)
+  end
+  if #a ~= #b then
+    return #a < #b
+  end
+  return a < b
+end
+
+-- A repeat of an id answers from its record and decides nothing; a first call takes the
+-- general path below and records its decision at the end, in this same script.
+local ONCE
+if KEYS[2] then
+  local o = 4 + 4 * tonumber(ARGV[4])
+  ONCE = {fingerprint = ARGV[o + 1], pexpire = ARGV[o + 2], now = ARGV[o + 3], exp = ARGV[o + 4]}
+  local held = redis.call('HMGET', KEYS[2], 'r', 'exp')
+  if held[1] and not (ONCE.now ~= '-' and held[2] and not dec_less(ONCE.now, held[2])) then
+    return {held[1]}
+  end
+  ONCE.had_exp = held[2] and true
+end
+
 -- ------------------------------------------------------------------ the fast path
 
 -- The common call, acquisitions or peeks (alone or a batch) on one token bucket, leaky bucket
@@ -66,7 +109,7 @@ do
   local op = ARGV[1]
   local tag = ARGV[5]
   local ops
-  if NOW_S and NOW_S > 0 and ARGV[4] == '1' and (tag == '1' or tag == '2' or tag == '3')
+  if not ONCE and NOW_S and NOW_S > 0 and ARGV[4] == '1' and (tag == '1' or tag == '2' or tag == '3')
       and #ARGV[6] <= 15 and #ARGV[7] <= 15 then
     if op == 'batch' then
       ops = {}
@@ -83,7 +126,7 @@ do
   end
   if ops then
     local fields = redis.call('HGETALL', KEYS[1])
-    local line, exp
+    local line, exp, at, version
     local ok = true
     for i = 1, #fields, 2 do
       local f = fields[i]
@@ -91,6 +134,10 @@ do
         line = fields[i + 1]
       elseif f == 'exp' and overridden then
         exp = fields[i + 1]
+      elseif f == 'at' then
+        at = fields[i + 1]
+      elseif f == 'v' and fields[i + 1] == '1' then
+        version = true
       else
         ok = false -- more limits, or an "exp" to remove: the general path
       end
@@ -105,6 +152,10 @@ do
         return nil
       end
       return ds * 1000000000 + (tonumber(string.sub(text, -9)) - NOW_NS)
+    end
+    if ok and at then
+      local a = rel(at)
+      ok = a ~= nil and a <= 0 -- decided later than now (or unreadable): the general path
     end
     local live = line ~= nil
     if ok and live and exp then
@@ -196,6 +247,15 @@ do
           local new = k .. ' ' .. dec(C) .. ' ' .. dec(T) .. ' ' .. epoch(S0) .. ' ' .. dec(S1) .. ' ' .. dec(S2)
           if new ~= line then
             changes[1], changes[2] = '1', new
+          end
+        end
+        if #changes > 0 then
+          local decided = epoch(0)
+          if decided ~= at then
+            changes[#changes + 1], changes[#changes + 2] = 'at', decided
+          end
+          if not version then
+            changes[#changes + 1], changes[#changes + 2] = 'v', '1'
           end
         end
         if overridden then
@@ -939,10 +999,30 @@ local function run()
     text[fields[i]] = fields[i + 1]
   end
 
-  -- LimiterMachine.notBefore: never decide before a stored window's start, so that a clock that
-  -- stepped back (or a caller whose clock is behind) cannot roll a window back to an empty count.
-  -- The frame moves to that instant; shift is how far, for the expiry Redis keeps on its clock.
+  -- Another Tally's format is refused, not misread; a reset clears it.
+  if ARGV[1] ~= 'reset' and text.v and text.v ~= '1' then
+    return error({err = 'TALLY_VERSION ' .. text.v})
+  end
+
+  -- LimiterRecord.decidedAt: never decide before the latest instant this state was decided at,
+  -- for any algorithm. The frame moves to that instant; shift is how far, for the expiry Redis
+  -- keeps on its clock.
   local shift = 0
+  if ARGV[1] ~= 'reset' and text.at then
+    if not string.find(text.at, '^%d+$') then
+      bad('at is not an instant: ' .. text.at)
+    end
+    local at = from_epoch(text.at)
+    if lt(0, at) then
+      shift = at
+      NOW_S, NOW_NS = fdivmod(parse(text.at), GIGA)
+      NOW = nil
+    end
+  end
+
+  -- LimiterMachine.notBefore: never decide before a stored window's start, so that a clock that
+  -- stepped back (or a caller whose clock is behind) cannot roll a window back to an empty count,
+  -- even for a record written before "at" was kept.
   if ARGV[1] ~= 'reset' then
     local i = 1
     while text[tostring(i)] do
@@ -1126,6 +1206,17 @@ local function run()
       end
     end
   end
+  if #changes > 0 then
+    local decided = to_epoch(now)
+    if text.at ~= decided then
+      changes[#changes + 1] = 'at'
+      changes[#changes + 1] = decided
+    end
+    if text.v ~= '1' then
+      changes[#changes + 1] = 'v'
+      changes[#changes + 1] = '1'
+    end
+  end
   local stale = {}
   for field in pairs(text) do
     local i = tonumber(field)
@@ -1161,4 +1252,18 @@ local function run()
   return reply
 end
 
-return run()
+local reply = run()
+if not ONCE then
+  return reply
+end
+local record = ONCE.fingerprint .. '|Q' .. table.concat(reply, ',')
+if ONCE.exp ~= '-' then
+  redis.call('HSET', KEYS[2], 'r', record, 'exp', ONCE.exp)
+else
+  redis.call('HSET', KEYS[2], 'r', record)
+  if ONCE.had_exp then
+    redis.call('HDEL', KEYS[2], 'exp')
+  end
+end
+redis.call('PEXPIRE', KEYS[2], ONCE.pexpire)
+return {record}

@@ -54,7 +54,9 @@ class LimiterLayoutTest {
     assertThat(d.remaining()).isEqualTo(7);
     @SuppressWarnings("unchecked")
     List<Object> all = (List<Object>) server.call("HGETALL", key);
-    assertThat(all).hasSize(4).containsSubsequence("1", "2");
+    assertThat(all).hasSize(8).contains("1", "2", "at", "v");
+    assertThat(server.call("HGET", key, "v")).as("the record format")
+        .isEqualTo(Integer.toString(dev.tally.spi.LimiterRecord.VERSION));
     String[] bucket = ((String) server.call("HGET", key, "1")).split(" ");
     assertThat(bucket).hasSize(6);
     assertThat(List.of(bucket[0], bucket[1], bucket[2], bucket[4], bucket[5]))
@@ -69,6 +71,37 @@ class LimiterLayoutTest {
     assertThat(pttl).as("kept until the limiter is full: the window's end").isPositive()
         .isLessThanOrEqualTo(hour / 1_000_000);
     assertThat(server.call("HGET", key, "exp")).as("no logical expiry on the server clock").isNull();
+    assertThat(Long.parseLong((String) server.call("HGET", key, "at"))).as("decided at")
+        .isEqualTo(fullAt - 3 * NS);
+  }
+
+  @Test
+  void aStateOfAnotherRecordFormatIsRefusedAndResetClearsIt() {
+    String key = "layout-limiter-" + UUID.randomUUID();
+    RateLimiter l = tally.limiter(key, Limit.tokenBucket(10, Duration.ofMinutes(1)));
+    l.tryAcquire();
+    server.call("HSET", key, "v", "2");
+    assertThatThrownBy(l::tryAcquire).isInstanceOf(dev.tally.StoreException.class)
+        .hasMessageContaining("record format 2, written by a newer Tally");
+    assertThatThrownBy(l::available).isInstanceOf(dev.tally.StoreException.class);
+    assertThat(server.call("HGET", key, "1")).as("left as it was").isNotNull();
+    l.reset();
+    assertThat(l.available()).isEqualTo(10);
+  }
+
+  @Test
+  void aNameIsACounterOrALimiterWithOneError() {
+    String key = "layout-kind-" + UUID.randomUUID();
+    tally.counters().incr(key);
+    assertThatThrownBy(() -> tally.limiter(key, Limit.tokenBucket(10, Duration.ofMinutes(1))).tryAcquire())
+        .isInstanceOf(dev.tally.WrongKindException.class)
+        .hasMessageContaining("holds a counter");
+    String limiter = "layout-kind-" + UUID.randomUUID();
+    tally.limiter(limiter, Limit.tokenBucket(10, Duration.ofMinutes(1))).tryAcquire();
+    assertThatThrownBy(() -> tally.counters().incr(limiter)).isInstanceOf(dev.tally.WrongKindException.class)
+        .hasMessageContaining("holds a rate limiter's state");
+    assertThatThrownBy(() -> tally.counters().withOperationId("kind-1").incr(limiter))
+        .isInstanceOf(dev.tally.WrongKindException.class);
   }
 
   @Test

@@ -91,6 +91,7 @@ class LimiterMachineParityTest {
       List<LimiterCall> handles = new ArrayList<>();
       handles.add(LimiterMachine.of(key, randomLimits(rnd)));
       long[] record = null;
+      long decidedAt = Long.MIN_VALUE; // as the store keeps it: written with every change of state
       long expiresAt = 0;
       BigInteger exactExpiry = BigInteger.ZERO;
       Decision last = null;
@@ -111,7 +112,11 @@ class LimiterMachineParityTest {
         long[] stored = record != null && expiresAt - now > 0 ? record.clone() : null;
         Object expected;
         try {
-          LimiterOutcome out = handle.apply(words(stored), now, op, permits);
+          LimiterOutcome out = handle.apply(stored == null ? null : new LimiterRecord(decidedAt, stored), now, op,
+              permits);
+          if (stored == null || !java.util.Arrays.equals(out.record(), record)) {
+            decidedAt = out.decidedAt();
+          }
           record = out.record();
           expiresAt = now + out.keepNanos();
           exactExpiry = BigInteger.valueOf(now).add(BigInteger.valueOf(out.keepNanos()));
@@ -130,6 +135,9 @@ class LimiterMachineParityTest {
         if (record != null && expiresAt - now > 0) {
           assertThat(storedRecord(key)).as(context + ": the record").isEqualTo(record);
           assertThat(server.call("HGET", key, "exp")).as(context + ": exp").isEqualTo(exactExpiry.toString());
+          assertThat(server.call("HGET", key, "at")).as(context + ": decided at").isEqualTo(Long.toString(decidedAt));
+          assertThat(server.call("HGET", key, "v")).as(context + ": version")
+              .isEqualTo(Integer.toString(LimiterRecord.VERSION));
         } else {
           Object exp = server.call("HGET", key, "exp");
           if (exp != null) {
@@ -153,7 +161,7 @@ class LimiterMachineParityTest {
     Map<Integer, String> limits = new TreeMap<>();
     for (int i = 0; i < flat.size(); i += 2) {
       String field = (String) flat.get(i);
-      if (!field.equals("exp")) {
+      if (!field.equals("exp") && !field.equals("at") && !field.equals("v")) {
         limits.put(Integer.parseInt(field), (String) flat.get(i + 1));
       }
     }

@@ -49,6 +49,36 @@ class RedisLayoutTest {
     return server.call(command);
   }
 
+  /** Overflow reads as CounterMath says it, whether INCRBY, the script or a transaction refused. */
+  @Test
+  void overflowsCarryCounterMathsMessage() {
+    counters.put("big", Long.MAX_VALUE - 1);
+    String expected = dev.tally.spi.CounterMath.overflow(counters.name() + ":big", Long.MAX_VALUE - 1, 5).getMessage();
+    assertThatThrownBy(() -> counters.incr("big", 5)).hasMessage(expected); // INCRBY
+    assertThatThrownBy(() -> counters.incrExisting("big", 5)).hasMessage(expected); // the script
+    assertThatThrownBy(() -> counters.withOperationId("overflow-" + counters.name()).incr("big", 5)).hasMessage(expected);
+    assertThatThrownBy(() -> counters.incr("new", Long.MAX_VALUE, 1)).hasMessage(
+        dev.tally.spi.CounterMath.overflow(counters.name() + ":new", 1, Long.MAX_VALUE).getMessage());
+    counters.incr("f", Double.MAX_VALUE);
+    assertThatThrownBy(() -> counters.incr("f", Double.MAX_VALUE))
+        .isInstanceOf(dev.tally.CounterOverflowException.class).hasMessageContaining("is not finite");
+    assertThat(counters.get("big")).hasValue(Long.MAX_VALUE - 1);
+  }
+
+  /** An operation id's record: a small hash beside the keys, never listed as a counter. */
+  @Test
+  void anOperationIdsRecordIsAHashThatKeysDoesNotList() {
+    String id = "layout-" + counters.name();
+    counters.withOperationId(id).incr("k", 7);
+    String record = "tally:op:" + id;
+    assertThat(server.call("TYPE", record)).isEqualTo("hash");
+    assertThat((String) server.call("HGET", record, "r")).endsWith("|L7")
+        .startsWith(String.format("%016x", new dev.tally.spi.Mutation.Incr(counters.name() + ":k", 7, 0, true).fingerprint()));
+    long pttl = (Long) server.call("PTTL", record);
+    assertThat(pttl).as("kept for the retention window").isBetween(3_500_000L, 3_600_000L);
+    assertThat(tally.counters().keys("tally:op:")).as("keys lists counters only").isEmpty();
+  }
+
   @Test
   void integerCountersArePlainDecimalStringsThatRedisCliCanIncrement() {
     counters.incr("views", 41);

@@ -37,12 +37,18 @@ final class RedisServer implements AutoCloseable {
   private final Path dir;
   private final int port;
   private final List<String> args;
+  private final Map<String, String> environment;
   private Process process;
 
   private RedisServer(Path dir, int port, List<String> args) {
+    this(dir, port, args, Map.of());
+  }
+
+  private RedisServer(Path dir, int port, List<String> args, Map<String, String> environment) {
     this.dir = dir;
     this.port = port;
     this.args = args;
+    this.environment = environment;
   }
 
   /** Starts a data server with no persistence; {@code extra} are more {@code --name value} options. */
@@ -61,13 +67,25 @@ final class RedisServer implements AutoCloseable {
     return start(freePort(true), args);
   }
 
+  /**
+   * Starts a data server with {@code environment} added to its own (e.g. {@code LD_PRELOAD});
+   * {@code extra} are more {@code --name value} options.
+   */
+  static RedisServer startWith(Map<String, String> environment, String... extra) {
+    return start(freePort(false), List.of(extra), environment);
+  }
+
   private static RedisServer start(int port, List<String> extra) {
+    return start(port, extra, Map.of());
+  }
+
+  private static RedisServer start(int port, List<String> extra, Map<String, String> environment) {
     Path dir = tempDir("redis-" + port);
     List<String> args = new ArrayList<>(List.of("--port", Integer.toString(port), "--bind", "127.0.0.1",
         "--dir", dir.toString(), "--logfile", "redis.log", "--save", "", "--appendonly", "no",
         "--daemonize", "no"));
     args.addAll(extra);
-    RedisServer server = new RedisServer(dir, port, args);
+    RedisServer server = new RedisServer(dir, port, args, environment);
     server.startProcess();
     return server;
   }
@@ -114,8 +132,10 @@ final class RedisServer implements AutoCloseable {
     command.add(BINARY);
     command.addAll(args);
     try {
-      process = new ProcessBuilder(command).directory(dir.toFile())
-          .redirectErrorStream(true).redirectOutput(dir.resolve("stdout.log").toFile()).start();
+      ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile())
+          .redirectErrorStream(true).redirectOutput(dir.resolve("stdout.log").toFile());
+      builder.environment().putAll(environment);
+      process = builder.start();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start " + command, e);
     }

@@ -8,6 +8,7 @@ package dev.tally.redis;
 final class SharedServers {
   private static RedisServer standalone;
   private static RedisCluster cluster;
+  private static SentinelGroup sentinel;
 
   private SharedServers() {}
 
@@ -16,6 +17,13 @@ final class SharedServers {
       standalone = RedisServer.start();
     }
     return standalone;
+  }
+
+  static synchronized SentinelGroup sentinel() {
+    if (sentinel == null) {
+      sentinel = SentinelGroup.start();
+    }
+    return sentinel;
   }
 
   static synchronized RedisCluster cluster() {

@@ -9,6 +9,7 @@ import dev.tally.server.http.Specs;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -79,7 +80,7 @@ final class LimitCommand {
     }
   }
 
-  private int run(Function<Api, Reply> call) {
+  private int run(Function<Api, CompletionStage<Reply>> call) {
     return root.run(call, LimitCommand::plain);
   }
 
@@ -121,7 +122,7 @@ final class LimitCommand {
       @Option(names = "--max-wait", paramLabel = "DURATION", defaultValue = "0s",
           converter = Converters.DurationConverter.class,
           description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
-    return run(api -> api.acquire(name, limits.specs(), permits, maxWait).join());
+    return run(api -> api.acquire(name, limits.specs(), permits, maxWait));
   }
 
   @Command(name = "peek", mixinStandardHelpOptions = true,

@@ -9,6 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
@@ -47,8 +49,44 @@ final class ServeCommand implements Callable<Integer> {
   Path tokenFile;
 
   @Option(names = "--threads", paramLabel = "N",
-      description = "Worker threads (default 4 per core, at least 8).")
+      description = "Event-loop threads (default one per core).")
   Integer threads;
+
+  @Option(names = "--request-timeout", paramLabel = "DURATION", defaultValue = "10s",
+      converter = Converters.DurationConverter.class,
+      description = "How long one request may take to arrive, first byte to last; slower ones get"
+          + " 408 and are closed (default 10s).")
+  Duration requestTimeout;
+
+  @Option(names = "--idle-timeout", paramLabel = "DURATION", defaultValue = "60s",
+      converter = Converters.DurationConverter.class,
+      description = "Close a connection idle this long (default 60s).")
+  Duration idleTimeout;
+
+  @Option(names = "--allow-host", paramLabel = "NAME",
+      description = "A Host name besides localhost that requests may carry without a token"
+          + " (repeatable); others get 403, as DNS rebinding would send them.")
+  List<String> allowHosts = new ArrayList<>();
+
+  @Option(names = "--cors-origin", paramLabel = "ORIGIN",
+      description = "A web origin (https://app.example.com) that may call the server from a"
+          + " browser, with CORS (repeatable). No other page may.")
+  List<String> corsOrigins = new ArrayList<>();
+
+  @Option(names = "--access-log", description = "Log one line per request to stderr.")
+  boolean accessLog;
+
+  @Option(names = "--require-idempotency-key",
+      description = "Refuse (400) requests that change something without an Idempotency-Key.")
+  boolean requireIdempotencyKey;
+
+  @Option(names = "--tls-cert", paramLabel = "FILE",
+      description = "Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with this PEM certificate chain.")
+  Path tlsCert;
+
+  @Option(names = "--tls-key", paramLabel = "FILE",
+      description = "The PEM (PKCS#8) private key of --tls-cert.")
+  Path tlsKey;
 
   @Option(names = "--max-body", paramLabel = "BYTES", defaultValue = "65536",
       description = "Largest request body accepted, at most 16777216; larger ones get 413 (default 65536).")
@@ -82,7 +120,9 @@ final class ServeCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     String token = token(err);
     TallyServer.Settings settings = new TallyServer.Settings(bind, port, token,
-        threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace);
+        threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace,
+        requestTimeout, idleTimeout, allowHosts, corsOrigins, accessLog, tlsCert, tlsKey,
+        requireIdempotencyKey);
     TallyServer server;
     try {
       server = TallyServer.start(root.store, failurePolicy, settings);

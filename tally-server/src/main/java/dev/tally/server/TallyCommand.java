@@ -7,6 +7,7 @@ import dev.tally.server.http.Problem;
 import dev.tally.server.http.Reply;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -54,6 +55,13 @@ final class TallyCommand {
           + " redis://host:6379, dynamodb://table?region=...")
   String store;
 
+  @Option(names = "--op-id", scope = ScopeType.INHERIT, paramLabel = "ID",
+      description = "An operation id for the command's change (1 to 128 printable ASCII"
+          + " characters, e.g. a UUID): run again with the same id, it changes nothing and prints"
+          + " what the first run printed; the same id on another operation exits 2. HTTP's"
+          + " Idempotency-Key.")
+  String opId;
+
   @Option(names = "--json", scope = ScopeType.INHERIT,
       description = "Print JSON: for counter and limiter commands, the body the HTTP API answers.")
   boolean json;
@@ -61,9 +69,10 @@ final class TallyCommand {
   // ------------------------------------------------------------------ plumbing
 
   /** Opens the store, runs one call, prints its reply, returns the exit code. */
-  int run(Function<Api, Reply> call, Function<JsonNode, String> plain) {
-    try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
-      return print(call.apply(api), plain);
+  int run(Function<Api, CompletionStage<Reply>> call, Function<JsonNode, String> plain) {
+    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
+      return print(call.apply(opId == null ? api : api.withOperationId(opId))
+          .toCompletableFuture().join(), plain);
     }
   }
 
@@ -145,8 +154,9 @@ final class TallyCommand {
           Number value,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long, e.g. 40d.") Duration ttl) {
-    try (Tally tally = Tally.open(store); Api api = new Api(tally, null)) {
-      Reply reply = api.add(key, value, ttl);
+    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
+      Reply reply = (opId == null ? api : api.withOperationId(opId)).add(key, value, ttl)
+          .toCompletableFuture().join();
       int code = print(reply, body -> body.get("added").asBoolean() ? "added" : "exists");
       return code == 0 && !reply.body().get("added").asBoolean() ? 1 : code;
     }

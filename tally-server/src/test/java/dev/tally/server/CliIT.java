@@ -84,6 +84,24 @@ class CliIT {
   }
 
   @Test
+  void anOperationIdIsPassedToTheStore(@org.junit.jupiter.api.io.TempDir Path dir)
+      throws Exception {
+    // mem: keeps ids, but lives for one command: the repeat-once semantics are IdempotencyIT's
+    assertThat(tally("incr", "paid", "5", "--op-id", "order-1")).isEqualTo(new Run(0, "5\n", ""));
+    assertThat(tally("--json", "incr", "paid", "--op-id", "order-1").json().get("value").asLong())
+        .isEqualTo(1);
+    Run bad = tally("incr", "paid", "--op-id", "bad id");
+    assertThat(bad.exit()).isEqualTo(2);
+    assertThat(bad.err()).contains("operation id");
+    // a store that keeps no ids says so, and applies nothing
+    Map<String, String> file = Map.of("TALLY_STORE", "file:" + dir.resolve("data"));
+    Run unsupported = tally(file, "incr", "paid", "5", "--op-id", "order-1");
+    assertThat(unsupported.exit()).isEqualTo(2);
+    assertThat(unsupported.err()).contains("does not support operation ids");
+    assertThat(tally(file, "get", "paid").exit()).isEqualTo(3);
+  }
+
+  @Test
   void jsonOutputIsTheHttpApiBody() throws Exception {
     Run r = tally("--json", "incr", "views", "2");
     assertThat(r.exit()).isZero();

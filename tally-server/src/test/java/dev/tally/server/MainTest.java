@@ -48,7 +48,9 @@ class MainTest {
       StringWriter err = new StringWriter();
       int code = Main.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
       assertThat(code).as(String.join(" ", args)).isEqualTo(2);
-      assertThat(out.toString()).as(String.join(" ", args)).startsWith("{\"error\":\"bad_request\",\"message\":");
+      assertThat(out.toString()).as(String.join(" ", args))
+          .startsWith("{\"type\":\"about:blank\",\"title\":\"Bad Request\",\"status\":400,\"detail\":")
+          .contains("\"error\":\"bad_request\",\"message\":");
       assertThat(err.toString()).as(String.join(" ", args)).isEmpty();
     }
   }

@@ -27,14 +27,17 @@ public final class StoreConfiguration {
   private final boolean expiresOnServerClock;
   private final UnaryOperator<String> groupNames;
   private final int operationsPerThread;
+  private final long serverClockResolutionNanos; // 0: the store runs on the kit's clock itself
 
   private StoreConfiguration(String name, Function<ManualTimeSource, Tally> opener,
-      boolean expiresOnServerClock, UnaryOperator<String> groupNames, int operationsPerThread) {
+      boolean expiresOnServerClock, UnaryOperator<String> groupNames, int operationsPerThread,
+      long serverClockResolutionNanos) {
     this.name = Objects.requireNonNull(name, "name");
     this.opener = Objects.requireNonNull(opener, "opener");
     this.expiresOnServerClock = expiresOnServerClock;
     this.groupNames = groupNames;
     this.operationsPerThread = operationsPerThread;
+    this.serverClockResolutionNanos = serverClockResolutionNanos;
   }
 
   /**
@@ -42,7 +45,7 @@ public final class StoreConfiguration {
    * instance on each call; pass the clock to {@link Tally.Builder#timeSource}).
    */
   public static StoreConfiguration of(String name, Function<ManualTimeSource, Tally> opener) {
-    return new StoreConfiguration(name, opener, false, UnaryOperator.identity(), 2_000);
+    return new StoreConfiguration(name, opener, false, UnaryOperator.identity(), 2_000, 0);
   }
 
   /**
@@ -50,17 +53,35 @@ public final class StoreConfiguration {
    * letting time pass sleeps for real. Limiters and operation ids still follow the kit's clock.
    */
   public StoreConfiguration expiringOnServerClock() {
-    return new StoreConfiguration(name, opener, true, groupNames, operationsPerThread);
+    return new StoreConfiguration(name, opener, true, groupNames, operationsPerThread, serverClockResolutionNanos);
   }
 
   /** Each test's group name passes through {@code names}, e.g. into a Redis Cluster hash tag. */
   public StoreConfiguration groupNames(UnaryOperator<String> names) {
-    return new StoreConfiguration(name, opener, expiresOnServerClock, names, operationsPerThread);
+    return new StoreConfiguration(name, opener, expiresOnServerClock, names, operationsPerThread,
+        serverClockResolutionNanos);
   }
 
   /** Fewer (or more) operations per thread in the concurrency suite, for a slow server. */
   public StoreConfiguration operationsPerThread(int n) {
-    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, n);
+    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, n, serverClockResolutionNanos);
+  }
+
+  /**
+   * The store decides on its server's own clock, as in production (no clock is supplied to
+   * Tally), and the harness makes that clock follow the kit's ({@link ManualTimeSource#follow}),
+   * to {@code resolution} (Redis' {@code TIME}: a microsecond). The client's clock is then real,
+   * not the kit's. The few cases that need decisions to the nanosecond, or instants the client
+   * computes on its own clock, are skipped for such a configuration; everything else runs.
+   */
+  public StoreConfiguration onServerClock(Duration resolution) {
+    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, operationsPerThread,
+        resolution.toNanos());
+  }
+
+  /** Whether the store decides at the kit's clock to the nanosecond (false for {@link #onServerClock}). */
+  public boolean decidesAtTheKitsClock() {
+    return serverClockResolutionNanos == 0;
   }
 
   /** The name in reports. */

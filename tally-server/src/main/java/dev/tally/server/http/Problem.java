@@ -4,6 +4,7 @@ import dev.tally.BucketFullException;
 import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
+import dev.tally.OperationIdConflictException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.TallyException;
@@ -27,25 +28,57 @@ import dev.tally.TallyException;
  * </table>
  */
 public enum Problem {
-  DENIED(429, 1),
-  BAD_REQUEST(400, 2),
-  UNAUTHORIZED(401, 2),
-  METHOD_NOT_ALLOWED(405, 2),
-  TOO_LARGE(413, 2),
-  UNSUPPORTED(501, 2),
-  NOT_FOUND(404, 3),
-  STORE_UNAVAILABLE(503, 4),
-  STORE_TIMEOUT(504, 4),
-  SHUTTING_DOWN(503, 4),
-  CONFLICT(409, 5),
-  INTERNAL(500, 70);
+  DENIED(429, 1, "https://iana.org/assignments/http-problem-types#quota-exceeded",
+      "Request cannot be satisfied as assigned quota has been exceeded"),
+  BAD_REQUEST(400, 2, "Bad Request"),
+  UNAUTHORIZED(401, 2, "Unauthorized"),
+  FORBIDDEN(403, 2, "Forbidden"),
+  METHOD_NOT_ALLOWED(405, 2, "Method Not Allowed"),
+  TIMEOUT(408, 2, "Request Timeout"),
+  TOO_LARGE(413, 2, "Content Too Large"),
+  URI_TOO_LONG(414, 2, "URI Too Long"),
+  UNSUPPORTED_MEDIA_TYPE(415, 2, "Unsupported Media Type"),
+  UNPROCESSABLE(422, 2, "Unprocessable Content"),
+  HEADERS_TOO_LARGE(431, 2, "Request Header Fields Too Large"),
+  UNSUPPORTED(501, 2, "Not Implemented"),
+  NOT_FOUND(404, 3, "Not Found"),
+  STORE_UNAVAILABLE(503, 4, "Service Unavailable"),
+  STORE_TIMEOUT(504, 4, "Gateway Timeout"),
+  SHUTTING_DOWN(503, 4, "Service Unavailable"),
+  CONFLICT(409, 5, "Conflict"),
+  INTERNAL(500, 70, "Internal Server Error");
+
+  /** The problem type draft-ietf-httpapi-ratelimit-headers defines for a request over quota. */
+  public static final String QUOTA_EXCEEDED =
+      "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
   private final int status;
   private final int exitCode;
+  private final String type;
+  private final String title;
 
-  Problem(int status, int exitCode) {
+  Problem(int status, int exitCode, String title) {
+    this(status, exitCode, "about:blank", title);
+  }
+
+  Problem(int status, int exitCode, String type, String title) {
     this.status = status;
     this.exitCode = exitCode;
+    this.type = type;
+    this.title = title;
+  }
+
+  /**
+   * The RFC 9457 {@code type}: {@code about:blank} (the status says what happened, the
+   * {@code error} member which of Tally's outcomes), or the quota-exceeded type on 429.
+   */
+  public String type() {
+    return type;
+  }
+
+  /** The RFC 9457 {@code title}: the status phrase, or the quota-exceeded type's title. */
+  public String title() {
+    return title;
   }
 
   /** The HTTP status. */
@@ -67,6 +100,9 @@ public enum Problem {
   public static Problem of(Throwable e) {
     if (e instanceof RequestException b) {
       return b.problem();
+    }
+    if (e instanceof OperationIdConflictException) {
+      return UNPROCESSABLE; // the Idempotency-Key draft: a key reused for another request
     }
     if (e instanceof IllegalArgumentException) {
       return BAD_REQUEST;

@@ -5,22 +5,25 @@ import java.time.Instant;
 import java.util.List;
 
 /**
- * The header fields of the IETF httpapi draft "RateLimit header fields for HTTP"
- * (draft-ietf-httpapi-ratelimit-headers), in its structured-field syntax, plus
+ * The header fields of the IETF httpapi draft "RateLimit header fields for HTTP",
+ * draft-ietf-httpapi-ratelimit-headers-10, in its structured-field syntax, plus
  * {@code Retry-After}:
  *
  * <pre>
- * RateLimit-Policy: "default";q=100;w=60      one item per limit: quota units, window seconds
- * RateLimit: "default";r=0;t=60               the deciding policy: remaining, seconds to reset
- * Retry-After: 1                              denied only: seconds until the same request fits
+ * RateLimit-Policy: "default";q=100;w=60, "hourly";q=1000;w=3600   every policy: quota, window
+ * RateLimit: "hourly";r=0;t=5                     the deciding policy: remaining, its own reset
+ * Retry-After: 5                                  denied only: seconds until the same request fits
  * </pre>
  *
  * <p>How Tally's limits map onto the draft's quota policies: {@code q} is the limit (bucket
  * capacity, GCRA burst, window limit, allowance); {@code w} is the time the limit takes to
  * refill completely (buckets, GCRA), the window, or the current calendar period (quotas);
- * {@code r} is {@link Decision#remaining()}; {@code t} is {@link Decision#resetAfter()}, the
- * time until the limiter is back to its full limit. Every duration is rounded <em>up</em> to a
- * whole second, so a client that waits as told is never early.
+ * {@code r} is {@link Decision#remaining()}. A {@link Decision} reports the state of one limit,
+ * the one with the fewest units left, and only the reset of the limiter as a whole (its slowest
+ * limit), so {@code RateLimit} carries that one policy, whose reset is the limiter's reset
+ * bounded by the policy's own window: a 100/1m bucket never says {@code t=2845} because an hourly
+ * window beside it has that long to go. Every duration is rounded <em>up</em> to a whole second,
+ * so a client that waits as told is never early.
  */
 final class RateLimitFields {
   private RateLimitFields() {}
@@ -38,11 +41,18 @@ final class RateLimitFields {
     }
     // The decision names the limit that decided, by its place: two limits of one size differ.
     LimitSpec deciding = limits.get(d.limitIndex() < limits.size() ? d.limitIndex() : 0);
+    long reset = ceilSeconds(d.resetAfterNanos());
+    if (limits.size() > 1) {
+      reset = Math.min(reset, deciding.windowSeconds(now));
+    }
     reply.header("RateLimit-Policy", policy.toString());
-    reply.header("RateLimit", "\"" + deciding.policy() + "\";r=" + d.remaining()
-        + ";t=" + ceilSeconds(d.resetAfterNanos()));
+    reply.header("RateLimit", "\"" + deciding.policy() + "\";r=" + d.remaining() + ";t=" + reset);
     if (!d.allowed() && d.retryAfterNanos() != Decision.NEVER) {
       reply.header("Retry-After", Long.toString(Math.max(1, ceilSeconds(d.retryAfterNanos()))));
+    }
+    reply.decidingPolicy(deciding.policy());
+    if (!d.allowed()) {
+      reply.withArray("violated-policies", List.of(deciding.policy()));
     }
   }
 

@@ -20,6 +20,7 @@ public final class Reply {
   private final Problem problem;
   private final ObjectNode body;
   private Map<String, String> headers = Map.of();
+  private String decidingPolicy;
 
   private Reply(int status, Problem problem, ObjectNode body) {
     this.status = status;
@@ -31,17 +32,48 @@ public final class Reply {
     return new Reply(200, null, body);
   }
 
-  /** A reply for {@code problem} whose body is {@code body} (a denied decision, an unhealthy store). */
+  /**
+   * A reply for {@code problem} whose body is {@code body} (an unhealthy store), made an RFC 9457
+   * problem by the members every problem has.
+   */
   static Reply of(Problem problem, ObjectNode body) {
-    return new Reply(problem.status(), problem, body);
+    ObjectNode b = problemMembers(problem, body.has("message") ? body.get("message").asText()
+        : problem.title());
+    b.setAll(body);
+    return new Reply(problem.status(), problem, b);
   }
 
-  /** A JSON error: {@code {"error": "not_found", "message": "..."}}. */
+  /**
+   * A denied decision: the decision's fields, with the RFC 9457 members of the quota-exceeded
+   * problem type of draft-ietf-httpapi-ratelimit-headers.
+   */
+  static Reply denied(ObjectNode decision) {
+    ObjectNode b = problemMembers(Problem.DENIED, decision.has("message")
+        ? decision.get("message").asText() : "the limiter '" + decision.get("name").asText()
+        + "' has no room for " + decision.get("permits").asLong() + " permits now");
+    b.setAll(decision);
+    return new Reply(Problem.DENIED.status(), Problem.DENIED, b);
+  }
+
+  /**
+   * An RFC 9457 problem: {@code {"type": "about:blank", "title": "Not Found", "status": 404,
+   * "detail": "...", "error": "not_found", "message": "..."}}. {@code error} and {@code message}
+   * are extension members, kept so that clients written against the first error bodies go on
+   * working; {@code message} is always {@code detail}.
+   */
   public static Reply error(Problem problem, String message) {
+    return new Reply(problem.status(), problem, problemMembers(problem, message));
+  }
+
+  private static ObjectNode problemMembers(Problem problem, String detail) {
     ObjectNode body = Json.object();
+    body.put("type", problem.type());
+    body.put("title", problem.title());
+    body.put("status", problem.status());
+    body.put("detail", detail);
     body.put("error", problem.code());
-    body.put("message", message);
-    return new Reply(problem.status(), problem, body);
+    body.put("message", detail);
+    return body;
   }
 
   /** The reply for an exception: its problem and message. Bugs are logged with their stack. */
@@ -61,11 +93,32 @@ public final class Reply {
     return this;
   }
 
+  Reply withArray(String name, Iterable<String> values) {
+    var array = body.putArray(name);
+    values.forEach(array::add);
+    return this;
+  }
+
   Reply header(String name, String value) {
     if (headers.isEmpty()) {
       headers = new LinkedHashMap<>();
     }
     headers.put(name, value);
+    return this;
+  }
+
+  /** {@code application/json}, or {@code application/problem+json} for every error. */
+  public String contentType() {
+    return problem == null ? "application/json" : "application/problem+json";
+  }
+
+  /** For a limiter decision: the policy that decided (for metrics), else null. */
+  String decidingPolicy() {
+    return decidingPolicy;
+  }
+
+  Reply decidingPolicy(String policy) {
+    this.decidingPolicy = policy;
     return this;
   }
 

@@ -1,36 +1,39 @@
 package dev.tally.server.http;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpHandler;
 import dev.tally.server.http.Api.LimiterAction;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
+import io.netty.handler.codec.http.HttpHeaders;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Maps HTTP requests onto {@link Api} calls. Every request goes through the same steps: admit
- * (or 503 while shutting down), route, check the token, read the body within its bound, parse
- * it strictly, call, answer with JSON. Nothing is written to the store before every check has
- * passed. The routes are documented in {@code docs/openapi.yaml}.
+ * Maps HTTP requests onto {@link Api} calls, whatever connection they came on. Every request goes
+ * through the same steps: admit (or 503 while shutting down), route, check the query, keep web
+ * pages out (without a token), check the token, check the method and the media type, parse the
+ * body strictly, call, answer. Nothing is written to the store before every check has passed.
+ * The routes are documented in {@code docs/openapi.yaml}.
  */
-final class Router implements HttpHandler {
-  private static final System.Logger LOG = System.getLogger("dev.tally.server");
+final class Router {
+  private static final System.Logger ACCESS = System.getLogger("dev.tally.server.access");
   private static final byte[] PONG = "{\"pong\":true}".getBytes(StandardCharsets.US_ASCII);
-  private static final String JSON = "application/json";
+  static final String JSON = "application/json";
   private static final String PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8";
   private static final int MAX_KEYS_LIMIT = 100_000;
+  /** Past this many policy names, decisions are counted under "other": tags stay bounded. */
+  private static final int MAX_POLICY_TAGS = 200;
   /** Methods named in metrics as themselves; others are "OTHER", so tags stay bounded. */
   private static final Set<String> KNOWN_METHODS =
       Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
+  private static final Set<String> INT64 = Set.of(Int64.PARAMETER);
+  private static final Set<String> LIST_PARAMETERS = Set.of("prefix", "limit", Int64.PARAMETER);
 
   private static final Set<String> INCR_FIELDS = Set.of("delta", "default", "mustExist");
   private static final Set<String> VALUE_FIELDS = Set.of("value", "ttl");
@@ -38,243 +41,359 @@ final class Router implements HttpHandler {
   private static final Set<String> TRY_FIELDS = Set.of("permits", "limit", "limits");
   private static final Set<String> ACQUIRE_FIELDS = Set.of("permits", "limit", "limits", "maxWait");
   private static final Set<String> TOP_UP_FIELDS = Set.of("units", "limit", "limits");
+  private static final Set<String> COUNTER_ACTIONS =
+      Set.of("incr", "decr", "add", "pop", "touch", "ttl");
+  private static final Set<String> LIMITER_ACTIONS =
+      Set.of("try", "acquire", "peek", "refund", "reset", "reconfigure", "top-up");
 
   private final Api api;
   private final Auth auth;
+  private final BrowserGuard guard;
   private final Gate gate;
-  private final int maxBodyBytes;
   private final PrometheusMeterRegistry registry;
+  private final boolean accessLog;
+  private final boolean requireIdempotencyKey;
   private final Map<String, Timer> requestTimers = new ConcurrentHashMap<>();
+  private final Map<String, Counter> decisions = new ConcurrentHashMap<>();
 
-  Router(Api api, Auth auth, Gate gate, int maxBodyBytes, PrometheusMeterRegistry registry) {
+  Router(Api api, Auth auth, BrowserGuard guard, Gate gate, PrometheusMeterRegistry registry,
+      boolean accessLog, boolean requireIdempotencyKey) {
+    this.requireIdempotencyKey = requireIdempotencyKey;
     this.api = api;
     this.auth = auth;
+    this.guard = guard;
     this.gate = gate;
-    this.maxBodyBytes = maxBodyBytes;
     this.registry = registry;
+    this.accessLog = accessLog;
   }
 
-  /** How a request is answered: now, or later (an acquire that waits). */
-  private record Match(Reply reply, CompletableFuture<Reply> later) {
-    static Match now(Reply reply) {
-      return new Match(reply, null);
+  /** One request, its body read whole (within the bound the connection enforces). */
+  record Request(String method, String uri, String protocol, HttpHeaders headers, byte[] body,
+      String remote) {}
+
+  /** Where a path leads: its template (for metrics), the methods it takes, what it does. */
+  private record Route(String template, String allow, String key, String action) {}
+
+  /** A refusal found before any call: its reply, and any header fields that go with it. */
+  private static final class Refused extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final transient Reply reply;
+
+    Refused(Reply reply) {
+      super(null, null, false, false);
+      this.reply = reply;
     }
   }
 
-  /** The route template a request matched, for metrics: set as soon as it is known. */
-  private static final class Route {
-    String template = "unmatched";
-  }
-
-  @Override
-  public void handle(HttpExchange ex) {
+  /** Answers {@code r}; the stage always completes normally. */
+  CompletionStage<Answer> handle(Request r) {
     long start = System.nanoTime();
-    String method = KNOWN_METHODS.contains(ex.getRequestMethod()) ? ex.getRequestMethod() : "OTHER";
+    String method = KNOWN_METHODS.contains(r.method()) ? r.method() : "OTHER";
     if (!gate.enter()) {
-      ex.getResponseHeaders().set("Connection", "close");
-      send(ex, method, "shutdown", start,
-          Reply.error(Problem.SHUTTING_DOWN, "the server is shutting down; retry elsewhere"));
-      return;
+      Answer a = answer(Reply.error(Problem.SHUTTING_DOWN,
+          "the server is shutting down; retry elsewhere"), false, r).header("Connection", "close");
+      return CompletableFuture.completedFuture(done(r, method, "shutdown", start, a, false));
     }
-    Route route = new Route();
-    boolean deferred = false;
+    String template = "unmatched";
+    CompletionStage<Answer> answer;
+    boolean strings = false;
     try {
-      String path = ex.getRequestURI().getRawPath();
-      if (path.equals("/ping")) {
-        route.template = "/ping";
-        allow(method, "GET");
-        sendRaw(ex, method, route.template, start, 200, JSON, PONG);
-        return;
+      int q = r.uri().indexOf('?');
+      String path = q < 0 ? r.uri() : r.uri().substring(0, q);
+      String rawQuery = q < 0 ? null : r.uri().substring(q + 1);
+      Map<String, String> query = Requests.query(rawQuery);
+      strings = Int64.asStrings(query);
+      Route route = resolve(path);
+      template = route.template();
+      checkQuery(query, route.template().equals("/v1/counters") ? LIST_PARAMETERS : INT64);
+      String origin = r.headers().get("Origin");
+      if (!auth.required()) {
+        String refusal = guard.refusal(r.headers().get("Host"), origin,
+            r.headers().get("Sec-Fetch-Site"));
+        if (refusal != null) {
+          throw new Refused(Reply.error(Problem.FORBIDDEN, refusal));
+        }
       }
-      if (path.equals("/healthz")) {
-        route.template = "/healthz";
-        allow(method, "GET");
-        send(ex, method, route.template, start, api.health());
-        return;
-      }
-      if (!auth.allows(ex.getRequestHeaders().getFirst("Authorization"))) {
-        ex.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"tally\"");
-        send(ex, method, "unauthorized", start, Reply.error(Problem.UNAUTHORIZED,
-            "missing or wrong bearer token: send 'Authorization: Bearer <token>'"));
-        return;
-      }
-      if (path.equals("/metrics")) {
-        route.template = "/metrics";
-        allow(method, "GET");
-        sendRaw(ex, method, route.template, start, 200, PROMETHEUS,
-            registry.scrape().getBytes(StandardCharsets.UTF_8));
-        return;
-      }
-      Match m = route(ex, method, path, route);
-      if (m.later() != null) {
-        String r = route.template;
-        deferred = true; // the gate is left when the deferred answer has been sent
-        m.later().whenComplete((reply, failure) -> {
-          try {
-            send(ex, method, r, start, failure == null ? reply : Reply.error(failure));
-          } finally {
-            gate.exit();
+      if (r.method().equals("OPTIONS")) {
+        answer = CompletableFuture.completedFuture(options(r, route));
+      } else {
+        boolean isPublic = route.template().equals("/ping") || route.template().equals("/healthz");
+        if (!isPublic && !auth.allows(r.headers().get("Authorization"))) {
+          throw new Refused(Reply.error(Problem.UNAUTHORIZED,
+                  "missing or wrong bearer token: send 'Authorization: Bearer <token>'")
+              .header("WWW-Authenticate", "Bearer realm=\"tally\""));
+        }
+        String m = r.method().equals("HEAD") ? "GET" : r.method();
+        if (!(", " + route.allow() + ",").contains(", " + m + ",")) {
+          throw new Refused(Reply.error(Problem.METHOD_NOT_ALLOWED, r.method()
+                  + " is not allowed on " + route.template() + "; use " + route.allow())
+              .header("Allow", allowHeader(route.allow())));
+        }
+        Api calls = api;
+        if (!m.equals("GET")) {
+          checkMediaType(r);
+          String key = IdempotencyKey.of(r.headers(), requireIdempotencyKey);
+          if (key != null) {
+            calls = api.withOperationId(key);
           }
-        });
-        return;
+        }
+        boolean s = strings;
+        answer = call(r, m, route, calls).thenApply(x -> x.answer(s, r));
       }
-      send(ex, method, route.template, start, m.reply());
-    } catch (MethodNotAllowed e) {
-      ex.getResponseHeaders().set("Allow", e.allow);
-      send(ex, method, route.template, start, Reply.error(Problem.METHOD_NOT_ALLOWED,
-          ex.getRequestMethod() + " is not allowed on " + route.template + "; use " + e.allow));
+    } catch (Refused e) {
+      answer = CompletableFuture.completedFuture(answer(e.reply, strings, r));
     } catch (RuntimeException e) {
-      Reply reply = Reply.error(e);
-      if (reply.problem() == Problem.TOO_LARGE) {
-        ex.getResponseHeaders().set("Connection", "close"); // the rest of the body is unread
+      answer = CompletableFuture.completedFuture(answer(Reply.error(e), strings, r));
+    }
+    String t = template;
+    return answer.handle((a, failure) -> {
+      Answer out = failure != null
+          ? answer(Reply.error(Api.unwrap(failure)), false, r) : a;
+      return done(r, method, t, start, out, true);
+    });
+  }
+
+  /** What a call produced: a reply, or raw bytes (ping, metrics). */
+  private record Result(Reply reply, Answer raw) {
+    Answer answer(boolean strings, Request r) {
+      return raw != null ? raw : Router.answer(reply, strings, r);
+    }
+  }
+
+  private static Answer answer(Reply reply, boolean strings, Request r) {
+    byte[] body = strings ? Json.bytes(Int64.asStrings(reply.body())) : reply.bytes();
+    return Answer.of(reply, body);
+  }
+
+  private Answer done(Request r, String method, String template, long start, Answer a,
+      boolean entered) {
+    try {
+      String origin = r.headers().get("Origin");
+      if (guard.corsAllowed(origin)) {
+        a.header("Access-Control-Allow-Origin", origin)
+            .header("Access-Control-Expose-Headers",
+                "RateLimit, RateLimit-Policy, Retry-After, Tally-Limits")
+            .header("Vary", "Origin");
       }
-      send(ex, method, route.template, start, reply);
+      long nanos = System.nanoTime() - start;
+      timer(method, template, a.status()).record(nanos, TimeUnit.NANOSECONDS);
+      if (accessLog && ACCESS.isLoggable(Level.INFO)) {
+        ACCESS.log(Level.INFO, r.remote() + " \"" + r.method() + " " + r.uri() + " "
+            + r.protocol() + "\" " + a.status() + " " + a.body().length + " "
+            + nanos / 1000 + "us");
+      }
+      return r.method().equals("HEAD") ? a.withoutBody() : a;
     } finally {
-      if (!deferred) {
+      if (entered) {
         gate.exit();
       }
     }
   }
 
-  private static final class MethodNotAllowed extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-    final String allow;
+  private static String allowHeader(String allow) {
+    return allow.contains("GET") ? allow + ", HEAD, OPTIONS" : allow + ", OPTIONS";
+  }
 
-    MethodNotAllowed(String allow) {
-      super(null, null, false, false);
-      this.allow = allow;
+  private Answer options(Request r, Route route) {
+    Answer a = Answer.of(204, null, Answer.EMPTY).header("Allow", allowHeader(route.allow()));
+    String origin = r.headers().get("Origin");
+    if (guard.corsAllowed(origin) && r.headers().contains("Access-Control-Request-Method")) {
+      a.header("Access-Control-Allow-Methods", allowHeader(route.allow()))
+          .header("Access-Control-Allow-Headers",
+              "Authorization, Content-Type, Idempotency-Key")
+          .header("Access-Control-Max-Age", "600");
+    }
+    return a;
+  }
+
+  private static void checkQuery(Map<String, String> query, Set<String> allowed) {
+    for (String name : query.keySet()) {
+      if (!allowed.contains(name)) {
+        String takes = allowed.size() == 1 ? "this route takes only " + Int64.PARAMETER
+            : "expected " + String.join(", ", allowed.stream().sorted().toList());
+        throw new RequestException("unknown query parameter '" + name + "'; " + takes
+            + " (operation fields go in the JSON body, e.g. {\"" + name + "\": ...})");
+      }
     }
   }
 
-  private Match route(HttpExchange ex, String method, String path, Route route) {
+  /**
+   * A request that changes something and carries a body must say it is JSON: a web page can
+   * send {@code text/plain} or a form without asking first, but not {@code application/json}.
+   */
+  private static void checkMediaType(Request r) {
+    String type = r.headers().get("Content-Type");
+    if (type == null && r.body().length == 0) {
+      return;
+    }
+    if (type == null || !isJson(type)) {
+      throw new RequestException(Problem.UNSUPPORTED_MEDIA_TYPE, "this route takes"
+          + " application/json" + (type == null ? "; send 'Content-Type: application/json'"
+          : ", not " + type));
+    }
+  }
+
+  static boolean isJson(String contentType) {
+    int semi = contentType.indexOf(';');
+    String t = (semi < 0 ? contentType : contentType.substring(0, semi)).strip();
+    return t.equalsIgnoreCase(JSON);
+  }
+
+  private static Route resolve(String path) {
+    switch (path) {
+      case "/ping" -> {
+        return new Route("/ping", "GET", null, null);
+      }
+      case "/healthz" -> {
+        return new Route("/healthz", "GET", null, null);
+      }
+      case "/metrics" -> {
+        return new Route("/metrics", "GET", null, null);
+      }
+      case "/v1/counters", "/v1/counters/" -> {
+        return new Route("/v1/counters", "GET", null, null);
+      }
+      case "/v1/transactions" -> {
+        return new Route("/v1/transactions", "POST", null, null);
+      }
+      default -> { }
+    }
     String[] seg = path.split("/", -1);
     // seg[0] is "" (the path starts with '/')
-    if (seg.length < 3 || !seg[1].equals("v1")) {
-      return notFound(path);
+    if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1")
+        && (seg[2].equals("counters") || seg[2].equals("limiters")) && seg[3].isEmpty()) {
+      throw new RequestException("empty " + (seg[2].equals("counters") ? "key" : "limiter name")
+          + " in " + path + "; name it, e.g. /v1/" + seg[2] + "/views/...");
     }
-    switch (seg[2]) {
-      case "counters" -> {
-        if (seg.length == 3 || (seg.length == 4 && seg[3].isEmpty())) {
-          return counterList(ex, method, route);
-        }
+    if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1")) {
+      if (seg[2].equals("counters")) {
         String key = Requests.decode(seg[3], "key");
         if (seg.length == 4) {
-          return counter(ex, method, key, route);
+          return new Route("/v1/counters/{key}", "GET, PUT, DELETE", key, null);
         }
-        if (seg.length == 5) {
-          return counterAction(ex, method, key, seg[4], route);
+        if (seg.length == 5 && COUNTER_ACTIONS.contains(seg[4])) {
+          return new Route("/v1/counters/{key}/" + seg[4], seg[4].equals("ttl") ? "GET" : "POST",
+              key, seg[4]);
         }
-        return notFound(path);
-      }
-      case "transactions" -> {
-        if (seg.length != 3) {
-          return notFound(path);
+      } else if (seg[2].equals("limiters") && seg.length == 5) {
+        String name = Requests.decode(seg[3], "limiter name");
+        if (!LIMITER_ACTIONS.contains(seg[4])) {
+          throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + seg[4]
+              + "'; limiter actions are " + String.join(", ", LIMITER_ACTIONS.stream().sorted()
+              .toList()));
         }
-        route.template = "/v1/transactions";
-        allow(method, "POST");
-        Body b = body(ex, "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"));
-        return Match.now(api.transaction(Requests.ops(b)));
-      }
-      case "limiters" -> {
-        if (seg.length != 5) {
-          return notFound(path);
-        }
-        return limiter(ex, method, Requests.decode(seg[3], "limiter name"), seg[4], route);
-      }
-      default -> {
-        return notFound(path);
+        return new Route("/v1/limiters/{name}/" + seg[4], "POST", name, seg[4]);
       }
     }
+    throw new RequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
+        + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
   }
 
-  private Match counterList(HttpExchange ex, String method, Route route) {
-    route.template = "/v1/counters";
-    allow(method, "GET");
-    Map<String, String> q = Requests.query(ex.getRequestURI().getRawQuery());
-    for (String name : q.keySet()) {
-      if (!name.equals("prefix") && !name.equals("limit")) {
-        throw new RequestException("unknown query parameter '" + name + "'; expected prefix, limit");
+  private CompletionStage<Result> call(Request r, String method, Route route, Api api) {
+    String key = route.key();
+    switch (route.template()) {
+      case "/ping" -> {
+        return raw(Answer.of(200, JSON, PONG));
       }
+      case "/healthz" -> {
+        return replied(api.health());
+      }
+      case "/metrics" -> {
+        return raw(Answer.of(200, PROMETHEUS, registry.scrape().getBytes(StandardCharsets.UTF_8)));
+      }
+      case "/v1/counters" -> {
+        Map<String, String> q = Requests.query(queryOf(r.uri()));
+        int limit = 10_000;
+        if (q.containsKey("limit")) {
+          try {
+            limit = Integer.parseInt(q.get("limit"));
+          } catch (NumberFormatException e) {
+            limit = -1;
+          }
+          if (limit < 1 || limit > MAX_KEYS_LIMIT) {
+            throw new RequestException("limit must be an integer from 1 to " + MAX_KEYS_LIMIT);
+          }
+        }
+        return replied(api.keys(q.getOrDefault("prefix", ""), limit));
+      }
+      case "/v1/transactions" -> {
+        Body b = body(r, "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"));
+        return replied(api.transaction(Requests.ops(b)));
+      }
+      case "/v1/counters/{key}" -> {
+        switch (method) {
+          case "GET" -> {
+            body(r, "{}", Set.of());
+            return replied(api.get(key));
+          }
+          case "PUT" -> {
+            Body b = body(r, "{\"value\": 5, \"ttl\": \"40d\"}", VALUE_FIELDS);
+            return replied(api.put(key, value(b), b.duration("ttl")));
+          }
+          default -> {
+            body(r, "{}", Set.of());
+            return replied(api.delete(key));
+          }
+        }
+      }
+      default -> { }
     }
-    int limit = 10_000;
-    if (q.containsKey("limit")) {
-      try {
-        limit = Integer.parseInt(q.get("limit"));
-      } catch (NumberFormatException e) {
-        limit = -1;
-      }
-      if (limit < 1 || limit > MAX_KEYS_LIMIT) {
-        throw new RequestException("limit must be an integer from 1 to " + MAX_KEYS_LIMIT);
-      }
+    if (route.template().startsWith("/v1/counters/")) {
+      return counterAction(r, key, route.action(), api);
     }
-    return Match.now(api.keys(q.getOrDefault("prefix", ""), limit));
+    return limiter(r, key, route.action(), api);
   }
 
-  private Match counter(HttpExchange ex, String method, String key, Route route) {
-    route.template = "/v1/counters/{key}";
-    switch (method) {
-      case "GET" -> {
-        body(ex, "{}", Set.of());
-        return Match.now(api.get(key));
-      }
-      case "PUT" -> {
-        Body b = body(ex, "{\"value\": 5, \"ttl\": \"40d\"}", VALUE_FIELDS);
-        return Match.now(api.put(key, value(b), b.duration("ttl")));
-      }
-      case "DELETE" -> {
-        body(ex, "{}", Set.of());
-        return Match.now(api.delete(key));
-      }
-      default -> throw new MethodNotAllowed("GET, PUT, DELETE");
-    }
+  private static String queryOf(String uri) {
+    int q = uri.indexOf('?');
+    return q < 0 ? null : uri.substring(q + 1);
   }
 
-  private Match counterAction(HttpExchange ex, String method, String key, String action,
-      Route route) {
-    if (Set.of("incr", "decr", "add", "pop", "touch", "ttl").contains(action)) {
-      route.template = "/v1/counters/{key}/" + action;
-    }
+  private static CompletionStage<Result> raw(Answer a) {
+    return CompletableFuture.completedFuture(new Result(null, a));
+  }
+
+  private CompletionStage<Result> replied(CompletionStage<Reply> reply) {
+    return reply.thenApply(r -> {
+      countDecision(r);
+      return new Result(r, null);
+    });
+  }
+
+  private CompletionStage<Result> counterAction(Request r, String key, String action, Api api) {
     switch (action) {
       case "incr", "decr" -> {
-        allow(method, "POST");
-        Body b = body(ex, "{\"delta\": 1, \"default\": 0}", INCR_FIELDS);
+        Body b = body(r, "{\"delta\": 1, \"default\": 0}", INCR_FIELDS);
         Number delta = b.number("delta", 1L);
         Number dflt = b.number("default", 0L);
         boolean mustExist = b.bool("mustExist", false);
-        return Match.now(action.equals("incr")
+        return replied(action.equals("incr")
             ? api.incr(key, delta, dflt, mustExist) : api.decr(key, delta, dflt, mustExist));
       }
       case "add" -> {
-        allow(method, "POST");
-        Body b = body(ex, "{\"value\": 1000, \"ttl\": \"40d\"}", VALUE_FIELDS);
-        return Match.now(api.add(key, value(b), b.duration("ttl")));
+        Body b = body(r, "{\"value\": 1000, \"ttl\": \"40d\"}", VALUE_FIELDS);
+        return replied(api.add(key, value(b), b.duration("ttl")));
       }
       case "pop" -> {
-        allow(method, "POST");
-        body(ex, "{}", Set.of());
-        return Match.now(api.pop(key));
+        body(r, "{}", Set.of());
+        return replied(api.pop(key));
       }
       case "touch" -> {
-        allow(method, "POST");
-        Body b = body(ex, "{\"ttl\": \"1h\"}", TTL_FIELDS);
+        Body b = body(r, "{\"ttl\": \"1h\"}", TTL_FIELDS);
         if (b.raw("ttl") == null) {
           throw new RequestException("missing field 'ttl': a duration like \"1h\", or null to"
               + " make the counter permanent");
         }
-        return Match.now(api.touch(key, b.duration("ttl")));
-      }
-      case "ttl" -> {
-        allow(method, "GET");
-        body(ex, "{}", Set.of());
-        return Match.now(api.ttl(key));
+        return replied(api.touch(key, b.duration("ttl")));
       }
       default -> {
-        return notFound("/v1/counters/{key}/" + action);
+        body(r, "{}", Set.of());
+        return replied(api.ttl(key));
       }
     }
   }
 
-  private Match limiter(HttpExchange ex, String method, String name, String action, Route route) {
+  private CompletionStage<Result> limiter(Request r, String name, String action, Api api) {
     String example = "{\"permits\": 1, \"limit\": {\"tokenBucket\": \"100/1m\"}}";
     LimiterAction simple = switch (action) {
       case "try" -> LimiterAction.TRY;
@@ -283,15 +402,11 @@ final class Router implements HttpHandler {
       case "reset" -> LimiterAction.RESET;
       case "reconfigure" -> LimiterAction.RECONFIGURE;
       case "top-up" -> LimiterAction.TOP_UP;
-      case "acquire" -> null;
-      default -> throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + action
-          + "'; limiter actions are try, acquire, peek, refund, reset, reconfigure, top-up");
+      default -> null; // acquire
     };
-    route.template = "/v1/limiters/{name}/" + action;
-    allow(method, "POST");
     if (simple == null) {
-      Body b = body(ex, example, ACQUIRE_FIELDS);
-      return new Match(null, api.acquire(name, Requests.limits(b), b.integer("permits", 1),
+      Body b = body(r, example, ACQUIRE_FIELDS);
+      return replied(api.acquire(name, Requests.limits(b), b.integer("permits", 1),
           b.duration("maxWait")));
     }
     Set<String> fields = switch (simple) {
@@ -299,9 +414,9 @@ final class Router implements HttpHandler {
       case TOP_UP -> TOP_UP_FIELDS;
       default -> Requests.LIMIT_FIELDS;
     };
-    Body b = body(ex, example, fields);
+    Body b = body(r, example, fields);
     long permits = simple == LimiterAction.TOP_UP ? b.integer("units", 0) : b.integer("permits", 1);
-    return Match.now(api.limiter(simple, name, Requests.limits(b), permits));
+    return replied(api.limiter(simple, name, Requests.limits(b), permits));
   }
 
   private static Number value(Body b) {
@@ -312,67 +427,27 @@ final class Router implements HttpHandler {
     return v;
   }
 
-  private static void allow(String method, String allowed) {
-    if (!method.equals(allowed)) {
-      throw new MethodNotAllowed(allowed);
-    }
+  /** Parses the body, allowing only {@code fields}. */
+  private static Body body(Request r, String example, Set<String> fields) {
+    return Body.parse(r.body(), example, fields);
   }
 
-  private static Match notFound(String path) {
-    throw new RequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
-        + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
-  }
-
-  /** Reads the body within its bound and parses it, allowing only {@code fields}. */
-  private Body body(HttpExchange ex, String example, Set<String> fields) {
-    String length = ex.getRequestHeaders().getFirst("Content-Length");
-    if (length != null) {
-      long n;
-      try {
-        n = Long.parseLong(length.strip());
-      } catch (NumberFormatException e) {
-        throw new RequestException("Content-Length '" + length + "' is not a number");
-      }
-      if (n > maxBodyBytes) {
-        throw tooLarge(n + " bytes");
-      }
+  private void countDecision(Reply r) {
+    String policy = r.decidingPolicy();
+    if (policy == null) {
+      return;
     }
-    byte[] bytes;
-    try (InputStream in = ex.getRequestBody()) {
-      bytes = in.readNBytes(maxBodyBytes + 1);
-    } catch (IOException e) {
-      throw new RequestException("could not read the request body: " + e.getMessage());
+    String outcome = r.problem() == null ? "allowed" : "denied";
+    String id = policy + ' ' + outcome;
+    Counter c = decisions.get(id);
+    if (c == null) {
+      String tag = decisions.size() < 2 * MAX_POLICY_TAGS ? policy : "other";
+      c = decisions.computeIfAbsent(id, k -> Counter.builder("tally.decisions")
+          .description("Limiter decisions over HTTP, by the policy that decided and outcome")
+          .tags("policy", tag, "outcome", outcome)
+          .register(registry));
     }
-    if (bytes.length > maxBodyBytes) {
-      throw tooLarge("more than " + maxBodyBytes + " bytes");
-    }
-    return Body.parse(bytes, example, fields);
-  }
-
-  private RequestException tooLarge(String size) {
-    return new RequestException(Problem.TOO_LARGE, "request body is " + size + "; the limit is "
-        + maxBodyBytes + " bytes (tally serve --max-body)");
-  }
-
-  private void send(HttpExchange ex, String method, String route, long start, Reply reply) {
-    reply.headers().forEach(ex.getResponseHeaders()::set);
-    sendRaw(ex, method, route, start, reply.status(), JSON, reply.bytes());
-  }
-
-  private void sendRaw(HttpExchange ex, String method, String route, long start, int status,
-      String contentType, byte[] body) {
-    try {
-      ex.getResponseHeaders().set("Content-Type", contentType);
-      ex.sendResponseHeaders(status, body.length);
-      try (OutputStream out = ex.getResponseBody()) {
-        out.write(body);
-      }
-    } catch (IOException e) {
-      LOG.log(Level.DEBUG, "could not send the response: {0}", e.getMessage());
-    } finally {
-      ex.close();
-      timer(method, route, status).record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
-    }
+    c.increment();
   }
 
   private Timer timer(String method, String route, int status) {
@@ -382,6 +457,7 @@ final class Router implements HttpHandler {
       t = requestTimers.computeIfAbsent(id, k -> Timer.builder("http.server.requests")
           .description("HTTP requests, by route template and status")
           .tags("method", method, "uri", route, "status", Integer.toString(status))
+          .publishPercentileHistogram()
           .register(registry));
     }
     return t;

@@ -1,6 +1,5 @@
 package dev.tally.server.http;
 
-import com.sun.net.httpserver.HttpServer;
 import dev.tally.FailurePolicy;
 import dev.tally.Tally;
 import dev.tally.TallyMetrics;
@@ -12,27 +11,49 @@ import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http2.Http2SecurityUtil;
+import io.netty.handler.ssl.ApplicationProtocolConfig;
+import io.netty.handler.ssl.ApplicationProtocolNames;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslProvider;
+import io.netty.handler.ssl.SupportedCipherSuiteFilter;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.net.BindException;
 import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.UnknownHostException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLException;
 
 /**
- * The HTTP/JSON server over one store: the JDK's built-in {@code com.sun.net.httpserver} with a
- * fixed pool of worker threads (docs/http.md says why), Prometheus metrics through Micrometer,
- * a bearer token whenever it listens beyond loopback, bounded request bodies and a graceful
- * {@link #close}.
+ * The HTTP/JSON server over one store, on Netty's event loops (docs/http.md says why): HTTP/1.1
+ * with keep-alive and pipelining, HTTP/2 over cleartext (h2c) or TLS (ALPN), every request
+ * handled without a thread of its own through the stores' asynchronous API. Bounded memory per
+ * connection, timers for slow and idle connections, Prometheus metrics through Micrometer, a
+ * bearer token whenever it listens beyond loopback, and a graceful {@link #close}.
  *
  * <pre>{@code
  * try (TallyServer server = TallyServer.start("file:./tally-data", FailurePolicy.THROW,
@@ -43,23 +64,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class TallyServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
-  /** The JDK server's bound, in seconds, on receiving one request (headers and body). */
-  static final String REQUEST_TIME_PROPERTY = "sun.net.httpserver.maxReqTime";
-
-  static {
-    // The JDK server writes headers and body separately; without TCP_NODELAY, Nagle's
-    // algorithm and the client's delayed ACK stall every keep-alive response by ~40 ms.
-    if (System.getProperty("sun.net.httpserver.nodelay") == null) {
-      System.setProperty("sun.net.httpserver.nodelay", "true");
-    }
-    // The JDK server reads requests on its worker threads and, by default, waits for ever: a few
-    // clients that send part of a request and stop would hold every worker, and the server,
-    // health checks included, would answer no one. A request must arrive within this many
-    // seconds, or its connection is closed.
-    if (System.getProperty(REQUEST_TIME_PROPERTY) == null) {
-      System.setProperty(REQUEST_TIME_PROPERTY, "20");
-    }
-  }
+  /** The longest request line (method, target, version); longer ones get 414. */
+  static final int MAX_LINE_BYTES = 8 * 1024;
+  /** The most bytes of header fields in one request; more get 431. */
+  static final int MAX_HEADER_BYTES = 16 * 1024;
 
   /**
    * How to serve.
@@ -67,13 +75,23 @@ public final class TallyServer implements AutoCloseable {
    * @param bind the address to listen on; anything but loopback needs a token
    * @param port the port, or 0 for any free one
    * @param token the bearer token clients must send, or null for none (loopback only)
-   * @param threads worker threads
+   * @param threads event-loop threads
    * @param maxBodyBytes the largest request body accepted (413 beyond)
    * @param shutdownGrace how long {@link #close} waits for requests in flight
+   * @param requestTimeout how long one request may take to arrive, first byte to last (408)
+   * @param idleTimeout how long a connection may stay open with nothing sent either way
+   * @param allowedHosts names besides loopback that the {@code Host} field may carry
+   * @param corsOrigins web origins that may call the server (CORS)
+   * @param accessLog whether to log one line per request
+   * @param tlsCertificate a PEM certificate chain to serve TLS with, or null for cleartext
+   * @param tlsKey the PEM (PKCS#8) private key of the certificate, or null
+   * @param requireIdempotencyKey whether every mutating request must carry an Idempotency-Key
    */
   public record Settings(String bind, int port, String token, int threads, int maxBodyBytes,
-      Duration shutdownGrace) {
-    /** The largest body limit: a body is read whole into memory before it is parsed. */
+      Duration shutdownGrace, Duration requestTimeout, Duration idleTimeout,
+      List<String> allowedHosts, List<String> corsOrigins, boolean accessLog,
+      Path tlsCertificate, Path tlsKey, boolean requireIdempotencyKey) {
+    /** The largest body limit: a body is held whole in memory before it is parsed. */
     public static final int MAX_BODY_LIMIT = 16 << 20;
 
     /** Refuses settings the server cannot honour, naming the option to fix. */
@@ -85,39 +103,61 @@ public final class TallyServer implements AutoCloseable {
       if (threads < 1) {
         throw new IllegalArgumentException("--threads must be at least 1, not " + threads);
       }
-    }
-    /** 127.0.0.1:8080, no token, 4 threads per core (at least 8), 64 KiB bodies, 10 s grace. */
-    public static Settings defaults() {
-      return new Settings("127.0.0.1", 8080, null, defaultThreads(), 64 * 1024, Duration.ofSeconds(10));
+      if (requestTimeout.isNegative() || requestTimeout.isZero()) {
+        throw new IllegalArgumentException("--request-timeout must be positive");
+      }
+      if (idleTimeout.isNegative() || idleTimeout.isZero()) {
+        throw new IllegalArgumentException("--idle-timeout must be positive");
+      }
+      if ((tlsCertificate == null) != (tlsKey == null)) {
+        throw new IllegalArgumentException("TLS needs both --tls-cert and --tls-key");
+      }
+      allowedHosts = List.copyOf(allowedHosts);
+      corsOrigins = List.copyOf(corsOrigins);
     }
 
-    /** Worker threads by default: 4 per core, at least 8. Store calls may block on I/O. */
+    /**
+     * 127.0.0.1:8080, no token, one event loop per core, 64 KiB bodies, 10 s grace, 10 s to send
+     * a request, 60 s idle, no other host names, no CORS, no access log, cleartext.
+     */
+    public static Settings defaults() {
+      return new Settings("127.0.0.1", 8080, null, defaultThreads(), 64 * 1024,
+          Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(60), List.of(),
+          List.of(), false, null, null, false);
+    }
+
+    /** Event-loop threads by default: one per core. */
     public static int defaultThreads() {
-      return Math.max(8, 4 * Runtime.getRuntime().availableProcessors());
+      return Runtime.getRuntime().availableProcessors();
     }
   }
 
   private final Tally tally;
   private final Api api;
-  private final HttpServer server;
-  private final ExecutorService workers;
+  private final Channel listener;
+  private final EventLoopGroup boss;
+  private final EventLoopGroup workers;
   private final Gate gate;
   private final Settings settings;
   private final PrometheusMeterRegistry registry;
   private final JvmGcMetrics gcMetrics;
+  private final boolean tls;
   private final AtomicBoolean closing = new AtomicBoolean();
   private final CountDownLatch closed = new CountDownLatch(1);
 
-  private TallyServer(Tally tally, Api api, HttpServer server, ExecutorService workers, Gate gate,
-      Settings settings, PrometheusMeterRegistry registry, JvmGcMetrics gcMetrics) {
+  private TallyServer(Tally tally, Api api, Channel listener, EventLoopGroup boss,
+      EventLoopGroup workers, Gate gate, Settings settings, PrometheusMeterRegistry registry,
+      JvmGcMetrics gcMetrics, boolean tls) {
     this.tally = tally;
     this.api = api;
-    this.server = server;
+    this.listener = listener;
+    this.boss = boss;
     this.workers = workers;
     this.gate = gate;
     this.settings = settings;
     this.registry = registry;
     this.gcMetrics = gcMetrics;
+    this.tls = tls;
   }
 
   /**
@@ -143,9 +183,11 @@ public final class TallyServer implements AutoCloseable {
           + " host, so it needs a bearer token: pass --token-file FILE or set TALLY_TOKEN (or bind"
           + " to 127.0.0.1)");
     }
-    if (settings.threads() < 1 || settings.maxBodyBytes() < 1) {
-      throw new IllegalArgumentException("threads and the body limit must be positive");
+    if (settings.maxBodyBytes() < 1) {
+      throw new IllegalArgumentException("the body limit must be positive");
     }
+    BrowserGuard guard = new BrowserGuard(settings.allowedHosts(), settings.corsOrigins());
+    SslContext sslContext = settings.tlsCertificate() == null ? null : tls(settings);
 
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     new JvmMemoryMetrics().bindTo(registry);
@@ -157,30 +199,56 @@ public final class TallyServer implements AutoCloseable {
     TallyMetrics metrics = TallyMetrics.of(registry, storeUri);
 
     Tally tally = Tally.builder(storeUri).failurePolicy(policy).listener(metrics).build();
-    ExecutorService workers = null;
+    EventLoopGroup boss = null;
+    EventLoopGroup workers = null;
     try {
-      Api api = new Api(tally, metrics);
+      Api api = new Api(tally, metrics.store(), registry);
       Gate gate = new Gate();
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)
           .description("HTTP requests being handled, including acquires that wait")
           .register(registry);
-      HttpServer server = HttpServer.create(new InetSocketAddress(address, settings.port()), 1024);
-      AtomicInteger n = new AtomicInteger();
-      workers = Executors.newFixedThreadPool(settings.threads(), r -> {
-        Thread t = new Thread(r, "tally-http-" + n.incrementAndGet());
-        t.setDaemon(true);
-        return t;
-      });
-      server.setExecutor(workers);
-      server.createContext("/", new Router(api, auth, gate, settings.maxBodyBytes(), registry));
-      server.start();
-      TallyServer s = new TallyServer(tally, api, server, workers, gate, settings, registry, gc);
-      LOG.log(Level.INFO, "serving {0} on {1} ({2} threads{3})", tally.uri(), s.uri(),
-          settings.threads(), auth.required() ? ", bearer token required" : "");
+      Router router = new Router(api, auth, guard, gate, registry, settings.accessLog(),
+          settings.requireIdempotencyKey());
+      boolean epoll = Epoll.isAvailable();
+      IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+      boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("tally-accept", true), io);
+      workers = new MultiThreadIoEventLoopGroup(settings.threads(),
+          new DefaultThreadFactory("tally-http", true), io);
+      Class<? extends ServerChannel> channel =
+          epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+      ServerBootstrap b = new ServerBootstrap()
+          .group(boss, workers)
+          .channel(channel)
+          .option(ChannelOption.SO_BACKLOG, 1024)
+          .childOption(ChannelOption.TCP_NODELAY, true)
+          .childOption(ChannelOption.SO_KEEPALIVE, true)
+          .childHandler(new Channels(router, sslContext, settings.maxBodyBytes(),
+              settings.requestTimeout().toNanos(), settings.idleTimeout().toNanos()));
+      Channel listener;
+      try {
+        listener = b.bind(new InetSocketAddress(address, settings.port())).sync().channel();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while binding", e);
+      } catch (Exception e) {
+        // bind() rethrows the socket's checked exception undeclared
+        if (e instanceof IOException io2) {
+          throw io2;
+        }
+        throw new BindException(String.valueOf(e.getMessage()));
+      }
+      TallyServer s = new TallyServer(tally, api, listener, boss, workers, gate, settings,
+          registry, gc, sslContext != null);
+      LOG.log(Level.INFO, "serving {0} on {1} ({2} event loops, {3}{4})", tally.uri(), s.uri(),
+          settings.threads(), epoll ? "epoll" : "nio",
+          auth.required() ? ", bearer token required" : "");
       return s;
     } catch (IOException | RuntimeException e) {
       if (workers != null) {
-        workers.shutdownNow();
+        workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      }
+      if (boss != null) {
+        boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
       }
       tally.close();
       gc.close();
@@ -188,17 +256,36 @@ public final class TallyServer implements AutoCloseable {
     }
   }
 
+  private static SslContext tls(Settings settings) {
+    try {
+      return SslContextBuilder.forServer(settings.tlsCertificate().toFile(),
+              settings.tlsKey().toFile())
+          .sslProvider(SslProvider.JDK)
+          .ciphers(Http2SecurityUtil.CIPHERS, SupportedCipherSuiteFilter.INSTANCE)
+          .applicationProtocolConfig(new ApplicationProtocolConfig(
+              ApplicationProtocolConfig.Protocol.ALPN,
+              ApplicationProtocolConfig.SelectorFailureBehavior.NO_ADVERTISE,
+              ApplicationProtocolConfig.SelectedListenerFailureBehavior.ACCEPT,
+              ApplicationProtocolNames.HTTP_2, ApplicationProtocolNames.HTTP_1_1))
+          .build();
+    } catch (SSLException | IllegalArgumentException e) {
+      throw new IllegalArgumentException("cannot use --tls-cert " + settings.tlsCertificate()
+          + " and --tls-key " + settings.tlsKey() + ": " + e.getMessage()
+          + " (PEM files: the certificate chain, and the private key in PKCS#8)");
+    }
+  }
+
   /** Where the server listens, e.g. {@code http://127.0.0.1:8080}. */
   public URI uri() {
-    InetSocketAddress a = server.getAddress();
+    InetSocketAddress a = (InetSocketAddress) listener.localAddress();
     String host = a.getAddress() instanceof Inet6Address
         ? "[" + a.getAddress().getHostAddress() + "]" : a.getAddress().getHostAddress();
-    return URI.create("http://" + host + ":" + a.getPort());
+    return URI.create((tls ? "https://" : "http://") + host + ":" + a.getPort());
   }
 
   /** The port listened on (useful with port 0). */
   public int port() {
-    return server.getAddress().getPort();
+    return ((InetSocketAddress) listener.localAddress()).getPort();
   }
 
   /** The registry {@code /metrics} exposes. */
@@ -212,9 +299,9 @@ public final class TallyServer implements AutoCloseable {
   }
 
   /**
-   * Stops gracefully: new requests get 503, requests in flight (acquires waiting included) get
-   * up to the shutdown grace to finish, then the listener, the workers and the store close.
-   * Idempotent; a second caller waits for the first to finish.
+   * Stops gracefully: the listener closes, new requests on open connections get 503, requests
+   * in flight (acquires waiting included) get up to the shutdown grace to finish, then the event
+   * loops and the store close. Idempotent; a second caller waits for the first to finish.
    */
   @Override
   public void close() {
@@ -227,6 +314,7 @@ public final class TallyServer implements AutoCloseable {
       return;
     }
     try {
+      listener.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
       boolean drained = gate.closeAndDrain(settings.shutdownGrace());
       if (!drained) {
         LOG.log(Level.WARNING, "{0} requests still in flight after {1}; closing them",
@@ -237,13 +325,10 @@ public final class TallyServer implements AutoCloseable {
     } finally {
       try {
         api.close(); // answers acquires still waiting, while their connections are open
-        server.stop(0);
-        workers.shutdown();
-        try {
-          workers.awaitTermination(2, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
+        // a moment for those answers to be written, then the loops stop
+        workers.shutdownGracefully(100, 2000, TimeUnit.MILLISECONDS).awaitUninterruptibly(3,
+            TimeUnit.SECONDS);
+        boss.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(2, TimeUnit.SECONDS);
       } finally {
         tally.close();
         gcMetrics.close();

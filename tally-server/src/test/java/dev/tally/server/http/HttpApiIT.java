@@ -42,7 +42,16 @@ class HttpApiIT {
 
   static JsonNode status(int status, HttpResponse<String> r) {
     assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
-    return json(r);
+    JsonNode body = json(r);
+    if (status >= 400) { // every error is an RFC 9457 problem
+      assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+      assertThat(body.get("status").asInt()).isEqualTo(status);
+      assertThat(body.get("type").asText()).isIn("about:blank",
+          "https://iana.org/assignments/http-problem-types#quota-exceeded");
+      assertThat(body.get("title").asText()).isNotBlank();
+      assertThat(body.get("detail").asText()).isNotBlank();
+    }
+    return body;
   }
 
   static String path(String key) {
@@ -102,8 +111,11 @@ class HttpApiIT {
   @Test
   void getReturnsTheValueOr404() {
     JsonNode e = status(404, server.get("/v1/counters/never-set"));
-    assertThat(e.toString()).isEqualTo("{\"error\":\"not_found\",\"message\":\"counter 'never-set'"
-        + " does not exist (or has expired)\"}");
+    // RFC 9457: type, title, status, detail; error and message stay for older clients
+    assertThat(e.toString()).isEqualTo("{\"type\":\"about:blank\",\"title\":\"Not Found\","
+        + "\"status\":404,\"detail\":\"counter 'never-set' does not exist (or has expired)\","
+        + "\"error\":\"not_found\",\"message\":\"counter 'never-set' does not exist (or has"
+        + " expired)\"}");
     ok(server.post("/v1/counters/g/incr", "{\"delta\":7}"));
     assertThat(ok(server.get("/v1/counters/g")).toString()).isEqualTo("{\"key\":\"g\",\"value\":7}");
   }
@@ -303,8 +315,15 @@ class HttpApiIT {
     JsonNode re = ok(server.post("/v1/limiters/ops/reconfigure", "{\"limit\":{\"tokenBucket\":\"20/1h\"}}"));
     assertThat(re.get("limit").asLong()).isEqualTo(20);
     assertThat(re.get("remaining").asLong()).as("keeps what was consumed").isEqualTo(19);
-    assertThat(ok(server.post("/v1/limiters/ops/peek", "{" + limit + "}")).get("limit").asLong())
-        .as("handles adopt the stored limits").isEqualTo(20);
+    HttpResponse<String> stale = server.post("/v1/limiters/ops/peek", "{" + limit + "}");
+    assertThat(ok(stale).get("limit").asLong()).as("handles adopt the stored limits").isEqualTo(20);
+    // ...and say so: the limits sent (10/1h) are not the ones that decided
+    assertThat(stale.headers().firstValue("Tally-Limits")).hasValue("stored-differ");
+    assertThat(json(stale).get("storedLimits").asText()).startsWith("differ");
+    HttpResponse<String> current = server.post("/v1/limiters/ops/peek",
+        "{\"limit\":{\"tokenBucket\":\"20/1h\"}}");
+    assertThat(current.headers().firstValue("Tally-Limits")).isEmpty();
+    assertThat(json(current).has("storedLimits")).isFalse();
   }
 
   @Test
@@ -393,9 +412,58 @@ class HttpApiIT {
   void wrongMethodsAndUnknownRoutesAreJsonErrors() {
     HttpResponse<String> r = server.send("DELETE", "/v1/counters/x/incr", null);
     assertThat(status(405, r).get("error").asText()).isEqualTo("method_not_allowed");
-    assertThat(r.headers().firstValue("Allow")).hasValue("POST");
+    assertThat(r.headers().firstValue("Allow")).hasValue("POST, OPTIONS");
     assertThat(status(404, server.get("/v2/nothing")).get("error").asText()).isEqualTo("not_found");
     status(404, server.post("/v1/counters/x/frobnicate", null));
     status(405, server.post("/ping", null));
+  }
+
+  @Test
+  void queryParametersAreCheckedAndInt64CanBeStrings() {
+    JsonNode e = status(400, server.post("/v1/counters/q/incr?delta=5", null));
+    assertThat(e.get("detail").asText()).contains("unknown query parameter 'delta'");
+    assertThat(server.get("/v1/counters/q").statusCode()).as("nothing applied").isEqualTo(404);
+    assertThat(status(400, server.get("/v1/counters?prefix=a&sort=up")).get("detail").asText())
+        .contains("'sort'");
+    JsonNode big = ok(server.send("PUT", "/v1/counters/q?int64=string",
+        "{\"value\":9007199254740993}"));
+    assertThat(big.get("value").isTextual()).isTrue();
+    assertThat(big.get("value").asText()).isEqualTo("9007199254740993");
+    assertThat(ok(server.get("/v1/counters/q")).get("value").isIntegralNumber()).isTrue();
+    JsonNode d = status(429, server.post("/v1/limiters/q-strings/try?int64=string",
+        "{\"permits\":5,\"limit\":{\"tokenBucket\":\"1/1s\"}}"));
+    assertThat(d.get("limit").asText()).isEqualTo("1");
+    assertThat(d.get("status").isInt()).as("a problem's status stays a number").isTrue();
+    assertThat(status(400, server.get("/v1/counters/q?int64=bigint")).get("detail").asText())
+        .contains("int64 must be 'string'");
+  }
+
+  @Test
+  void metricsHaveLatencyHistogramsPerRouteAndDecisionsPerPolicy() {
+    server.post("/v1/limiters/m-policy/try",
+        "{\"limits\":[{\"tokenBucket\":\"1/1m\",\"policy\":\"burst\"}]}");
+    server.post("/v1/limiters/m-policy/try",
+        "{\"limits\":[{\"tokenBucket\":\"1/1m\",\"policy\":\"burst\"}]}");
+    String m = server.get("/metrics").body();
+    assertThat(m).containsPattern("http_server_requests_seconds_bucket\\{method=\"POST\",status=\"429\","
+        + "uri=\"/v1/limiters/\\{name\\}/try\",le=\"[0-9.]+\"\\} [1-9][0-9]*");
+    assertThat(m).containsPattern("tally_decisions_total\\{outcome=\"allowed\",policy=\"burst\"\\} 1\\.0");
+    assertThat(m).containsPattern("tally_decisions_total\\{outcome=\"denied\",policy=\"burst\"\\} 1\\.0");
+  }
+
+  @Test
+  void theAccessLogIsOffByDefaultAndOneLinePerRequestWhenOn() throws Exception {
+    assertThat(server.stderr()).doesNotContain("\"GET /ping");
+    try (ServerProcess logged = ServerProcess.start("--store", "mem:", "--access-log")) {
+      logged.get("/ping");
+      logged.post("/v1/counters/logged/incr", null);
+      String err = "";
+      for (int i = 0; i < 50 && !err.contains("/v1/counters/logged/incr"); i++) {
+        Thread.sleep(100); // the log is written after the answer
+        err = logged.stderr();
+      }
+      assertThat(err).contains("127.0.0.1 \"GET /ping HTTP/1.1\" 200 13 ")
+          .contains("\"POST /v1/counters/logged/incr HTTP/1.1\" 200 ");
+    }
   }
 }

@@ -84,6 +84,13 @@ final class ServerProcess implements AutoCloseable {
     if (headers.length > 0) {
       b.headers(headers);
     }
+    boolean typed = false;
+    for (int i = 0; i < headers.length; i += 2) {
+      typed |= headers[i].equalsIgnoreCase("Content-Type");
+    }
+    if (body != null && !typed) {
+      b.header("Content-Type", "application/json"); // mutating routes take JSON only
+    }
     try {
       return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {

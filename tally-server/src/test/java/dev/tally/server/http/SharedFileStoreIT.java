@@ -53,6 +53,7 @@ class SharedFileStoreIT {
       inFlight.acquireUninterruptibly();
       all.add(ServerProcess.HTTP.sendAsync(HttpRequest.newBuilder(s.loopback(path))
               .timeout(Duration.ofSeconds(30))
+              .header("Content-Type", "application/json")
               .POST(HttpRequest.BodyPublishers.ofString(body)).build(),
           HttpResponse.BodyHandlers.ofString())
           .whenComplete((r, e) -> inFlight.release()));

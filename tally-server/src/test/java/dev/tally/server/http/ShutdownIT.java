@@ -23,6 +23,7 @@ class ShutdownIT {
     CompletableFuture<HttpResponse<String>> waiting = ServerProcess.HTTP.sendAsync(
         HttpRequest.newBuilder(server.loopback("/v1/limiters/b/acquire"))
             .timeout(Duration.ofSeconds(20))
+            .header("Content-Type", "application/json")
             .POST(HttpRequest.BodyPublishers.ofString("{\"maxWait\":\"" + maxWait + "\"," + limit + "}"))
             .build(),
         HttpResponse.BodyHandlers.ofString());

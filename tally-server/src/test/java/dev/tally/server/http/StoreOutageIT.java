@@ -65,7 +65,7 @@ class StoreOutageIT {
       assertThat(redis.waitFor(10, TimeUnit.SECONDS)).isTrue();
 
       JsonNode down = status(503, server.get("/healthz"));
-      assertThat(down.get("status").asText()).isEqualTo("unavailable");
+      assertThat(down.get("health").asText()).isEqualTo("unavailable");
       assertThat(down.get("error").asText()).isIn("store_unavailable", "store_timeout");
       // fail-open: the counter answers default + delta, as the null: store would
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}")).get("value").asLong())

@@ -1,0 +1,76 @@
+package dev.tally.server.http;
+
+import dev.tally.Decision;
+import dev.tally.Limit;
+import dev.tally.Quota;
+import dev.tally.RateLimiter;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+/**
+ * Every limiter call the server makes, in one place, each with the operation id of its request
+ * (or none). Decisions, refunds and resets go through the limiters' asynchronous API, so no
+ * thread waits on them. {@link RateLimiter#reconfigure} and {@link Quota#topUp} have no
+ * asynchronous form: they run on a small pool of their own rather than on an event loop, where a
+ * limiter over a remote store would stall every connection of that loop. They are rare (an
+ * operator's calls), so the pool is small and made on first use.
+ */
+final class LimiterCalls implements AutoCloseable {
+  private volatile ExecutorService pool;
+
+  private static RateLimiter with(RateLimiter limiter, String opId) {
+    return opId == null ? limiter : limiter.withOperationId(opId);
+  }
+
+  CompletionStage<Decision> decide(RateLimiter limiter, long permits, String opId) {
+    return with(limiter, opId).async().decide(permits);
+  }
+
+  CompletionStage<Void> refund(RateLimiter limiter, long permits, String opId) {
+    return with(limiter, opId).async().refund(permits);
+  }
+
+  CompletionStage<Void> reset(RateLimiter limiter, String opId) {
+    return with(limiter, opId).async().reset();
+  }
+
+  CompletionStage<RateLimiter> reconfigure(RateLimiter limiter, String opId, Limit... limits) {
+    return blocking(() -> with(limiter, opId).reconfigure(limits));
+  }
+
+  CompletionStage<Void> topUp(Quota quota, long units, String opId) {
+    return blocking(() -> {
+      ((Quota) with(quota, opId)).topUp(units);
+      return null;
+    });
+  }
+
+  private <T> CompletionStage<T> blocking(Supplier<T> op) {
+    ExecutorService p = pool;
+    if (p == null) {
+      synchronized (this) {
+        if ((p = pool) == null) {
+          AtomicInteger n = new AtomicInteger();
+          pool = p = Executors.newFixedThreadPool(2, r -> {
+            Thread t = new Thread(r, "tally-limiter-admin-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+          });
+        }
+      }
+    }
+    return CompletableFuture.supplyAsync(op, p);
+  }
+
+  @Override
+  public void close() {
+    ExecutorService p = pool;
+    if (p != null) {
+      p.shutdown();
+    }
+  }
+}

@@ -1,0 +1,74 @@
+package dev.tally.spring;
+
+import java.lang.reflect.Method;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.context.expression.BeanFactoryResolver;
+import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.expression.EvaluationContext;
+import org.springframework.expression.Expression;
+import org.springframework.expression.ExpressionException;
+import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.expression.spel.support.StandardEvaluationContext;
+
+/**
+ * Key expressions in SpEL, parsed once each. The expressions come from the application's own
+ * annotations and configuration, never from a request, so they get a full evaluation context
+ * (bean references with {@code @name} included).
+ */
+final class KeyExpressions {
+  private final SpelExpressionParser parser = new SpelExpressionParser();
+  private final Map<String, Expression> parsed = new ConcurrentHashMap<>();
+  private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
+  private final BeanFactory beans;
+
+  KeyExpressions(BeanFactory beans) {
+    this.beans = beans;
+  }
+
+  /**
+   * Parses {@code expression}, so that a bad one fails at startup.
+   *
+   * @throws IllegalArgumentException naming the expression and where it is
+   */
+  Expression parse(String expression, String where) {
+    try {
+      return parsed.computeIfAbsent(expression, parser::parseExpression);
+    } catch (ExpressionException e) {
+      throw new IllegalArgumentException(where + ": key expression '" + expression + "' does not parse: "
+          + e.getMessage(), e);
+    }
+  }
+
+  /** The key for a request alone (filter rules). */
+  String evaluate(String expression, RateLimitRequest request) {
+    StandardEvaluationContext context = new StandardEvaluationContext(request);
+    return evaluate(expression, context);
+  }
+
+  /** The key for a call of {@code method} with {@code args}, whose arguments are variables. */
+  String evaluate(String expression, RateLimitRequest request, Method method, Object[] args) {
+    MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(request, method, args, names);
+    return evaluate(expression, context);
+  }
+
+  private String evaluate(String expression, StandardEvaluationContext context) {
+    if (beans != null) {
+      context.setBeanResolver(new BeanFactoryResolver(beans));
+    }
+    return asKey(parse(expression, "key"), context, expression);
+  }
+
+  private static String asKey(Expression e, EvaluationContext context, String text) {
+    Object value;
+    try {
+      value = e.getValue(context);
+    } catch (ExpressionException ex) {
+      throw new IllegalStateException("rate-limit key expression '" + text + "' failed: " + ex.getMessage(), ex);
+    }
+    return value == null ? null : value.toString();
+  }
+}

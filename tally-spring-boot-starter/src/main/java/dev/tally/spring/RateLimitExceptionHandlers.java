@@ -1,0 +1,52 @@
+package dev.tally.spring;
+
+import jakarta.servlet.http.HttpServletRequest;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+
+/**
+ * Answers {@link RateLimitExceededException} from a controller (or a service it called) the way
+ * the filters answer a denial: 429, the header fields, the RFC 9457 body. Ordered first, so that
+ * an application's catch-all handler does not turn it into a 500; an application that wants
+ * another answer declares its own bean of the same type.
+ */
+final class RateLimitExceptionHandlers {
+  private static final MediaType PROBLEM_JSON = MediaType.parseMediaType(ProblemResponses.PROBLEM_JSON);
+
+  private RateLimitExceptionHandlers() {}
+
+  static ResponseEntity<String> answer(RateLimitExceededException e, String path) {
+    RateLimitVerdict v = e.verdict();
+    HttpHeaders headers = new HttpHeaders();
+    ProblemResponses.setFields(v, headers::set);
+    headers.setContentType(PROBLEM_JSON);
+    return new ResponseEntity<>(v.problemJson(path), headers, HttpStatus.TOO_MANY_REQUESTS);
+  }
+
+  /** For Spring MVC. */
+  @RestControllerAdvice
+  @Order(Ordered.HIGHEST_PRECEDENCE)
+  public static class Servlet {
+    @ExceptionHandler(RateLimitExceededException.class)
+    public ResponseEntity<String> rateLimitExceeded(RateLimitExceededException e, HttpServletRequest request) {
+      return answer(e, request.getRequestURI().substring(request.getContextPath().length()));
+    }
+  }
+
+  /** For WebFlux. */
+  @RestControllerAdvice
+  @Order(Ordered.HIGHEST_PRECEDENCE)
+  public static class Reactive {
+    @ExceptionHandler(RateLimitExceededException.class)
+    public ResponseEntity<String> rateLimitExceeded(RateLimitExceededException e, ServerHttpRequest request) {
+      return answer(e, request.getPath().pathWithinApplication().value());
+    }
+  }
+}

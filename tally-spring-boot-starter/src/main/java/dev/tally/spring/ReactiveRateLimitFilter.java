@@ -1,0 +1,101 @@
+package dev.tally.spring;
+
+import dev.tally.StoreException;
+import java.nio.charset.StandardCharsets;
+import java.security.Principal;
+import java.util.List;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.springframework.core.Ordered;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.web.server.ServerWebExchange;
+import org.springframework.web.server.WebFilter;
+import org.springframework.web.server.WebFilterChain;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The rate-limit filter of a WebFlux application: the same rules, header fields and bodies as
+ * {@link ServletRateLimitFilter}. The store is asked on Reactor's bounded-elastic scheduler, so
+ * that no event-loop thread waits on it.
+ */
+public class ReactiveRateLimitFilter implements WebFilter, Ordered {
+  private static final Log LOG = LogFactory.getLog(ReactiveRateLimitFilter.class);
+  private static final MediaType PROBLEM_JSON = MediaType.parseMediaType(ProblemResponses.PROBLEM_JSON);
+  /** Stands for "no principal" inside the reactive chain, which carries no nulls. */
+  private static final String NO_PRINCIPAL = "";
+
+  private final FilterRules rules;
+  private final TallyRateLimits limits;
+  private final int order;
+
+  ReactiveRateLimitFilter(FilterRules rules, TallyRateLimits limits, int order) {
+    this.rules = rules;
+    this.limits = limits;
+    this.order = order;
+  }
+
+  @Override
+  public int getOrder() {
+    return order;
+  }
+
+  @Override
+  public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
+    ServerHttpRequest request = exchange.getRequest();
+    String path = request.getPath().pathWithinApplication().value();
+    String method = request.getMethod().name();
+    if (rules.isEmpty() || !rules.matches(method, path)) {
+      return chain.filter(exchange);
+    }
+    return exchange.getPrincipal().map(Principal::getName).defaultIfEmpty(NO_PRINCIPAL)
+        .flatMap(principal -> {
+          RateLimitRequest facts = facts(request, principal);
+          List<TallyRateLimits.Target> targets = rules.targets(facts, path);
+          return Mono.fromCallable(() -> (Object) limits.check(targets))
+              .subscribeOn(Schedulers.boundedElastic())
+              .onErrorResume(StoreException.class, Mono::just);
+        })
+        .flatMap(outcome -> {
+          if (outcome instanceof StoreException e) {
+            LOG.warn("rate-limit store failed; answering 503 (failure-policy throw): " + e);
+            return write(exchange.getResponse(), HttpStatus.SERVICE_UNAVAILABLE,
+                ProblemResponses.unavailableJson(path));
+          }
+          RateLimitVerdict verdict = (RateLimitVerdict) outcome;
+          setFields(exchange.getResponse().getHeaders(), verdict);
+          if (!verdict.allowed()) {
+            return write(exchange.getResponse(), HttpStatus.TOO_MANY_REQUESTS, verdict.problemJson(path));
+          }
+          return chain.filter(exchange);
+        });
+  }
+
+  private static RateLimitRequest facts(ServerHttpRequest request, String principal) {
+    java.net.InetSocketAddress remote = request.getRemoteAddress();
+    String address = remote == null ? null
+        : remote.getAddress() != null ? remote.getAddress().getHostAddress() : remote.getHostString();
+    return new RateLimitRequest(request.getMethod().name(), request.getPath().value(),
+        name -> request.getHeaders().getFirst(name), address,
+        principal.equals(NO_PRINCIPAL) ? null : principal, null);
+  }
+
+  /** Sets the header fields of {@code verdict}. */
+  static void setFields(HttpHeaders headers, RateLimitVerdict verdict) {
+    ProblemResponses.setFields(verdict, headers::set);
+  }
+
+  private static Mono<Void> write(ServerHttpResponse response, HttpStatus status, String json) {
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    response.setStatusCode(status);
+    response.getHeaders().setContentType(PROBLEM_JSON);
+    response.getHeaders().setContentLength(body.length);
+    DataBuffer buffer = response.bufferFactory().wrap(body);
+    return response.writeWith(Mono.just(buffer));
+  }
+}

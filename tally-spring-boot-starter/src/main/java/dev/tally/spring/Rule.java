@@ -1,0 +1,64 @@
+package dev.tally.spring;
+
+import dev.tally.FailurePolicy;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/** A checked rate-limit rule: its name, its policies in order, and its failure policy. */
+final class Rule {
+  private final String name;
+  private final List<Policy> policies;
+  private final FailurePolicy failurePolicy;
+
+  Rule(String name, List<Policy> policies, FailurePolicy failurePolicy) {
+    this.name = Objects.requireNonNull(name, "name");
+    if (policies.isEmpty()) {
+      throw new IllegalArgumentException("rate-limit rule '" + name + "' has no limit: set its limit"
+          + " (e.g. token-bucket 100/1m) or its policies");
+    }
+    this.policies = List.copyOf(policies);
+    this.failurePolicy = Objects.requireNonNull(failurePolicy, "failurePolicy");
+  }
+
+  /**
+   * The rule {@code name} from its properties: {@code limit} is one policy named after the rule,
+   * {@code policies} several by id; both may be given (the limit comes first).
+   *
+   * @param where the property prefix, for error messages
+   */
+  static Rule of(String name, TallyProperties.Rule p, String where) {
+    List<Policy> policies = new ArrayList<>();
+    try {
+      if (p.getLimit() != null && !p.getLimit().isBlank()) {
+        policies.add(Policy.parse(name, p.getLimit()));
+      }
+      for (Map.Entry<String, String> e : p.getPolicies().entrySet()) {
+        policies.add(Policy.parse(e.getKey(), e.getValue()));
+      }
+      FailurePolicy fp = p.getFailurePolicy() == null ? FailurePolicy.FAIL_OPEN : p.getFailurePolicy();
+      return new Rule(name, policies, fp);
+    } catch (IllegalArgumentException e) {
+      // The message says it all; the cause would only repeat it.
+      throw new IllegalArgumentException(where + ": " + e.getMessage());
+    }
+  }
+
+  String name() {
+    return name;
+  }
+
+  List<Policy> policies() {
+    return policies;
+  }
+
+  FailurePolicy failurePolicy() {
+    return failurePolicy;
+  }
+
+  @Override
+  public String toString() {
+    return name + policies;
+  }
+}

@@ -1,0 +1,208 @@
+package dev.tally.spring;
+
+import dev.tally.Counters;
+import dev.tally.FailurePolicy;
+import dev.tally.StoreException;
+import dev.tally.Tally;
+import dev.tally.TallyListener;
+import dev.tally.TallyMetrics;
+import dev.tally.TimeSource;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Role;
+
+/**
+ * Opens one {@link Tally} from {@code tally.store} (closed when the context closes) and offers
+ * its {@link Counters}, the named rate-limit rules ({@link TallyRateLimits}), {@link RateLimited},
+ * the servlet or WebFlux rate-limit filter, an Actuator health indicator and Micrometer metrics.
+ * Every bean backs off if the application declares its own of the same type.
+ */
+@AutoConfiguration
+@EnableConfigurationProperties(TallyProperties.class)
+public class TallyAutoConfiguration {
+
+  /**
+   * The store, with every {@link TallyListener} bean told of fail-open and fail-closed answers
+   * (Micrometer's among them when the application has a registry), on the application's
+   * {@link TimeSource} bean if it has one.
+   *
+   * @throws IllegalArgumentException if tally.store is malformed or its module is missing
+   * @throws StoreException if the store cannot be opened
+   */
+  @Bean(destroyMethod = "close")
+  @ConditionalOnMissingBean
+  public Tally tally(TallyProperties properties, ObjectProvider<TallyListener> listeners,
+      ObjectProvider<TimeSource> clock) {
+    List<TallyListener> all = listeners.orderedStream().toList();
+    Tally.Builder builder = Tally.builder(storeUri(properties));
+    // A TimeSource bean (a test's manual clock) drives expiry and the limiters.
+    TimeSource time = clock.getIfUnique();
+    if (time != null) {
+      builder.timeSource(time);
+    }
+    return builder
+        .failurePolicy(properties.getFailurePolicy() == null ? FailurePolicy.THROW : properties.getFailurePolicy())
+        .listener(all.isEmpty() ? TallyListener.NONE : new CompositeListener(all))
+        .build();
+  }
+
+  /** The store's counters, with keys used as given and the failure policy of tally.failure-policy. */
+  @Bean
+  @ConditionalOnMissingBean
+  public Counters tallyCounters(Tally tally) {
+    return tally.counters();
+  }
+
+  /** The named rules of tally.limits, checked at startup. */
+  @Bean
+  @ConditionalOnMissingBean
+  public TallyRateLimits tallyRateLimits(Tally tally, TallyProperties properties,
+      ObjectProvider<TallyRateLimits.DecisionListener> listeners) {
+    return new TallyRateLimits(tally, properties.getKeyPrefix(), TallyRateLimits.rules(properties),
+        listeners.orderedStream().toList());
+  }
+
+  @Bean
+  @ConditionalOnMissingBean
+  KeyExpressions tallyKeyExpressions(BeanFactory beans) {
+    return new KeyExpressions(beans);
+  }
+
+  /** Applies {@link RateLimited}; static, as a post-processor must be, and lazy about the store. */
+  @Bean
+  @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+  static RateLimitedPostProcessor tallyRateLimitedPostProcessor(ObjectProvider<TallyRateLimits> limits,
+      ObjectProvider<KeyExpressions> expressions) {
+    return new RateLimitedPostProcessor(new RateLimitedInterceptor(limits::getObject, expressions::getObject));
+  }
+
+  /** The store URI with {@code tally.store-options} added as query parameters. */
+  static String storeUri(TallyProperties properties) {
+    String uri = properties.getStore();
+    if (uri == null || uri.isBlank()) {
+      throw new IllegalArgumentException("tally.store is empty; try mem:, file:./tally-data or"
+          + " redis://localhost:6379");
+    }
+    StringBuilder b = new StringBuilder(uri.strip());
+    for (Map.Entry<String, String> e : properties.getStoreOptions().entrySet()) {
+      b.append(b.indexOf("?") < 0 ? '?' : '&')
+          .append(URLEncoder.encode(e.getKey(), StandardCharsets.UTF_8)).append('=')
+          .append(URLEncoder.encode(e.getValue(), StandardCharsets.UTF_8));
+    }
+    return b.toString();
+  }
+
+  /** Micrometer, when the application has a registry: decisions and failure-policy answers. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(MeterRegistry.class)
+  static class Metrics {
+    @Bean
+    TallyListener tallyMetricsListener(ObjectProvider<MeterRegistry> registry, TallyProperties properties) {
+      MeterRegistry r = registry.getIfUnique();
+      return r == null ? TallyListener.NONE : TallyMetrics.of(r, properties.getStore());
+    }
+
+    @Bean
+    TallyRateLimits.DecisionListener tallyDecisionMetrics(ObjectProvider<MeterRegistry> registry) {
+      MeterRegistry r = registry.getIfUnique();
+      return r == null ? (rule, policy, d) -> { } : new MicrometerDecisionMetrics(r);
+    }
+  }
+
+  /** The store's health, as the health contributor {@code tally}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+  @ConditionalOnEnabledHealthIndicator("tally")
+  static class Health {
+    @Bean
+    @ConditionalOnMissingBean(name = "tallyHealthIndicator")
+    TallyHealthIndicator tallyHealthIndicator(Tally tally) {
+      return new TallyHealthIndicator(tally);
+    }
+  }
+
+  /** The servlet filter and the 429 answer of {@link RateLimitExceededException}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+  @ConditionalOnClass(name = {"jakarta.servlet.Filter", "org.springframework.web.filter.OncePerRequestFilter"})
+  static class Servlet {
+    @Bean
+    @ConditionalOnMissingBean
+    RateLimitExceptionHandlers.Servlet tallyRateLimitExceptionHandler() {
+      return new RateLimitExceptionHandlers.Servlet();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean(name = "tallyRateLimitFilter")
+    @ConditionalOnProperty(prefix = "tally.filter", name = "enabled", matchIfMissing = true)
+    FilterRegistrationBean<ServletRateLimitFilter> tallyRateLimitFilter(TallyProperties properties,
+        TallyRateLimits limits, KeyExpressions expressions) {
+      FilterRules rules = FilterRules.of(properties.getFilter(), limits, expressions);
+      FilterRegistrationBean<ServletRateLimitFilter> registration =
+          new FilterRegistrationBean<>(new ServletRateLimitFilter(rules, limits));
+      registration.setName("tallyRateLimitFilter");
+      registration.setOrder(properties.getFilter().getOrder());
+      return registration;
+    }
+  }
+
+  /** The WebFlux filter and the 429 answer of {@link RateLimitExceededException}. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
+  @ConditionalOnClass(name = "org.springframework.web.server.WebFilter")
+  static class Reactive {
+    @Bean
+    @ConditionalOnMissingBean
+    RateLimitExceptionHandlers.Reactive tallyRateLimitExceptionHandler() {
+      return new RateLimitExceptionHandlers.Reactive();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnProperty(prefix = "tally.filter", name = "enabled", matchIfMissing = true)
+    ReactiveRateLimitFilter tallyRateLimitFilter(TallyProperties properties, TallyRateLimits limits,
+        KeyExpressions expressions) {
+      FilterRules rules = FilterRules.of(properties.getFilter(), limits, expressions);
+      return new ReactiveRateLimitFilter(rules, limits, properties.getFilter().getOrder());
+    }
+  }
+
+  /** Tells every listener, each shielded from the others. */
+  private static final class CompositeListener implements TallyListener {
+    private final List<TallyListener> listeners;
+
+    CompositeListener(List<TallyListener> listeners) {
+      this.listeners = List.copyOf(listeners);
+    }
+
+    @Override
+    public void onFailurePolicyApplied(String operation, String key, FailurePolicy policy, StoreException cause) {
+      for (TallyListener l : listeners) {
+        l.onFailurePolicyApplied(operation, key, policy, cause);
+      }
+    }
+
+    @Override
+    public void onLocalDenial(String key) {
+      for (TallyListener l : listeners) {
+        l.onLocalDenial(key);
+      }
+    }
+  }
+}

@@ -1,0 +1,258 @@
+package dev.tally.spring;
+
+import dev.tally.FailurePolicy;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * The {@code tally.*} properties: which store to open, the named rate-limit rules, and the rules
+ * of the servlet and WebFlux filters.
+ *
+ * <pre>
+ * tally.store=redis://localhost:6379
+ * tally.limits.api.limit=token-bucket 100/1m
+ * tally.filter.rules[0].paths=/api/**
+ * tally.filter.rules[0].key=header:X-Api-Key
+ * tally.filter.rules[0].rule=api
+ * </pre>
+ */
+@ConfigurationProperties("tally")
+public class TallyProperties {
+  /**
+   * The store to open: mem:, file:./tally-data, redis://host:6379/0, rediss://...,
+   * redis-cluster://h1:7000,h2:7001, dynamodb://table?region=... (each needs its module on the
+   * class path; file: comes with the starter).
+   */
+  private String store = "file:./tally-data";
+
+  /**
+   * Options added to the store URI as query parameters, e.g. timeout=2s for Redis or sync=always
+   * for the file store.
+   */
+  private Map<String, String> storeOptions = new LinkedHashMap<>();
+
+  /**
+   * What counters do when the store fails: throw (the default), fail-open (answer default + delta).
+   * Rate-limit rules have their own failure-policy.
+   */
+  private FailurePolicy failurePolicy = FailurePolicy.THROW;
+
+  /**
+   * Prefix of every limiter key the starter's rules create: PREFIX + rule + ':' + policy + ':' +
+   * key.
+   */
+  private String keyPrefix = "rl:";
+
+  /** Named rate-limit rules, used by @RateLimited("name") and by filter rules. */
+  private Map<String, Rule> limits = new LinkedHashMap<>();
+
+  /** The rate-limit filter (servlet or WebFlux, whichever the application is). */
+  private Filter filter = new Filter();
+
+  public String getStore() {
+    return store;
+  }
+
+  public void setStore(String store) {
+    this.store = store;
+  }
+
+  public Map<String, String> getStoreOptions() {
+    return storeOptions;
+  }
+
+  public void setStoreOptions(Map<String, String> storeOptions) {
+    this.storeOptions = storeOptions;
+  }
+
+  public FailurePolicy getFailurePolicy() {
+    return failurePolicy;
+  }
+
+  public void setFailurePolicy(FailurePolicy failurePolicy) {
+    this.failurePolicy = failurePolicy;
+  }
+
+  public String getKeyPrefix() {
+    return keyPrefix;
+  }
+
+  public void setKeyPrefix(String keyPrefix) {
+    this.keyPrefix = keyPrefix;
+  }
+
+  public Map<String, Rule> getLimits() {
+    return limits;
+  }
+
+  public void setLimits(Map<String, Rule> limits) {
+    this.limits = limits;
+  }
+
+  public Filter getFilter() {
+    return filter;
+  }
+
+  public void setFilter(Filter filter) {
+    this.filter = filter;
+  }
+
+  /** A rate-limit rule: one or more policies and what to do when the store fails. */
+  public static class Rule {
+    /**
+     * The rule's one policy, named after the rule, e.g. token-bucket 100/1m, gcra 15:30/60s,
+     * fixed-window 1000/1h, sliding-window 1000/1h, leaky-bucket 100/1m, quota 1000/month@UTC.
+     */
+    private String limit;
+
+    /**
+     * Several policies by id, each in the form of limit (e.g. minute=token-bucket 100/1m,
+     * second=token-bucket 10/1s): a request passes only if every one allows it.
+     */
+    private Map<String, String> policies = new LinkedHashMap<>();
+
+    /**
+     * What the rule answers when the store cannot be reached: fail-open (allow, the default),
+     * fail-closed (deny) or throw (an error response).
+     */
+    private FailurePolicy failurePolicy = FailurePolicy.FAIL_OPEN;
+
+    public String getLimit() {
+      return limit;
+    }
+
+    public void setLimit(String limit) {
+      this.limit = limit;
+    }
+
+    public Map<String, String> getPolicies() {
+      return policies;
+    }
+
+    public void setPolicies(Map<String, String> policies) {
+      this.policies = policies;
+    }
+
+    public FailurePolicy getFailurePolicy() {
+      return failurePolicy;
+    }
+
+    public void setFailurePolicy(FailurePolicy failurePolicy) {
+      this.failurePolicy = failurePolicy;
+    }
+  }
+
+  /** The rate-limit filter's settings. */
+  public static class Filter {
+    /** Whether the filter is installed (it does nothing without rules). */
+    private boolean enabled = true;
+
+    /**
+     * The filter's order among the application's filters; by default -50, just after Spring
+     * Security's (-100), so that a principal key sees the authenticated user.
+     */
+    private int order = -50;
+
+    /**
+     * The rules, tried in order: every rule whose paths and methods match a request applies to
+     * it.
+     */
+    private List<FilterRule> rules = new ArrayList<>();
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public int getOrder() {
+      return order;
+    }
+
+    public void setOrder(int order) {
+      this.order = order;
+    }
+
+    public List<FilterRule> getRules() {
+      return rules;
+    }
+
+    public void setRules(List<FilterRule> rules) {
+      this.rules = rules;
+    }
+  }
+
+  /** Which requests a filter rule limits, by what key, with which limits. */
+  public static class FilterRule extends Rule {
+    /**
+     * Path patterns the rule applies to (Spring's PathPattern syntax: /api/**,
+     * /users/{id}/orders); none means every path.
+     */
+    private List<String> paths = new ArrayList<>();
+
+    /** HTTP methods the rule applies to, e.g. GET, POST; none means every method. */
+    private List<String> methods = new ArrayList<>();
+
+    /**
+     * What a request is limited by: remote-address (the default), principal, header:NAME,
+     * path-variable:NAME (from the matching path pattern), global (one limit for all), or
+     * expression:SPEL over the request (header('X-Api-Key'), remoteAddress, principal,
+     * pathVariable('id'), method, path).
+     */
+    private String key = "remote-address";
+
+    /**
+     * The named rule of tally.limits to apply; without it, the rule's own limit or policies
+     * apply.
+     */
+    private String rule;
+
+    /** Units each request takes. */
+    private long permits = 1;
+
+    public List<String> getPaths() {
+      return paths;
+    }
+
+    public void setPaths(List<String> paths) {
+      this.paths = paths;
+    }
+
+    public List<String> getMethods() {
+      return methods;
+    }
+
+    public void setMethods(List<String> methods) {
+      this.methods = methods;
+    }
+
+    public String getKey() {
+      return key;
+    }
+
+    public void setKey(String key) {
+      this.key = key;
+    }
+
+    public String getRule() {
+      return rule;
+    }
+
+    public void setRule(String rule) {
+      this.rule = rule;
+    }
+
+    public long getPermits() {
+      return permits;
+    }
+
+    public void setPermits(long permits) {
+      this.permits = permits;
+    }
+  }
+}

@@ -1,0 +1,216 @@
+package dev.tally.spring;
+
+import dev.tally.Decision;
+import dev.tally.RateLimiter;
+import dev.tally.Tally;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * The application's named rate-limit rules ({@code tally.limits.*}), applied to keys: what
+ * {@link RateLimited} and the filters use, and what code can call directly.
+ *
+ * <pre>{@code
+ * @Autowired TallyRateLimits limits;
+ *
+ * RateLimitVerdict v = limits.check("api", user.id());
+ * if (!v.allowed()) { ... v.retryAfterSeconds() ... }
+ * limits.enforce("exports", user.id(), rows);  // throws RateLimitExceededException, answered 429
+ * }</pre>
+ *
+ * <p>Each policy of a rule is its own limiter, named {@code PREFIX + rule + ":" + policy + ":" +
+ * key}, so that each reports its own remaining units and reset. A request takes its units from
+ * every policy in turn; if one denies, the policies after it are only read ({@code decide(0)})
+ * and the units already taken from those before it are given back. So no policy ever grants more
+ * than its limit, and a request denied by one policy costs no other; two concurrent requests
+ * may, for an instant, see units that one of them is about to give back as taken.
+ */
+public class TallyRateLimits {
+  /** Keys longer than this (in UTF-8 bytes) are replaced by their SHA-256, to stay well inside Tally's 1024. */
+  static final int MAX_KEY_BYTES = 512;
+  /** The key of a request that has none (no such header, no principal). */
+  static final String ANONYMOUS = "anonymous";
+
+  private final Tally tally;
+  private final String prefix;
+  private final Map<String, Rule> rules;
+  private final List<DecisionListener> listeners;
+
+  TallyRateLimits(Tally tally, String prefix, Map<String, Rule> rules, List<DecisionListener> listeners) {
+    this.tally = Objects.requireNonNull(tally, "tally");
+    this.prefix = prefix == null ? "" : prefix;
+    this.rules = Map.copyOf(rules);
+    this.listeners = List.copyOf(listeners);
+  }
+
+  /** Builds the named rules from properties, failing at startup on any bad one. */
+  static Map<String, Rule> rules(TallyProperties properties) {
+    Map<String, Rule> rules = new LinkedHashMap<>();
+    properties.getLimits().forEach((name, p) -> {
+      if (!Policy.ID.matcher(name).matches()) {
+        throw new IllegalArgumentException("tally.limits." + name + ": a rule name must be 1 to 64"
+            + " letters, digits or . _ : -");
+      }
+      rules.put(name, Rule.of(name, p, "tally.limits." + name));
+    });
+    return rules;
+  }
+
+  /** The names of the configured rules. */
+  public Set<String> ruleNames() {
+    return new TreeSet<>(rules.keySet());
+  }
+
+  /**
+   * Takes one unit for {@code key} from every policy of the rule {@code rule}.
+   *
+   * @throws IllegalArgumentException if there is no such rule
+   * @throws dev.tally.StoreException if the store fails and the rule's failure policy is THROW
+   */
+  public RateLimitVerdict check(String rule, String key) {
+    return check(rule, key, 1);
+  }
+
+  /**
+   * Takes {@code permits} units for {@code key} from every policy of the rule {@code rule}, or
+   * none if one denies.
+   *
+   * @throws IllegalArgumentException if there is no such rule or permits is negative
+   */
+  public RateLimitVerdict check(String rule, String key, long permits) {
+    return check(List.of(new Target(rule(rule), key, permits)));
+  }
+
+  /**
+   * {@link #check(String, String, long)}, throwing if denied.
+   *
+   * @throws RateLimitExceededException if a policy denied: the web layer answers it with 429
+   */
+  public void enforce(String rule, String key, long permits) {
+    RateLimitVerdict v = check(rule, key, permits);
+    if (!v.allowed()) {
+      throw new RateLimitExceededException(v);
+    }
+  }
+
+  /**
+   * The limiter of a one-policy rule for {@code key}, with the rule's failure policy: the same
+   * state the filters and {@link RateLimited} use, for code that wants the whole
+   * {@link RateLimiter} API (acquire with a wait, refund, available).
+   *
+   * @throws IllegalArgumentException if there is no such rule, or it has several policies (use
+   *     {@link #check})
+   */
+  public RateLimiter limiter(String rule, String key) {
+    Rule r = rule(rule);
+    if (r.policies().size() != 1) {
+      throw new IllegalArgumentException("rule '" + rule + "' has " + r.policies().size()
+          + " policies, each its own limiter; use check(rule, key, permits) to apply them together");
+    }
+    Policy p = r.policies().get(0);
+    return tally.limiter(limiterName(r, p, key(key)), p.limit()).withFailurePolicy(r.failurePolicy());
+  }
+
+  Rule rule(String name) {
+    Rule r = rules.get(name);
+    if (r == null) {
+      throw new IllegalArgumentException("no rate-limit rule '" + name + "': define tally.limits."
+          + name + ".limit (rules defined: " + ruleNames() + ")");
+    }
+    return r;
+  }
+
+  boolean hasRule(String name) {
+    return rules.containsKey(name);
+  }
+
+  /** One rule applied to one key for one request. */
+  record Target(Rule rule, String key, long permits) {
+    Target {
+      Objects.requireNonNull(rule, "rule");
+      if (permits < 0) {
+        throw new IllegalArgumentException("permits must be zero or more, not " + permits);
+      }
+    }
+  }
+
+  /** Applies every target's policies in order; see the class comment for how a denial unwinds. */
+  RateLimitVerdict check(List<Target> targets) {
+    Instant now = Instant.ofEpochSecond(0, tally.timeSource().nanos());
+    List<PolicyOutcome> outcomes = new ArrayList<>();
+    List<Integer> granted = new ArrayList<>();
+    List<RateLimiter> grantedLimiters = new ArrayList<>();
+    boolean denied = false;
+    for (Target t : targets) {
+      String key = key(t.key());
+      for (Policy p : t.rule().policies()) {
+        String name = limiterName(t.rule(), p, key);
+        RateLimiter limiter = tally.limiter(name, p.limit()).withFailurePolicy(t.rule().failurePolicy());
+        Decision d = limiter.decide(denied ? 0 : t.permits());
+        if (!denied) {
+          for (DecisionListener l : listeners) {
+            l.onDecision(t.rule().name(), p.id(), d);
+          }
+          if (d.allowed()) {
+            granted.add(outcomes.size());
+            grantedLimiters.add(limiter);
+          } else {
+            denied = true;
+          }
+        }
+        outcomes.add(new PolicyOutcome(t.rule().name(), p.id(), key, name, t.permits(), d,
+            p.windowSeconds(now)));
+      }
+    }
+    if (denied) {
+      for (int i = 0; i < granted.size(); i++) {
+        int at = granted.get(i);
+        PolicyOutcome o = outcomes.get(at);
+        if (o.permits() > 0) {
+          grantedLimiters.get(i).refund(o.permits());
+          Decision d = o.decision();
+          Decision back = new Decision(true, Math.min(d.limit(), d.remaining() + o.permits()), d.limit(), 0,
+              d.resetAfterNanos(), d.limitIndex());
+          outcomes.set(at, new PolicyOutcome(o.rule(), o.policy(), o.key(), o.limiter(), o.permits(), back,
+              o.windowSeconds()));
+        }
+      }
+    }
+    return new RateLimitVerdict(outcomes);
+  }
+
+  private String limiterName(Rule rule, Policy policy, String key) {
+    return prefix + rule.name() + ":" + policy.id() + ":" + key;
+  }
+
+  /** The key as stored: {@code anonymous} if missing, its SHA-256 if long. */
+  static String key(String key) {
+    if (key == null || key.isEmpty()) {
+      return ANONYMOUS;
+    }
+    byte[] utf8 = key.getBytes(StandardCharsets.UTF_8);
+    if (utf8.length <= MAX_KEY_BYTES) {
+      return key;
+    }
+    try {
+      return "sha256:" + HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(utf8));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every JDK has SHA-256", e);
+    }
+  }
+
+  /** Told of every decision a policy took (not of the read-only ones after a denial). */
+  interface DecisionListener {
+    void onDecision(String rule, String policy, Decision decision);
+  }
+}

@@ -1,0 +1,44 @@
+package dev.tally.spring.reactive;
+
+import dev.tally.spring.RateLimited;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+import reactor.core.publisher.Mono;
+
+/** A WebFlux application with filter rules (application-reactive.yml) and one annotated method. */
+@SpringBootApplication
+public class ReactiveApp {
+
+  @RestController
+  static class Api {
+    @GetMapping("/api/items/{id}")
+    Mono<String> item(@PathVariable String id) {
+      return Mono.just("item " + id);
+    }
+
+    @GetMapping("/api/multi/{user}")
+    Mono<String> multi(@PathVariable String user) {
+      return Mono.just("multi " + user);
+    }
+
+    @PostMapping("/api/posts")
+    Mono<String> post() {
+      return Mono.just("posted");
+    }
+
+    @GetMapping("/api/posts")
+    Mono<String> posts() {
+      return Mono.just("posts");
+    }
+
+    @GetMapping("/greet")
+    @RateLimited(limits = "token-bucket 2/1d", key = "#name")
+    String greet(@RequestParam String name) {
+      return "hi " + name;
+    }
+  }
+}
