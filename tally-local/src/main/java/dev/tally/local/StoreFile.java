@@ -255,7 +255,8 @@ final class StoreFile {
 
   private static String glob(String literal) {
     StringBuilder b = new StringBuilder();
-    for (char c : literal.toCharArray()) {
+    for (int i = 0; i < literal.length(); i++) {
+      char c = literal.charAt(i);
       if ("*?[]{}\\".indexOf(c) >= 0) {
         b.append('\\');
       }
@@ -697,7 +698,7 @@ final class StoreFile {
         long size = segment ? (segment0Slots << count) * SLOT : heap0Bytes << count;
         long length = map.getLongVolatile(H_FILE_LENGTH);
         long at = Layout.pageAlign(length);
-        reserve(at, size, length);
+        reserve(at, size);
         map.setLongVolatile(H_FILE_LENGTH, at + size);
         map.setLongVolatile(dirAt + count * 8L, at);
         count++;
@@ -713,7 +714,7 @@ final class StoreFile {
     refreshDirectory();
   }
 
-  private void reserve(long at, long size, long length) {
+  private void reserve(long at, long size) {
     try {
       writeZeros(channel, at, size);
       channel.force(true);

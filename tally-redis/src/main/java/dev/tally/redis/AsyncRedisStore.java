@@ -130,7 +130,7 @@ final class AsyncRedisStore implements AsyncStore {
    */
   private CompletableFuture<Long> refusedIncrement(String key, long delta, Throwable failure) {
     Throwable cause = RedisFailures.unwrap(failure);
-    if (cause instanceof CounterOverflowException) {
+    if (cause instanceof CounterOverflowException overflow) {
       return call(commands.get(key), key, value -> {
         if (value != null && CounterValues.isInteger(value)) {
           try {
@@ -139,7 +139,7 @@ final class AsyncRedisStore implements AsyncStore {
             // not a value INCRBY accepts: keep Redis' answer
           }
         }
-        throw (CounterOverflowException) cause;
+        throw overflow;
       });
     }
     if (!(cause instanceof NotAnIntegerException notAnInteger)) {

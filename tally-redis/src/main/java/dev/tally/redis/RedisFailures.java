@@ -150,7 +150,7 @@ final class RedisFailures {
 
   /** CounterMath's message, from the script's "index value delta". */
   private static CounterOverflowException overflow(String key, String detail) {
-    String[] words = detail.split(" ");
+    String[] words = detail.split(" ", -1);
     if (words.length == 3) {
       try {
         return CounterMath.overflow(key, Long.parseLong(words[1]), Long.parseLong(words[2]));
@@ -163,7 +163,7 @@ final class RedisFailures {
 
   /** CounterMath's message for a floating sum that is not finite. */
   private static CounterOverflowException notFinite(String key, String detail) {
-    String[] words = detail.split(" ");
+    String[] words = detail.split(" ", -1);
     if (words.length == 3) {
       try {
         CounterMath.add(key, Double.parseDouble(words[1]), Double.parseDouble(words[2]));

@@ -490,6 +490,7 @@ public final class Api implements AutoCloseable {
    * denials, then the grant) and applies nothing, where one id for every attempt would replay the
    * first denial for ever.
    */
+  @SuppressWarnings("CollectionUndefinedEquality") // the set holds each waiting future by identity, as meant
   private void attempt(RateLimiter limiter, List<LimitSpec> limits, long permits, long deadline,
       int n, CompletableFuture<Reply> result) {
     CompletionStage<Decision> decided;

@@ -91,7 +91,7 @@ final class Router {
     String method = KNOWN_METHODS.contains(r.method()) ? r.method() : "OTHER";
     if (!gate.enter()) {
       Answer a = answer(Reply.error(Problem.SHUTTING_DOWN,
-          "the server is shutting down; retry elsewhere"), false, r).header("Connection", "close");
+          "the server is shutting down; retry elsewhere"), false).header("Connection", "close");
       return CompletableFuture.completedFuture(done(r, method, "shutdown", start, a, false));
     }
     String template = "unmatched";
@@ -141,14 +141,14 @@ final class Router {
         answer = call(r, m, route, calls).thenApply(x -> x.answer(s, r));
       }
     } catch (Refused e) {
-      answer = CompletableFuture.completedFuture(answer(e.reply, strings, r));
+      answer = CompletableFuture.completedFuture(answer(e.reply, strings));
     } catch (RuntimeException e) {
-      answer = CompletableFuture.completedFuture(answer(Reply.error(e), strings, r));
+      answer = CompletableFuture.completedFuture(answer(Reply.error(e), strings));
     }
     String t = template;
     return answer.handle((a, failure) -> {
       Answer out = failure != null
-          ? answer(Reply.error(Api.unwrap(failure)), false, r) : a;
+          ? answer(Reply.error(Api.unwrap(failure)), false) : a;
       return done(r, method, t, start, out, true);
     });
   }
@@ -156,11 +156,11 @@ final class Router {
   /** What a call produced: a reply, or raw bytes (ping, metrics). */
   private record Result(Reply reply, Answer raw) {
     Answer answer(boolean strings, Request r) {
-      return raw != null ? raw : Router.answer(reply, strings, r);
+      return raw != null ? raw : Router.answer(reply, strings);
     }
   }
 
-  private static Answer answer(Reply reply, boolean strings, Request r) {
+  private static Answer answer(Reply reply, boolean strings) {
     byte[] body = strings ? Json.bytes(Int64.asStrings(reply.body())) : reply.bytes();
     return Answer.of(reply, body);
   }
