@@ -39,6 +39,8 @@ public final class Main {
     cli.addSubcommand(new LimitCommand());
     cli.addSubcommand(new ServeCommand());
     cli.addSubcommand(new BenchCommand());
+    cli.addSubcommand(new SchemaCommand());
+    cli.addSubcommand(new FlushCommand());
     cli.addSubcommand(new CompletionCommand());
     cli.setParameterExceptionHandler(Main::badUsage);
     cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {

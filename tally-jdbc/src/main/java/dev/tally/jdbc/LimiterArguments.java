@@ -1,0 +1,97 @@
+package dev.tally.jdbc;
+
+import dev.tally.Limit;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.ZoneId;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The arguments of one call of the schema's {@code <table>_limit} function: the caller's limits
+ * as {@code tag, p0, p1} triples, and for each quota in a zone the boundaries of its days and
+ * months around an instant.
+ *
+ * <p>The function decides on the database's clock but reads no time zone database: PostgreSQL's
+ * may be older or newer than the JVM's, and the two must draw a day's boundary at the same
+ * instant. So the caller sends, per limit, the starts of four consecutive days and four
+ * consecutive months in the quota's zone around its own clock (java.time, daylight saving
+ * included); the function takes the first one after its now, and refuses with
+ * {@code TALLY_CLOCK_SKEW} when its clock and the caller's disagree by more than a day.
+ */
+final class LimiterArguments {
+  private static final long NANOS = 1_000_000_000L;
+  private static final ConcurrentHashMap<ZoneId, Boundaries> BOUNDARIES = new ConcurrentHashMap<>();
+
+  private LimiterArguments() {}
+
+  static String code(LimiterOperation op) {
+    return switch (op) {
+      case ACQUIRE -> "acquire";
+      case PEEK -> "peek";
+      case REFUND -> "refund";
+      case RESET -> "reset";
+      case RECONFIGURE -> "reconfigure";
+      case TOP_UP -> "topup";
+    };
+  }
+
+  /** {@code tag, p0, p1} per limit. */
+  static Long[] limits(LimiterCall call) {
+    List<Limit> limits = call.limits();
+    Long[] a = new Long[3 * limits.size()];
+    for (int i = 0; i < limits.size(); i++) {
+      Limit l = limits.get(i);
+      a[3 * i] = (long) l.kind().tag();
+      a[3 * i + 1] = l.limit();
+      a[3 * i + 2] = l.intervalNanos();
+    }
+    return a;
+  }
+
+  /** Eight epoch seconds per limit, nulls for a limit without a zone; null if no limit has one. */
+  static Long[] zones(LimiterCall call, long around) {
+    List<Limit> limits = call.limits();
+    Long[] z = null;
+    for (int i = 0; i < limits.size(); i++) {
+      ZoneId zone = limits.get(i).zone();
+      if (zone != null) {
+        if (z == null) {
+          z = new Long[8 * limits.size()];
+        }
+        System.arraycopy(boundaries(zone, around), 0, z, 8 * i, 8);
+      }
+    }
+    return z;
+  }
+
+  private static Long[] boundaries(ZoneId zone, long now) {
+    Boundaries b = BOUNDARIES.get(zone);
+    if (b == null || now < b.from || now >= b.until) {
+      b = Boundaries.around(zone, now);
+      BOUNDARIES.put(zone, b);
+    }
+    return b.starts;
+  }
+
+  /** Day starts d-1..d+2 and month starts m-1..m+2 around a day, valid while that day lasts. */
+  private record Boundaries(long from, long until, Long[] starts) {
+    static Boundaries around(ZoneId zone, long now) {
+      LocalDate day = Instant.ofEpochSecond(Math.floorDiv(now, NANOS), Math.floorMod(now, NANOS))
+          .atZone(zone).toLocalDate();
+      LocalDate month = day.withDayOfMonth(1);
+      Long[] s = new Long[8];
+      for (int i = -1; i <= 2; i++) {
+        s[i + 1] = start(day.plusDays(i), zone);
+        s[i + 5] = start(month.plusMonths(i), zone);
+      }
+      return new Boundaries(start(day, zone) * NANOS, start(day.plusDays(1), zone) * NANOS, s);
+    }
+
+    private static long start(LocalDate date, ZoneId zone) {
+      return date.atStartOfDay(zone).toEpochSecond();
+    }
+  }
+}

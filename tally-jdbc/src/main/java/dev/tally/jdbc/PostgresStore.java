@@ -1,0 +1,667 @@
+package dev.tally.jdbc;
+
+import dev.tally.Decision;
+import dev.tally.KeyNotFoundException;
+import dev.tally.NotAnIntegerException;
+import dev.tally.StoreException;
+import dev.tally.StoreUnavailableException;
+import dev.tally.TimeSource;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterRecord;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
+import dev.tally.spi.OperationRecord;
+import dev.tally.spi.Store;
+import dev.tally.spi.StoreContext;
+import dev.tally.spi.TxOp;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
+
+/**
+ * The {@code postgresql:} store: counters and rate limiters as rows of one table (see
+ * {@code schema.sql} and docs/postgresql.md).
+ *
+ * <p>Every counter operation is one statement on one row ({@link Statements}), so PostgreSQL's
+ * row lock makes it atomic and its commit makes it durable; a statement that cannot decide
+ * alone (a live limiter in the way, a floating counter for an integer operation) writes nothing
+ * and the store reads the row to say why. A rate limiter call is one call of the schema's
+ * {@code <table>_limit} function, which locks the row, reads the clock and runs the limiter's
+ * state machine in PL/pgSQL. A transaction is one database transaction.
+ *
+ * <p>Clock: expiry runs on the database's {@code statement_timestamp()} (see {@link Sql}) and limiters
+ * on its {@code clock_timestamp()}, read once the row is locked, so hosts with
+ * skewed clocks agree, unless the user supplied a clock ({@link StoreContext#timeSourceOverridden()}),
+ * which every statement then receives as a parameter.
+ */
+final class PostgresStore implements Store {
+  private static final int TRIES = 4;
+  private static final int SWEEP_BATCH = 1000;
+
+  private final PostgresSettings settings;
+  private final Pool pool;
+  private final DataSource ds;
+  private final boolean serverClock;
+  private final TimeSource clock;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final ScheduledExecutorService sweeper;
+
+  private final Sql incr;
+  private final Sql incrExisting;
+  private final Sql incrDouble;
+  private final Sql incrDoubleExisting;
+  private final Sql get;
+  private final Sql put;
+  private final Sql add;
+  private final Sql pop;
+  private final Sql popInteger;
+  private final Sql delete;
+  private final Sql touch;
+  private final Sql ttl;
+  private final Sql keys;
+  private final Sql diagnose;
+  private final Sql lockKeys;
+  private final Sql limit;
+  private final Sql sweep;
+  private final Sql sweepOps;
+  private final Sql claimId;
+  private final Sql readId;
+  private final Sql recordId;
+  private final long retentionNanos;
+
+  private PostgresStore(PostgresSettings settings, Pool pool, StoreContext context) {
+    this.settings = settings;
+    this.pool = pool;
+    this.ds = pool.dataSource();
+    this.serverClock = !context.timeSourceOverridden();
+    this.clock = context.timeSource();
+    String t = settings.table;
+    this.incr = Sql.of(Statements.INCR, t, serverClock);
+    this.incrExisting = Sql.of(Statements.INCR_EXISTING, t, serverClock);
+    this.incrDouble = Sql.of(Statements.INCR_DOUBLE, t, serverClock);
+    this.incrDoubleExisting = Sql.of(Statements.INCR_DOUBLE_EXISTING, t, serverClock);
+    this.get = Sql.of(Statements.GET, t, serverClock);
+    this.put = Sql.of(Statements.PUT, t, serverClock);
+    this.add = Sql.of(Statements.ADD, t, serverClock);
+    this.pop = Sql.of(Statements.POP, t, serverClock);
+    this.popInteger = Sql.of(Statements.POP_INTEGER, t, serverClock);
+    this.delete = Sql.of(Statements.DELETE, t, serverClock);
+    this.touch = Sql.of(Statements.TOUCH, t, serverClock);
+    this.ttl = Sql.of(Statements.TTL, t, serverClock);
+    this.keys = Sql.of(Statements.KEYS, t, serverClock);
+    this.diagnose = Sql.of(Statements.DIAGNOSE, t, serverClock);
+    this.lockKeys = Sql.of(Statements.LOCK_KEYS, t, serverClock);
+    this.limit = Sql.of(Statements.LIMIT, t, serverClock);
+    this.sweep = Sql.of(Statements.SWEEP, t, serverClock);
+    this.sweepOps = Sql.of(Statements.SWEEP_OPS, t, serverClock);
+    this.claimId = Sql.of(Statements.CLAIM_ID, t, serverClock);
+    this.readId = Sql.of(Statements.READ_ID, t, serverClock);
+    this.recordId = Sql.of(Statements.RECORD_ID, t, serverClock);
+    this.retentionNanos = context.operationRetentionNanos();
+    if (settings.sweep.isZero()) {
+      this.sweeper = null;
+    } else {
+      this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread th = new Thread(r, "tally-postgresql-sweep");
+        th.setDaemon(true);
+        return th;
+      });
+      long ms = settings.sweep.toMillis();
+      sweeper.scheduleWithFixedDelay(this::sweepQuietly, ms, ms, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /** Opens a store; fails if the schema is missing, naming the command that creates it. */
+  static PostgresStore open(PostgresSettings settings, StoreContext context) {
+    Pool pool = Pool.open(settings);
+    try (Connection c = pool.dataSource().getConnection()) {
+      PostgresSchema.check(c, settings.table, settings.describe);
+    } catch (SQLException e) {
+      pool.close();
+      throw Failures.translate(e, "opening the store", settings.describe);
+    } catch (RuntimeException e) {
+      pool.close();
+      throw e;
+    }
+    return new PostgresStore(settings, pool, context);
+  }
+
+  // ------------------------------------------------------------------ plumbing
+
+  @FunctionalInterface
+  interface Work<T> {
+    T run(Connection c) throws SQLException;
+  }
+
+  @FunctionalInterface
+  interface RowReader<T> {
+    T read(ResultSet rs) throws SQLException;
+  }
+
+  private <T> T run(String what, Work<T> work) {
+    if (closed.get()) {
+      throw new StoreUnavailableException("the store " + settings.describe + " is closed", null);
+    }
+    try (Connection c = ds.getConnection()) {
+      return work.run(c);
+    } catch (SQLException e) {
+      throw Failures.translate(e, what, settings.describe);
+    }
+  }
+
+  /** Named values; {@code now} is added on a supplied clock. */
+  private Map<String, Object> values(Object... pairs) {
+    Map<String, Object> v = new HashMap<>(pairs.length);
+    for (int i = 0; i < pairs.length; i += 2) {
+      v.put((String) pairs[i], pairs[i + 1]);
+    }
+    if (!serverClock) {
+      v.put("now", clock.nanos());
+    }
+    return v;
+  }
+
+  /** The first row of {@code sql}, read by {@code reader}, or null if there is none. */
+  private static <T> T one(Connection c, Sql sql, Map<String, Object> values, RowReader<T> reader)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql.text)) {
+      bind(c, ps, sql, values);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? reader.read(rs) : null;
+      }
+    }
+  }
+
+  private static void bind(Connection c, PreparedStatement ps, Sql sql, Map<String, Object> values)
+      throws SQLException {
+    Map<String, Object> v = values;
+    for (Map.Entry<String, Object> e : values.entrySet()) {
+      Object value = e.getValue();
+      if (value instanceof Long[] || value instanceof String[]) {
+        if (v == values) {
+          v = new HashMap<>(values);
+        }
+        Array a = c.createArrayOf(value instanceof Long[] ? "bigint" : "text", (Object[]) value);
+        v.put(e.getKey(), a);
+      }
+    }
+    sql.bind(ps, v);
+  }
+
+  private static Long longOrNull(ResultSet rs, int column) throws SQLException {
+    long v = rs.getLong(column);
+    return rs.wasNull() ? null : v;
+  }
+
+  private static Number number(ResultSet rs) throws SQLException {
+    Long i = longOrNull(rs, 1);
+    if (i != null) {
+      return i;
+    }
+    double d = rs.getDouble(2);
+    return rs.wasNull() ? null : d;
+  }
+
+  /** What the row of {@code key} holds, for a write that could not change it. */
+  private enum Found { NOTHING, INTEGER, FLOATING, LIMITER }
+
+  private Found diagnose(Connection c, String key) throws SQLException {
+    Found f = one(c, diagnose, values("key", key), rs -> {
+      if (!rs.getBoolean(4)) {
+        return Found.NOTHING; // expired, of either kind
+      }
+      return rs.getBoolean(1) ? Found.INTEGER : rs.getBoolean(2) ? Found.FLOATING : Found.LIMITER;
+    });
+    return f == null ? Found.NOTHING : f;
+  }
+
+  private StoreException keptChanging(String key) {
+    return new StoreException("the row of '" + key + "' in " + settings.describe + " changed kind "
+        + TRIES + " times during one operation");
+  }
+
+  // ------------------------------------------------------------------ counters
+
+  @Override
+  public long incr(String key, long delta, long dflt, boolean create) {
+    return run("incr of '" + key + "'", c -> incr(c, key, delta, dflt, create));
+  }
+
+  private long incr(Connection c, String key, long delta, long dflt, boolean create) throws SQLException {
+    long created = dflt + delta;
+    boolean fits = ((dflt ^ created) & (delta ^ created)) >= 0;
+    for (int attempt = 0; attempt < TRIES; attempt++) {
+      Long v;
+      try {
+        // A live counter's increment is one UPDATE, as cheap as a hand-written one; only a key
+        // that is missing, expired or a tombstone goes on to the INSERT ... ON CONFLICT, whose
+        // speculative path costs about twice as much on the server.
+        v = one(c, incrExisting, values("key", key, "delta", delta), rs -> rs.getLong(1));
+        if (v == null && create && fits) {
+          v = one(c, incr, values("key", key, "created", created, "delta", delta), rs -> rs.getLong(1));
+        }
+      } catch (SQLException e) {
+        if (Failures.isOverflow(e)) {
+          throw Failures.overflow(key, delta);
+        }
+        throw e;
+      }
+      if (v != null) {
+        return v;
+      }
+      switch (diagnose(c, key)) {
+        case LIMITER:
+          throw Failures.limiterHere(key);
+        case FLOATING:
+          throw new NotAnIntegerException(key);
+        case NOTHING:
+          if (!create) {
+            throw new KeyNotFoundException(key);
+          }
+          if (!fits) {
+            throw Failures.overflow(key, dflt + " + " + delta);
+          }
+          break; // deleted meanwhile: again
+        default:
+          break; // an integer again: again
+      }
+    }
+    throw keptChanging(key);
+  }
+
+  @Override
+  public double incrDouble(String key, double delta, double dflt) {
+    return run("incr of '" + key + "'", c -> incrDouble(c, key, delta, dflt));
+  }
+
+  private double incrDouble(Connection c, String key, double delta, double dflt) throws SQLException {
+    double created = dflt + delta;
+    boolean fits = Double.isFinite(created);
+    for (int attempt = 0; attempt < TRIES; attempt++) {
+      Double v;
+      try {
+        v = fits
+            ? one(c, incrDouble, values("key", key, "created", created, "delta", delta), rs -> rs.getDouble(1))
+            : one(c, incrDoubleExisting, values("key", key, "delta", delta), rs -> rs.getDouble(1));
+      } catch (SQLException e) {
+        if (Failures.isOverflow(e)) {
+          throw Failures.overflow(key, delta);
+        }
+        throw e;
+      }
+      if (v != null) {
+        return v;
+      }
+      Found f = diagnose(c, key);
+      if (f == Found.LIMITER) {
+        throw Failures.limiterHere(key);
+      }
+      if (f == Found.NOTHING && !fits) {
+        throw Failures.overflow(key, dflt + " + " + delta);
+      }
+    }
+    throw keptChanging(key);
+  }
+
+  @Override
+  public Number get(String key) {
+    return run("get of '" + key + "'", c -> get(c, key));
+  }
+
+  private Number get(Connection c, String key) throws SQLException {
+    return one(c, get, values("key", key), PostgresStore::number);
+  }
+
+  @Override
+  public void put(String key, Number value, long ttlNanos) {
+    run("put of '" + key + "'", c -> put(c, key, value, ttlNanos));
+  }
+
+  private Number put(Connection c, String key, Number value, long ttlNanos) throws SQLException {
+    Map<String, Object> v = values("key", key, "ttl", ttlNanos,
+        "ival", value instanceof Double ? null : value.longValue(),
+        "fval", value instanceof Double ? value : null);
+    if (one(c, put, v, rs -> rs.getInt(1)) == null) {
+      throw Failures.limiterHere(key);
+    }
+    return value;
+  }
+
+  @Override
+  public boolean add(String key, Number value, long ttlNanos) {
+    return run("add of '" + key + "'", c -> add(c, key, value, ttlNanos));
+  }
+
+  private boolean add(Connection c, String key, Number value, long ttlNanos) throws SQLException {
+    Map<String, Object> v = values("key", key, "ttl", ttlNanos,
+        "ival", value instanceof Double ? null : value.longValue(),
+        "fval", value instanceof Double ? value : null);
+    if (one(c, add, v, rs -> rs.getInt(1)) != null) {
+      return true;
+    }
+    if (diagnose(c, key) == Found.LIMITER) {
+      throw Failures.limiterHere(key);
+    }
+    return false;
+  }
+
+  @Override
+  public Number pop(String key, boolean integerOnly) {
+    return run("pop of '" + key + "'", c -> pop(c, key, integerOnly));
+  }
+
+  private Number pop(Connection c, String key, boolean integerOnly) throws SQLException {
+    if (!integerOnly) {
+      return one(c, pop, values("key", key), PostgresStore::number);
+    }
+    Long v = one(c, popInteger, values("key", key), rs -> rs.getLong(1));
+    if (v == null && diagnose(c, key) == Found.FLOATING) {
+      throw new NotAnIntegerException(key);
+    }
+    return v;
+  }
+
+  @Override
+  public boolean delete(String key) {
+    return run("delete of '" + key + "'", c -> delete(c, key));
+  }
+
+  private boolean delete(Connection c, String key) throws SQLException {
+    return Boolean.TRUE.equals(one(c, delete, values("key", key), rs -> rs.getBoolean(1)));
+  }
+
+  @Override
+  public boolean touch(String key, long ttlNanos) {
+    return run("touch of '" + key + "'", c -> touch(c, key, ttlNanos));
+  }
+
+  private boolean touch(Connection c, String key, long ttlNanos) throws SQLException {
+    return one(c, touch, values("key", key, "ttl", ttlNanos), rs -> rs.getInt(1)) != null;
+  }
+
+  @Override
+  public long ttl(String key) {
+    return run("ttl of '" + key + "'", c -> {
+      long[] left = one(c, ttl, values("key", key), rs -> {
+        long v = rs.getLong(1);
+        return new long[] {rs.wasNull() ? TTL_PERMANENT : v};
+      });
+      return left == null ? TTL_MISSING : left[0];
+    });
+  }
+
+  @Override
+  public List<String> keys(String prefix) {
+    String pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%";
+    return run("keys under '" + prefix + "'", c -> {
+      List<String> out = new ArrayList<>();
+      try (PreparedStatement ps = c.prepareStatement(keys.text)) {
+        bind(c, ps, keys, values("pattern", pattern));
+        ps.setFetchSize(1000);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            out.add(rs.getString(1));
+          }
+        }
+      }
+      return out;
+    });
+  }
+
+  // ------------------------------------------------------------------ transactions
+
+  /**
+   * One database transaction: advisory locks on every key first ({@link Statements#LOCK_KEYS}),
+   * then each operation's own statement, then the commit. Any failure rolls everything back.
+   */
+  @Override
+  public Number[] transact(List<TxOp> ops) {
+    return run("transaction on " + ops.size() + " keys", c -> inTransaction(c, () -> transactIn(c, ops)));
+  }
+
+  /** The operations of a transaction, on {@code c}, whose database transaction is open. */
+  private Number[] transactIn(Connection c, List<TxOp> ops) throws SQLException {
+    String[] keyList = ops.stream().map(TxOp::key).distinct().toArray(String[]::new);
+    one(c, lockKeys, values("keys", keyList), rs -> rs.getLong(1));
+    Number[] results = new Number[ops.size()];
+    for (int i = 0; i < ops.size(); i++) {
+      results[i] = apply(c, ops.get(i));
+    }
+    return results;
+  }
+
+  @FunctionalInterface
+  private interface Body<T> {
+    T run() throws SQLException;
+  }
+
+  /** Runs {@code body} as one database transaction on {@code c}: committed if it returns, else rolled back. */
+  private static <T> T inTransaction(Connection c, Body<T> body) throws SQLException {
+    c.setAutoCommit(false);
+    boolean committed = false;
+    try {
+      T result = body.run();
+      c.commit();
+      committed = true;
+      return result;
+    } finally {
+      if (!committed) {
+        rollbackQuietly(c);
+      }
+      c.setAutoCommit(true);
+    }
+  }
+
+  // ------------------------------------------------------------------ operation ids
+
+  /**
+   * One database transaction: claim the id in {@code <table>_ops} ({@link Statements#CLAIM_ID}),
+   * apply the mutation with its own statement, record its result beside the id, commit. The id
+   * and the mutation commit together or not at all, so no crash or lost reply can separate them.
+   * A concurrent call with the same id waits on the claimed row until the first commits, then
+   * replays its record; if the first rolled back (it failed), the second claims and applies.
+   */
+  @Override
+  public Object applyOnce(OperationId id, Mutation mutation) {
+    return run("operation " + id.value() + " on '" + mutation.key() + "'", c -> inTransaction(c, () -> {
+      Map<String, Object> v = values("id", id.value(), "retention", retentionNanos);
+      if (one(c, claimId, v, rs -> rs.getInt(1)) == null) {
+        String text = one(c, readId, values("id", id.value()), rs -> rs.getString(1));
+        if (text != null && !text.isEmpty()) {
+          return OperationRecord.decode(text).replay(id, mutation);
+        }
+        throw new StoreException("operation id " + id.value() + " is claimed in " + settings.describe
+            + " without a result; retry");
+      }
+      Object result = applyIn(c, mutation);
+      Map<String, Object> r = values("id", id.value(), "record", OperationRecord.of(mutation, result).encode());
+      try (PreparedStatement ps = c.prepareStatement(recordId.text)) {
+        bind(c, ps, recordId, r);
+        ps.executeUpdate();
+      }
+      return result;
+    }));
+  }
+
+  /** {@code mutation} on {@code c}, inside the caller's database transaction. */
+  private Object applyIn(Connection c, Mutation m) throws SQLException {
+    if (m instanceof Mutation.Incr i) {
+      return incr(c, i.key(), i.delta(), i.dflt(), i.create());
+    } else if (m instanceof Mutation.IncrDouble d) {
+      return incrDouble(c, d.key(), d.delta(), d.dflt());
+    } else if (m instanceof Mutation.Put p) {
+      put(c, p.key(), p.value(), p.ttlNanos());
+      return null;
+    } else if (m instanceof Mutation.Add a) {
+      return add(c, a.key(), a.value(), a.ttlNanos());
+    } else if (m instanceof Mutation.Pop p) {
+      return pop(c, p.key(), p.integerOnly());
+    } else if (m instanceof Mutation.Delete d) {
+      return delete(c, d.key());
+    } else if (m instanceof Mutation.Touch t) {
+      return touch(c, t.key(), t.ttlNanos());
+    } else if (m instanceof Mutation.Transact t) {
+      return transactIn(c, t.ops());
+    } else if (m instanceof Mutation.LimiterStep l) {
+      return limit(c, l.call(), l.operation(), l.permits(), clock.nanos());
+    }
+    throw new IllegalArgumentException("unknown mutation " + m);
+  }
+
+  private Number apply(Connection c, TxOp op) throws SQLException {
+    if (op instanceof TxOp.Incr i) {
+      return incr(c, i.key(), i.delta(), i.dflt(), i.create());
+    } else if (op instanceof TxOp.IncrDouble d) {
+      return incrDouble(c, d.key(), d.delta(), d.dflt());
+    } else if (op instanceof TxOp.Put p) {
+      return put(c, p.key(), p.value(), p.ttlNanos());
+    } else if (op instanceof TxOp.Delete d) {
+      return delete(c, d.key()) ? 1L : 0L;
+    } else if (op instanceof TxOp.Get g) {
+      return get(c, g.key());
+    }
+    throw new IllegalArgumentException("unknown transaction operation " + op);
+  }
+
+  private static void rollbackQuietly(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException e) {
+      // the connection is broken: the pool discards it, and PostgreSQL rolls back on its own
+    }
+  }
+
+  // ------------------------------------------------------------------ rate limiters
+
+  @Override
+  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    long clientNow = clock.nanos();
+    return run("rate limiter '" + call.key() + "'", c -> limit(c, call, operation, permits, clientNow));
+  }
+
+  private Decision limit(Connection c, LimiterCall call, LimiterOperation operation, long permits, long clientNow)
+      throws SQLException {
+    {
+      long around = clientNow;
+      for (int attempt = 0; ; attempt++) {
+        Map<String, Object> v = values("key", call.key(), "op", LimiterArguments.code(operation),
+            "permits", permits, "clock", serverClock ? null : clientNow,
+            "mine", LimiterArguments.limits(call), "zones", LimiterArguments.zones(call, around));
+        try {
+          return one(c, limit, v, rs -> decision(rs.getArray(1)));
+        } catch (SQLException e) {
+          String m = e.getMessage() == null ? "" : e.getMessage();
+          int at = m.indexOf("TALLY_");
+          if (at < 0) {
+            throw e;
+          }
+          String code = m.substring(at);
+          if (code.startsWith("TALLY_CLOCK_SKEW ") && attempt == 0) {
+            // the database decided a quota at an instant the boundaries sent did not cover
+            around = Long.parseLong(code.substring("TALLY_CLOCK_SKEW ".length()).trim().split("\\s", -1)[0]);
+            continue;
+          }
+          throw limiterFailure(call.key(), code, e);
+        }
+      }
+    }
+  }
+
+  private static Decision decision(Array array) throws SQLException {
+    Long[] d = (Long[]) array.getArray();
+    return new Decision(d[0] == 1, d[1], d[2], d[3], d[4], d[5].intValue());
+  }
+
+  private RuntimeException limiterFailure(String key, String code, SQLException e) {
+    if (code.startsWith("TALLY_NOT_LIMITER")) {
+      return Failures.counterHere(key);
+    }
+    if (code.startsWith("TALLY_NO_QUOTA")) {
+      return new IllegalStateException("limiter '" + key + "' has no quota limit to top up");
+    }
+    if (code.startsWith("TALLY_BAD_STATE")) {
+      return new IllegalStateException("stored state of limiter '" + key + "' in " + settings.describe
+          + " is unreadable: " + code.substring("TALLY_BAD_STATE".length()).trim()
+          + "; it was not written by this version of Tally (reset the limiter to start it afresh)");
+    }
+    if (code.startsWith("TALLY_BAD_VERSION")) {
+      String v = code.substring("TALLY_BAD_VERSION".length()).trim().split("\\s", -1)[0];
+      try {
+        LimiterRecord.read(key, Integer.parseInt(v), 0, new long[0]);
+      } catch (StoreException versioned) {
+        return versioned;
+      } catch (NumberFormatException unreadable) {
+        // fall through
+      }
+      return new StoreException("the state of rate limiter '" + key + "' has an unknown record format " + v, e);
+    }
+    if (code.startsWith("TALLY_CLOCK_SKEW")) {
+      return new StoreException("the clocks of this host and of " + settings.describe + " disagree by more"
+          + " than a day, so the quota boundaries of limiter '" + key + "' cannot be placed", e);
+    }
+    return Failures.translate(e, "rate limiter '" + key + "'", settings.describe);
+  }
+
+  // ------------------------------------------------------------------ expiry
+
+  /** Deletes expired rows and forgotten operation ids; returns how many rows went. */
+  int sweep() {
+    return run("sweep", c -> {
+      int total = 0;
+      for (Sql s : new Sql[] {sweep, sweepOps}) {
+        int n;
+        do {
+          try (PreparedStatement ps = c.prepareStatement(s.text)) {
+            bind(c, ps, s, values("batch", (long) SWEEP_BATCH, "grace", retentionNanos));
+            n = ps.executeUpdate();
+          }
+          total += n;
+        } while (n == SWEEP_BATCH && !closed.get());
+      }
+      return total;
+    });
+  }
+
+  private void sweepQuietly() {
+    try {
+      sweep();
+    } catch (RuntimeException e) {
+      // the database is away; reads filter expired rows anyway, and the next sweep catches up
+    }
+  }
+
+  PostgresSettings settings() {
+    return settings;
+  }
+
+  DataSource dataSource() {
+    return ds;
+  }
+
+  @Override
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      if (sweeper != null) {
+        sweeper.shutdownNow();
+      }
+      pool.close();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresStore[" + settings.describe + "]";
+  }
+}

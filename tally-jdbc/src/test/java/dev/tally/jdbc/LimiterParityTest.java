@@ -1,0 +1,353 @@
+package dev.tally.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tally.LimiterMachine;
+import dev.tally.spi.LimiterRecord;
+import dev.tally.Decision;
+import dev.tally.Limit;
+import dev.tally.Tally;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.Store;
+import dev.tally.tck.ManualTimeSource;
+import java.math.BigInteger;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The schema's {@code tally_limit} function against tally-core's {@code LimiterMachine}: random timelines of random
+ * operations on random limits (tiny and huge capacities, nanosecond to 73-year periods, windows
+ * that are and are not whole seconds, quotas in zones with daylight saving, handles with
+ * different limits on one key, reconfigurations, top-ups, a clock that sometimes steps back), the
+ * function deciding at the test clock.
+ * After every step the decision, the thrown exception if any, and the stored record must be the
+ * same as the machine's, run over a record kept the way the memory store keeps it.
+ */
+class LimiterParityTest {
+  private static final long NS = 1_000_000_000L;
+  private static final List<ZoneId> ZONES = List.of(ZoneOffset.UTC, ZoneId.of("Europe/Paris"),
+      ZoneId.of("America/New_York"), ZoneId.of("Australia/Lord_Howe"), ZoneId.of("Asia/Kolkata"),
+      ZoneId.of("Pacific/Chatham"), ZoneId.of("UTC"));
+  private static final List<Instant> STARTS = List.of(
+      Instant.parse("2026-11-08T00:00:00Z"),
+      Instant.parse("2026-11-30T22:59:59.999999990Z"),  // a Paris month ends at 23:00Z
+      Instant.parse("2026-03-29T00:59:59.999999999Z"),  // Paris springs forward at 01:00Z
+      Instant.parse("2026-10-25T00:59:59.999999999Z"),  // and falls back
+      Instant.parse("2026-11-01T05:59:59.999999999Z"),  // New York falls back
+      Instant.parse("2026-12-31T23:59:59.999999999Z"),
+      Instant.parse("2019-12-31T23:59:59.5Z"),
+      Instant.EPOCH.plus(Duration.ofDays(3650 * 5)),    // a boundary of ten-year windows
+      Instant.parse("2099-02-28T23:59:59Z"),
+      Instant.parse("2100-02-28T23:59:59Z"));           // not a leap year
+
+  private static PostgresServer server;
+  private static Connection db; // one connection for the test's own reads: a new one per read costs a backend
+  private ManualTimeSource clock;
+  private Store store;
+
+  @BeforeAll
+  static void start() {
+    server = PostgresServer.shared();
+    try {
+      db = server.connect();
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @AfterAll
+  static void closeReader() throws SQLException {
+    db.close(); // the shared server outlives this class
+  }
+
+  @Test
+  void randomTimelinesDecideExactlyAsTheCoreMachine() {
+    SplittableRandom seeds = new SplittableRandom(Long.getLong("parity.seed", 20261108L));
+    int timelines = Integer.getInteger("parity.timelines", 300);
+    int steps = 0;
+    for (int t = 0; t < timelines; t++) {
+      steps += timeline(seeds.nextLong(), 40);
+    }
+    assertThat(steps).isGreaterThan(timelines * 30);
+  }
+
+  /** Runs one timeline; returns its number of steps. */
+  private int timeline(long seed, int length) {
+    SplittableRandom rnd = new SplittableRandom(seed);
+    clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())).minusNanos(rnd.nextInt(3)));
+    String key = "parity-" + Long.toHexString(seed);
+    try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
+      store = tally.store();
+      List<LimiterCall> handles = new ArrayList<>();
+      handles.add(LimiterMachine.of(key, randomLimits(rnd)));
+      LimiterRecord kept = null; // what the store keeps: words and decision instant, or a tombstone
+      BigInteger exactExpiry = BigInteger.ZERO;
+      Decision last = null;
+      for (int step = 0; step < length; step++) {
+        String where = "seed " + seed + " step " + step;
+        if (rnd.nextInt(6) == 0) {
+          handles.add(LimiterMachine.of(key, randomLimits(rnd)));
+        }
+        LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
+        LimiterOperation op = randomOperation(rnd);
+        long permits = randomPermits(rnd, handle.limits());
+        if (op == LimiterOperation.RECONFIGURE) {
+          handle = LimiterMachine.of(key, randomLimits(rnd));
+          handles.add(handle);
+        }
+        long now = clock.nanos();
+
+        // Expired words are gone, but their decision instant is not (LimiterRecord's rule).
+        LimiterRecord stored = null;
+        if (kept != null) {
+          long at = Math.max(now, kept.decidedAt());
+          boolean live = !kept.isTombstone() && exactExpiry.compareTo(BigInteger.valueOf(at)) > 0;
+          stored = live ? new LimiterRecord(kept.decidedAt(), kept.words().clone()) : LimiterRecord.tombstone(kept.decidedAt());
+        }
+        Object expected;
+        try {
+          LimiterOutcome out = handle.apply(stored, now, op, permits);
+          if (!(out.record() == null && kept == null && op == LimiterOperation.PEEK)) { // such a peek writes nothing
+            kept = out.next();
+            exactExpiry = BigInteger.valueOf(out.decidedAt()).add(BigInteger.valueOf(
+                out.record() == null ? 0 : out.decision().resetAfterNanos()));
+          }
+          expected = out.decision();
+        } catch (RuntimeException e) {
+          expected = e.getClass();
+        }
+        Object actual;
+        try {
+          actual = store.limit(handle, op, permits);
+        } catch (RuntimeException e) {
+          actual = e.getClass();
+        }
+        String context = where + ": " + op + " " + permits + " with " + handle.limits() + " at " + now;
+        assertThat(actual).as(context).isEqualTo(expected);
+        if (kept != null) {
+          assertThat(storedRecord(key)).as(context + ": the words").isEqualTo(kept.isTombstone() ? new long[0] : kept.words());
+          assertThat(storedDecidedAt(key)).as(context + ": the decision instant").isEqualTo(kept.decidedAt());
+          assertThat(BigInteger.valueOf(storedExpiry(key))).as(context + ": exp")
+              .isEqualTo(exactExpiry.min(BigInteger.valueOf(Long.MAX_VALUE)));
+        } else {
+          assertThat(storedExpiry(key)).as(context + ": no row").isNull();
+        }
+        if (expected instanceof Decision d) {
+          last = d;
+        }
+        clock.advanceNanos(Math.min(randomAdvance(rnd, last, now), Math.max(0, (1L << 62) - now)));
+      }
+      delete(key);
+      return length;
+    }
+  }
+
+  /** The record PostgreSQL holds, or null. */
+  private static long[] storedRecord(String key) {
+    return select(key, rs -> {
+      Long[] words = (Long[]) rs.getArray(1).getArray();
+      long[] r = new long[words.length];
+      for (int i = 0; i < r.length; i++) {
+        r[i] = words[i];
+      }
+      return r;
+    });
+  }
+
+  /** The row's decision instant. */
+  private static Long storedDecidedAt(String key) {
+    return select(key, rs -> rs.getLong(3));
+  }
+
+  /** The row's exp, or null without a row. */
+  private static Long storedExpiry(String key) {
+    return select(key, rs -> rs.getLong(2));
+  }
+
+  private interface Reader<T> {
+    T read(ResultSet rs) throws SQLException;
+  }
+
+  private static <T> T select(String key, Reader<T> reader) {
+    try (PreparedStatement ps = db.prepareStatement("SELECT rec, exp, at FROM tally WHERE key = ?")) {
+      ps.setString(1, key);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? reader.read(rs) : null;
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void delete(String key) {
+    try (PreparedStatement ps = db.prepareStatement("DELETE FROM tally WHERE key = ?")) {
+      ps.setString(1, key);
+      ps.executeUpdate();
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static List<Limit> randomLimits(SplittableRandom rnd) {
+    int n = 1 + (rnd.nextInt(4) == 0 ? 1 + rnd.nextInt(2) : 0);
+    List<Limit> limits = new ArrayList<>();
+    while (limits.size() < n) {
+      try {
+        limits.add(randomLimit(rnd));
+      } catch (IllegalArgumentException tooBig) {
+        // a bucket over 73 years: draw again
+      }
+    }
+    return limits;
+  }
+
+  private static final long[] COUNTS = {1, 2, 3, 7, 20, 100, 1000, 86_400, 1_000_000_007L, 1_000_000_000_000L,
+      4_000_000_000_000L, 1L << 40, 1L << 53, (1L << 53) + 1, 1L << 61};
+  private static final long[] NANOS = {1, 7, 999, 1_000_000, 999_999_999, NS, NS + 1, 1_500_000_000L, 60 * NS,
+      3_600 * NS, 86_400 * NS, 365 * 86_400 * NS, 3650L * 86_400 * NS, 1L << 53, (1L << 61) - 1, 1L << 61};
+
+  private static Limit randomLimit(SplittableRandom rnd) {
+    long count = COUNTS[rnd.nextInt(COUNTS.length)];
+    long small = 1 + rnd.nextInt(30);
+    long c = rnd.nextBoolean() ? small : count;
+    Duration d = Duration.ofNanos(NANOS[rnd.nextInt(NANOS.length)]);
+    switch (rnd.nextInt(7)) {
+      case 0:
+        return Limit.tokenBucket(c, d);
+      case 1:
+        return Limit.tokenBucket(c, 1 + rnd.nextInt(5), d);
+      case 2:
+        return Limit.leakyBucket(c, d);
+      case 3:
+        return Limit.gcra(c - 1, Math.max(1, c / 2), d);
+      case 4:
+        return Limit.fixedWindow(rnd.nextInt(8) == 0 ? Long.MAX_VALUE : c, d);
+      case 5:
+        return Limit.slidingWindow(c, d);
+      default:
+        return Limit.quota(c, rnd.nextBoolean() ? Limit.Period.DAY : Limit.Period.MONTH,
+            ZONES.get(rnd.nextInt(ZONES.size())));
+    }
+  }
+
+  private static LimiterOperation randomOperation(SplittableRandom rnd) {
+    int x = rnd.nextInt(100);
+    if (x < 50) {
+      return LimiterOperation.ACQUIRE;
+    } else if (x < 65) {
+      return LimiterOperation.PEEK;
+    } else if (x < 78) {
+      return LimiterOperation.REFUND;
+    } else if (x < 82) {
+      return LimiterOperation.RESET;
+    } else if (x < 90) {
+      return LimiterOperation.RECONFIGURE;
+    }
+    return LimiterOperation.TOP_UP;
+  }
+
+  private static long randomPermits(SplittableRandom rnd, List<Limit> limits) {
+    long limit = limits.get(rnd.nextInt(limits.size())).limit();
+    switch (rnd.nextInt(8)) {
+      case 0:
+        return 0;
+      case 1:
+      case 2:
+        return 1;
+      case 3:
+        return limit;
+      case 4:
+        return limit == Long.MAX_VALUE ? limit : limit + 1;
+      case 5:
+        return 1 + rnd.nextLong(Math.min(limit, 1L << 62) + 1);
+      case 6:
+        return Math.max(1, limit / 2);
+      default:
+        return 1 + rnd.nextInt(5);
+    }
+  }
+
+  private static long randomAdvance(SplittableRandom rnd, Decision last, long now) {
+    long wait = last == null ? 0 : last.allowed() ? last.resetAfterNanos() : last.retryAfterNanos();
+    // Keep the clock below 2^62 (the year 2116), where no sum of an instant and a span can
+    // overflow the core's 64-bit arithmetic.
+    long far = Math.max(0, (1L << 62) - now);
+    switch (rnd.nextInt(10)) {
+      case 0:
+      case 1:
+      case 2:
+        return 0;
+      case 3:
+        return 1;
+      case 4:
+        return wait > 0 && wait < far ? wait - rnd.nextInt(2) : 1;
+      case 5:
+        return rnd.nextLong(NS);
+      case 6:
+        return rnd.nextLong(3_600 * NS);
+      case 7:
+        return Math.min(far, rnd.nextLong(40L * 86_400 * NS));
+      case 8:
+        return Math.min(far, last == null ? 0 : last.resetAfterNanos());
+      default: // or back: a clock that stepped back, or a caller whose clock is behind
+        return rnd.nextBoolean() ? rnd.nextLong(1_000_000) : -rnd.nextLong(1, Math.max(2, Math.min(now, NS)));
+    }
+  }
+
+  @Test
+  void recordsReadAsTheCoreWritesThem() {
+    clock = new ManualTimeSource();
+    try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
+      String key = "parity-layout";
+      LimiterCall call = LimiterMachine.of(key, List.of(Limit.tokenBucket(10, Duration.ofSeconds(1)),
+          Limit.slidingWindow(100, Duration.ofMinutes(1))));
+      tally.store().limit(call, LimiterOperation.ACQUIRE, 3);
+      long[] expected = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 3).record();
+      assertThat(storedRecord(key)).isEqualTo(expected);
+      assertThat(Arrays.toString(expected)).isEqualTo("[1, 10, 100000000, 1794096000300000000, 0, 0,"
+          + " 5, 100, 60000000000, 1794096000000000000, 3, 0]");
+      delete(key);
+    }
+  }
+
+  /**
+   * A caller whose clock is more than a day behind a stored window's start: the function decides at
+   * that start, which the quota boundaries the caller computed around its own clock do not reach.
+   * The store sends the call again with boundaries around the instant the function names.
+   */
+  @Test
+  void aCallerADayBehindAStoredWindowStillGetsTheMachinesDecision() {
+    clock = new ManualTimeSource(Instant.parse("2026-11-08T12:00:00Z"));
+    String key = "parity-days-behind";
+    LimiterCall call = LimiterMachine.of(key, List.of(Limit.fixedWindow(10, Duration.ofHours(1)),
+        Limit.quota(100, Limit.Period.DAY, ZoneOffset.UTC)));
+    delete(key);
+    try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
+      Store store = tally.store();
+      LimiterOutcome first = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 1);
+      assertThat(store.limit(call, LimiterOperation.ACQUIRE, 1)).isEqualTo(first.decision());
+      clock.set(Instant.parse("2026-11-06T11:00:00Z")); // another caller, 2 days and 1 hour behind
+      LimiterOutcome second = call.apply(new LimiterRecord(first.decidedAt(), first.record().clone()), clock.nanos(),
+          LimiterOperation.RECONFIGURE, 0);
+      assertThat(store.limit(call, LimiterOperation.RECONFIGURE, 0)).isEqualTo(second.decision());
+      assertThat(storedRecord(key)).isEqualTo(second.record());
+    } finally {
+      delete(key);
+    }
+  }
+}

@@ -1,0 +1,45 @@
+package dev.tally.jdbc;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.tally.Tally;
+import dev.tally.tck.ConformanceSuite;
+import dev.tally.tck.StoreConfiguration;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The whole kit against one real PostgreSQL server that the tests start, in each configuration
+ * that takes its own path: a pool of the store's own, a borrowed DataSource of two connections
+ * (so transactions, operation ids and limiters queue for connections), and a schema-qualified
+ * table. Each has a table of its own: operation ids are global to a store, and the kit reuses
+ * some literal ids in every configuration. The kit's clock is supplied, so every statement decides at it (the time rule of
+ * {@code StoreContext}) and time passes without sleeping.
+ */
+@ParameterizedClass(name = "{0}")
+@MethodSource("configurations")
+class PostgresConformanceTest extends ConformanceSuite {
+  PostgresConformanceTest(StoreConfiguration configuration) {
+    super(configuration);
+  }
+
+  static List<StoreConfiguration> configurations() {
+    PostgresServer server = PostgresServer.shared();
+    server.execute("CREATE SCHEMA IF NOT EXISTS tck");
+    server.execute(PostgresSchema.storeDdl("tck.counts"));
+    server.execute(PostgresSchema.storeDdl("tck_borrowed"));
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(server.jdbcUrl());
+    config.setMaximumPoolSize(2);
+    config.setPoolName("borrowed");
+    PostgresDataSources.register("borrowed", new HikariDataSource(config));
+    return List.of(
+        StoreConfiguration.of("postgresql", clock ->
+            Tally.builder(server.uri("pool=16")).timeSource(clock).build()),
+        StoreConfiguration.of("postgresql datasource (2 connections)", clock ->
+            Tally.builder("postgresql:?datasource=borrowed&table=tck_borrowed").timeSource(clock).build()).operationsPerThread(500),
+        StoreConfiguration.of("postgresql table=tck.counts", clock ->
+            Tally.builder(server.uri("table=tck.counts")).timeSource(clock).build()));
+  }
+}

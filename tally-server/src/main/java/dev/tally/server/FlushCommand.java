@@ -1,0 +1,74 @@
+package dev.tally.server;
+
+import dev.tally.Tally;
+import dev.tally.jdbc.Flush;
+import dev.tally.jdbc.FlushResult;
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code tally flush}: one exactly-once run of {@link Flush}, moving the counts under a prefix
+ * of the store into a PostgreSQL table through the given statement. Safe to kill at any instant
+ * and run again; a second one started while one runs exits at once, changing nothing.
+ */
+@Command(name = "flush", mixinStandardHelpOptions = true, sortOptions = false,
+    description = {
+        "Move the counts under --prefix from the store into a database table, exactly once:",
+        "a flush killed at any instant and run again loses nothing and applies nothing twice.",
+        "  tally flush --prefix views:episode: --into postgresql://app@db/app \\",
+        "      --sql 'UPDATE episodes SET views = views + :count WHERE id = :suffix::bigint'",
+        "In --sql, :count is the count, :key the full key, :suffix the key without the prefix.",
+        "The ledger table must exist: tally schema --ledger tally_flush --into URI --apply."})
+final class FlushCommand implements Callable<Integer> {
+  @ParentCommand
+  TallyCommand root;
+
+  @Spec
+  CommandSpec spec;
+
+  @Option(names = "--prefix", required = true, paramLabel = "PREFIX", description = "The keys to flush.")
+  String prefix;
+
+  @Option(names = "--into", required = true, paramLabel = "URI", description = "The database: postgresql://...")
+  String into;
+
+  @Option(names = "--sql", required = true, paramLabel = "STATEMENT",
+      description = "The statement each count goes through, with :count, :key, :suffix.")
+  String sql;
+
+  @Option(names = "--ledger", paramLabel = "TABLE", defaultValue = "tally_flush",
+      description = "The ledger table (default tally_flush).")
+  String ledger;
+
+  @Option(names = "--batch", paramLabel = "KEYS", defaultValue = "1000", description = "Keys per batch (default 1000).")
+  int batch;
+
+  @Option(names = "--retention", paramLabel = "DURATION", defaultValue = "1h",
+      converter = Converters.DurationConverter.class,
+      description = "The store's operation-id retention (default 1h); also what the store keeps ids for.")
+  Duration retention;
+
+  @Override
+  public Integer call() {
+    PrintWriter out = spec.commandLine().getOut();
+    try (Tally tally = Tally.builder(root.store).operationRetention(retention).build()) {
+      Flush flush = Flush.from(tally, prefix).into(into, sql).ledger(ledger).batchSize(batch)
+          .retention(retention).build();
+      try {
+        FlushResult r = flush.run();
+        out.println("flushed " + r.total() + " from " + r.keys() + " keys in " + r.batches() + " batches"
+            + (r.resumed() > 0 ? ", after finishing " + r.resumed() + " interrupted ones" : "")
+            + (r.unmatched() > 0 ? "; " + r.unmatched() + " keys matched no row (recorded in " + ledger + ")" : ""));
+        return 0;
+      } finally {
+        flush.close();
+      }
+    }
+  }
+}
