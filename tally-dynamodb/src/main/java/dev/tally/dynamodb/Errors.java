@@ -138,6 +138,10 @@ final class Errors {
       return new StoreUnavailableException("DynamoDB refused the request for " + what + " ("
           + e.statusCode() + "): " + message(e), t);
     }
+    if (t instanceof SdkClientException && lostAnswer(t)) {
+      return new StoreUnavailableException("the answer from DynamoDB for " + what + " was lost ("
+          + t.getMessage() + "); the operation may or may not have been applied", t);
+    }
     if (t instanceof SdkClientException || t instanceof SdkException) {
       return new StoreUnavailableException("could not reach DynamoDB for " + what + ": "
           + t.getMessage(), t);

@@ -40,9 +40,10 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
  *
  * <h2>Growth</h2>
  *
- * Expired records are removed by a later idempotent write on the same item: each such write sees
- * the item (its answer, or the item that failed its condition), and the next one removes up to
- * {@link #PRUNE_PER_WRITE} expired records, each on condition that it is still the record seen.
+ * Expired records are removed by a later idempotent write on the same item: one such write in
+ * {@link #SEE_ITEM_EVERY} sees the whole item (as do those whose condition failed), and the next
+ * one removes up to {@link #PRUNE_PER_WRITE} expired records, each on condition that it is still
+ * the record seen.
  * Writes that rewrite the whole item drop expired records for free.
  */
 final class Once {
@@ -50,6 +51,7 @@ final class Once {
   static final String RESULT_PREFIX = "_or:";
   static final String MARKER = "_ops";
   static final int PRUNE_PER_WRITE = 20;
+  static final int SEE_ITEM_EVERY = 8;
 
   /** Marks a record whose result is in {@code _or:ID}. */
   private static final String COMPUTED = "*";
@@ -263,7 +265,10 @@ final class Once {
     ReturnValue returns = request.returnValues();
     if (returns == null || returns == ReturnValue.NONE || returns == ReturnValue.UPDATED_NEW
         || returns == ReturnValue.UNKNOWN_TO_SDK_VERSION) {
-      returns = ReturnValue.ALL_NEW; // the whole item: which records have expired, for the next write
+      // One write in SEE_ITEM_EVERY asks for the whole item, to learn which records have expired
+      // (the next write removes up to PRUNE_PER_WRITE of them, so removal outpaces arrival); the
+      // others only for what they changed, since an item with many ids is large.
+      returns = ThreadLocalRandom.current().nextInt(SEE_ITEM_EVERY) == 0 ? ReturnValue.ALL_NEW : ReturnValue.UPDATED_NEW;
     }
     return request.toBuilder()
         .updateExpression(update)

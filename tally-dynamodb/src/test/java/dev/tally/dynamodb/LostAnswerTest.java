@@ -94,7 +94,7 @@ class LostAnswerTest {
       assertThat(proxy.dropped("UpdateItem")).as("increments applied whose answer was lost").isGreaterThan(10);
       assertThat(callerRetries.get()).as("calls that failed and were retried by their caller").isGreaterThan(0);
       System.out.println("[lost answers] " + distinct + " ids, " + proxy.forwarded("UpdateItem")
-          + " UpdateItems applied, " + proxy.dropped("UpdateItem") + " of them unanswered, "
+          + " UpdateItems sent (repeats included), " + proxy.dropped("UpdateItem") + " applied and unanswered, "
           + proxy.dropped("PutItem") + " id claims unanswered, " + callerRetries + " caller retries");
     }
   }
