@@ -6,6 +6,7 @@ import java.util.Locale;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterShortcut;
 import dev.tally.spi.Store;
 import java.time.Duration;
 import java.util.Arrays;
@@ -15,7 +16,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@link RateLimiter} (and {@link Quota}) over a store: validates, applies the failure policy,
- * and on the memory store takes the allocation-free path for single buckets.
+ * and takes the store's {@link LimiterShortcut} for acquires where it has one.
  */
 final class DefaultRateLimiter implements Quota {
   /** What a fail-closed limiter tells callers to wait: the store's state is unknown. */
@@ -26,8 +27,7 @@ final class DefaultRateLimiter implements Quota {
   private final AsyncStore asyncStore;
   private final FailurePolicy policy;
   private final Failures failures;
-  private final MemoryLimiters memory; // non-null on the memory store
-  private volatile MemoryLimiters.BucketCell cellHint;
+  private final LimiterShortcut shortcut; // the store's fast path for acquires, if it has one
 
   DefaultRateLimiter(LimiterMachine machine, Store store, AsyncStore asyncStore, FailurePolicy policy,
       Failures failures) {
@@ -36,7 +36,7 @@ final class DefaultRateLimiter implements Quota {
     this.asyncStore = asyncStore;
     this.policy = Objects.requireNonNull(policy, "policy");
     this.failures = failures;
-    this.memory = store instanceof MemoryStore m && machine.isSingleBucket() ? m.limiters() : null;
+    this.shortcut = store.shortcut(machine);
   }
 
   @Override
@@ -67,17 +67,12 @@ final class DefaultRateLimiter implements Quota {
   @Override
   public boolean tryAcquire(long permits) {
     checkPermits(permits);
-    if (memory != null && permits > 0) {
-      MemoryLimiters.BucketCell cell = cellHint;
-      if (cell != null) {
-        int granted = memory.tryAcquireFast(cell, permits);
-        if (granted >= 0) {
-          return granted == 1;
-        }
+    if (shortcut != null && permits > 0) {
+      try {
+        return shortcut.tryAcquire(permits);
+      } catch (StoreException e) {
+        return answerFailure(LimiterOperation.ACQUIRE, e).allowed();
       }
-      boolean allowed = run(LimiterOperation.ACQUIRE, permits).allowed();
-      cellHint = memory.bucketCell(machine.key());
-      return allowed;
     }
     return run(LimiterOperation.ACQUIRE, permits).allowed();
   }
@@ -124,7 +119,6 @@ final class DefaultRateLimiter implements Quota {
   @Override
   public void reset() {
     run(LimiterOperation.RESET, 0);
-    cellHint = null;
   }
 
   @Override
@@ -229,7 +223,6 @@ final class DefaultRateLimiter implements Quota {
 
     @Override
     public CompletionStage<Void> reset() {
-      cellHint = null;
       return runAsync(LimiterOperation.RESET, 0).thenApply(d -> null);
     }
   }

@@ -1,6 +1,9 @@
 package dev.tally;
 
+import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterShortcut;
+import java.util.List;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.LimiterRecord;
 import java.lang.invoke.MethodHandles;
@@ -207,6 +210,36 @@ final class MemoryLimiters {
     return -1;
   }
 
+  /**
+   * The allocation-free acquire of a single-bucket limiter (token, leaky or GCRA), or null for
+   * any other: it tries the cell it saw last, and takes the general path (and remembers the cell
+   * that path leaves) when that cell is gone or sealed.
+   */
+  LimiterShortcut shortcut(LimiterCall call) {
+    List<Limit> limits = call.limits();
+    if (limits.size() != 1 || Algorithm.of(limits.get(0).kind()) != Gcra.INSTANCE) {
+      return null;
+    }
+    String key = call.key();
+    return new LimiterShortcut() {
+      private volatile BucketCell hint;
+
+      @Override
+      public boolean tryAcquire(long permits) {
+        BucketCell cell = hint;
+        if (cell != null) {
+          int granted = tryAcquireFast(cell, permits);
+          if (granted >= 0) {
+            return granted == 1;
+          }
+        }
+        boolean allowed = execute(call, LimiterOperation.ACQUIRE, permits).allowed();
+        hint = bucketCell(key);
+        return allowed;
+      }
+    };
+  }
+
   /** The bucket cell now stored for {@code key}, or null. */
   BucketCell bucketCell(String key) {
     Object c = cells.get(key);
@@ -214,7 +247,7 @@ final class MemoryLimiters {
   }
 
   /** Runs the machine atomically on the key's state. */
-  Decision execute(LimiterMachine machine, LimiterOperation op, long permits) {
+  Decision execute(LimiterCall machine, LimiterOperation op, long permits) {
     String key = machine.key();
     for (;;) {
       long now = time.nanos();
@@ -268,7 +301,7 @@ final class MemoryLimiters {
    * An operation on a bucket cell: acquire, peek and refund by CAS on the cell; anything that
    * changes its parameters seals and replaces it. Returns null if the cell was sealed meanwhile.
    */
-  private Decision onBucket(String key, BucketCell b, LimiterMachine machine, LimiterOperation op,
+  private Decision onBucket(String key, BucketCell b, LimiterCall machine, LimiterOperation op,
       long permits, long clock) {
     for (long f; (f = b.fullAt) != SEALED; ) {
       long now = b.decideAt(clock);

@@ -1,5 +1,6 @@
 package dev.tally;
 
+import dev.tally.spi.LimiterShortcut;
 import dev.tally.spi.Mutation;
 import dev.tally.spi.OperationId;
 import dev.tally.spi.CounterMath;
@@ -93,14 +94,20 @@ final class MemoryStore implements Store {
     return operations.applyOnce(this, id, mutation);
   }
 
-  /** The limiter state, which {@link DefaultRateLimiter} reaches directly for its fast path. */
+  @Override
+  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    return limiters.execute(call, operation, permits);
+  }
+
+  /** The limiter state, for tests of its sweeping. */
   MemoryLimiters limiters() {
     return limiters;
   }
 
+  /** For a single bucket, a handle that keeps the bucket's cell: see {@link MemoryLimiters}. */
   @Override
-  public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
-    return limiters.execute((LimiterMachine) call, operation, permits);
+  public LimiterShortcut shortcut(LimiterCall call) {
+    return limiters.shortcut(call);
   }
 
   // ------------------------------------------------------------------ the cell

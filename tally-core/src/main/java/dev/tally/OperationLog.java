@@ -2,9 +2,7 @@ package dev.tally;
 
 import dev.tally.spi.Mutation;
 import dev.tally.spi.OperationId;
-import dev.tally.spi.OperationRecord;
 import dev.tally.spi.Store;
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -24,12 +22,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class OperationLog {
   private final ConcurrentHashMap<OperationId, Entry> entries = new ConcurrentHashMap<>();
-  private final ConcurrentLinkedQueue<Map.Entry<OperationId, Entry>> byAge = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<Entry> byAge = new ConcurrentLinkedQueue<>();
   private final AtomicBoolean dropping = new AtomicBoolean();
   private final TimeSource time;
   private final long retentionNanos;
 
-  private record Entry(OperationRecord record, long expiresAt) {}
+  private record Entry(OperationId id, long fingerprint, Object result, long expiresAt) {}
 
   OperationLog(TimeSource time, long retentionNanos) {
     this.time = time;
@@ -43,15 +41,18 @@ final class OperationLog {
     Entry[] added = new Entry[1];
     entries.compute(id, (k, e) -> {
       if (e != null && e.expiresAt - now > 0) {
-        result[0] = e.record.replay(id, mutation); // throws for another operation: entry kept
+        if (e.fingerprint != mutation.fingerprint()) {
+          throw new OperationIdConflictException(id.value(), mutation.key()); // entry kept
+        }
+        result[0] = e.result;
         return e;
       }
       Object r = mutation.applyTo(store); // throws: nothing recorded
       result[0] = r;
-      return added[0] = new Entry(OperationRecord.of(mutation, r), now + retentionNanos);
+      return added[0] = new Entry(id, mutation.fingerprint(), r, now + retentionNanos);
     });
     if (added[0] != null) {
-      byAge.add(Map.entry(id, added[0]));
+      byAge.add(added[0]);
     }
     return result[0] instanceof Number[] rs ? rs.clone() : result[0];
   }
@@ -62,10 +63,9 @@ final class OperationLog {
       return; // another caller is dropping them
     }
     try {
-      for (Map.Entry<OperationId, Entry> head; (head = byAge.peek()) != null
-          && head.getValue().expiresAt - now <= 0; ) {
+      for (Entry head; (head = byAge.peek()) != null && head.expiresAt - now <= 0; ) {
         byAge.poll();
-        entries.remove(head.getKey(), head.getValue());
+        entries.remove(head.id, head);
       }
     } finally {
       dropping.set(false);

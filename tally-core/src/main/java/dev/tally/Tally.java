@@ -238,17 +238,7 @@ public final class Tally implements AutoCloseable {
       LazyExecutor executor = new LazyExecutor();
       StoreContext context = new StoreContext(timeSource, timeSourceOverridden, executor, listener,
           operationRetention);
-      Store store = switch (scheme) {
-        case "mem" -> {
-          requireEmptyPart(uri, "mem:");
-          yield new MemoryStore(timeSource, operationRetention.toNanos());
-        }
-        case "null" -> {
-          requireEmptyPart(uri, "null:");
-          yield new NullStore();
-        }
-        default -> provider(scheme).open(uri, context);
-      };
+      Store store = provider(scheme).open(uri, context);
       return new Tally(this, store, executor);
     }
   }
@@ -267,13 +257,6 @@ public final class Tally implements AutoCloseable {
     return scheme;
   }
 
-  private static void requireEmptyPart(String uri, String expected) {
-    if (!uri.equals(expected)) {
-      throw new IllegalArgumentException("store URI '" + uri + "' takes no options; write '"
-          + expected + "'");
-    }
-  }
-
   private static StoreProvider provider(String scheme) {
     Map<String, StoreProvider> known = new TreeMap<>();
     for (StoreProvider p : ServiceLoader.load(StoreProvider.class, Tally.class.getClassLoader())) {
@@ -290,9 +273,9 @@ public final class Tally implements AutoCloseable {
       throw new IllegalArgumentException("store scheme '" + scheme + ":' needs the " + module
           + " module on the class path (dev.tally:" + module + ")");
     }
-    throw new IllegalArgumentException("unknown store scheme '" + scheme + ":'; available here: mem:,"
-        + " null:" + (known.isEmpty() ? "" : ", " + String.join(":, ", known.keySet()) + ":")
-        + " (others come with tally-local, tally-redis, tally-dynamodb)");
+    throw new IllegalArgumentException("unknown store scheme '" + scheme + ":'; available here: "
+        + String.join(":, ", known.keySet()) + ": (others come with tally-local, tally-redis,"
+        + " tally-dynamodb)");
   }
 
   /** A daemon thread pool created on first use: most stores never need it. */

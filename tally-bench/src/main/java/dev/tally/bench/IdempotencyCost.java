@@ -25,18 +25,23 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * What an operation id costs: {@code incr} with a fresh id per call against a plain {@code incr},
  * on the same store in the same run. The store is the {@code uri} parameter, so one command
- * measures several stores side by side:
+ * measures every store side by side:
  *
  * <pre>
- * java -jar tally-bench/target/benchmarks.jar IdempotencyCost -p uri=mem:,'dynamodb://bench?endpoint=http://127.0.0.1:4567' -p keys=1000
+ * java -jar tally-bench/target/benchmarks.jar IdempotencyCost \
+ *     -p uri=mem:,file:/tmp/idem,redis://127.0.0.1:6379/0,'dynamodb://t?endpoint=http://127.0.0.1:4567&amp;region=us-east-1'
  * </pre>
  *
  * <p>Every idempotent call carries a new id, as a real caller's first attempt does: the cost is
  * the id's check and record, and the memory or storage that each id holds for the retention
- * window. Calls spread over {@code keys} counters (1: one hot key), which matters where ids live
- * with the key they were used on (DynamoDB: a hot key's item grows with every id for the
- * retention window, {@code retentionSeconds}). A {@code dynamodb:} table is created if missing.
- * Ratios, not absolute rates, are the result: see docs/benchmarks.md.
+ * window (which a long run fills; see docs/stores.md). Ratios, not absolute rates, are the
+ * result: see docs/benchmarks.md.
+ *
+ * <p>{@code keys} spreads the calls over that many counters (default 1: one hot key) and
+ * {@code retentionSeconds} sets the store's retention (default: Tally's, an hour). They matter
+ * where ids live with their key: on DynamoDB a key's item holds its ids for the retention window,
+ * and a run of thousands of ids on one key fills its 400 KB (docs/dynamodb.md). A {@code
+ * dynamodb:} table is created if missing.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -54,8 +59,8 @@ public class IdempotencyCost {
   @Param({"1"})
   public int keys;
 
-  /** How long the store keeps each id. */
-  @Param({"3600"})
+  /** How long the store keeps each id; 0: Tally's default. */
+  @Param({"0"})
   public int retentionSeconds;
 
   private Tally tally;
@@ -69,16 +74,25 @@ public class IdempotencyCost {
     if (uri.startsWith("dynamodb:")) {
       DynamoDbTables.create(uri);
     }
-    tally = Tally.builder(uri).operationRetention(Duration.ofSeconds(retentionSeconds)).build();
-    counters = tally.counters("idem-bench-" + UUID.randomUUID());
+    Tally.Builder b = Tally.builder(uri);
+    if (retentionSeconds > 0) {
+      b.operationRetention(Duration.ofSeconds(retentionSeconds));
+    }
+    tally = b.build();
+    counters = tally.counters("idem-bench");
+    String run = UUID.randomUUID().toString();
     names = new String[keys];
     for (int i = 0; i < keys; i++) {
-      names[i] = "views:" + i;
+      names[i] = "views:" + run + ":" + i;
+      counters.incr(names[i]);
     }
   }
 
   @TearDown(Level.Trial)
   public void close() {
+    for (String name : names) {
+      counters.delete(name);
+    }
     tally.close();
   }
 

@@ -1,7 +1,6 @@
 package dev.tally.spi;
 
 import dev.tally.Decision;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
@@ -11,22 +10,20 @@ import java.util.List;
  *
  * <p>The {@link #fingerprint()} is what a store keeps beside an id's result to tell a retry of
  * the same operation from a different operation that reuses the id, which is refused with
- * {@link dev.tally.OperationIdConflictException}. It is a 64-bit hash of a canonical text of the
+ * {@link dev.tally.OperationIdConflictException}. It is a 64-bit hash of the
  * operation (its kind, keys and arguments; a limiter step leaves out the limits, since the
- * stored limits decide), the same in every process and version.
+ * stored limits decide), the same in every process and version, computed without allocating.
  */
 public sealed interface Mutation {
 
   /** The key this operation touches; the first key of a transaction. */
   String key();
 
-  /** The canonical text the fingerprint hashes. */
-  String canonical();
-
-  /** A stable 64-bit hash of {@link #canonical()}. */
-  default long fingerprint() {
-    return fnv1a(canonical());
-  }
+  /**
+   * A stable 64-bit hash of the operation's kind and arguments, in order (FNV-1a over strings'
+   * UTF-16 code units and numbers' 64-bit forms): the same in every process, host and version.
+   */
+  long fingerprint();
 
   /** Applies this operation to {@code store} once, without an id. */
   Object applyTo(Store store);
@@ -34,8 +31,8 @@ public sealed interface Mutation {
   /** {@link Store#incr}; result {@code Long}. */
   record Incr(String key, long delta, long dflt, boolean create) implements Mutation {
     @Override
-    public String canonical() {
-      return "incr\u0000" + key + "\u0000" + delta + "\u0000" + dflt + "\u0000" + create;
+    public long fingerprint() {
+      return Fingerprint.of(1).add(key).add(delta).add(dflt).add(create).value();
     }
 
     @Override
@@ -47,8 +44,8 @@ public sealed interface Mutation {
   /** {@link Store#incrDouble}; result {@code Double}. */
   record IncrDouble(String key, double delta, double dflt) implements Mutation {
     @Override
-    public String canonical() {
-      return "incrDouble\u0000" + key + "\u0000" + delta + "\u0000" + dflt;
+    public long fingerprint() {
+      return Fingerprint.of(2).add(key).add(delta).add(dflt).value();
     }
 
     @Override
@@ -60,8 +57,8 @@ public sealed interface Mutation {
   /** {@link Store#put}; result {@code null}. */
   record Put(String key, Number value, long ttlNanos) implements Mutation {
     @Override
-    public String canonical() {
-      return "put\u0000" + key + "\u0000" + typed(value) + "\u0000" + ttlNanos;
+    public long fingerprint() {
+      return Fingerprint.of(3).add(key).add(value).add(ttlNanos).value();
     }
 
     @Override
@@ -74,8 +71,8 @@ public sealed interface Mutation {
   /** {@link Store#add}; result {@code Boolean}. */
   record Add(String key, Number value, long ttlNanos) implements Mutation {
     @Override
-    public String canonical() {
-      return "add\u0000" + key + "\u0000" + typed(value) + "\u0000" + ttlNanos;
+    public long fingerprint() {
+      return Fingerprint.of(4).add(key).add(value).add(ttlNanos).value();
     }
 
     @Override
@@ -87,8 +84,8 @@ public sealed interface Mutation {
   /** {@link Store#pop}; result the popped {@code Long} or {@code Double}, or {@code null}. */
   record Pop(String key, boolean integerOnly) implements Mutation {
     @Override
-    public String canonical() {
-      return "pop\u0000" + key + "\u0000" + integerOnly;
+    public long fingerprint() {
+      return Fingerprint.of(5).add(key).add(integerOnly).value();
     }
 
     @Override
@@ -100,8 +97,8 @@ public sealed interface Mutation {
   /** {@link Store#delete}; result {@code Boolean}. */
   record Delete(String key) implements Mutation {
     @Override
-    public String canonical() {
-      return "delete\u0000" + key;
+    public long fingerprint() {
+      return Fingerprint.of(6).add(key).value();
     }
 
     @Override
@@ -113,8 +110,8 @@ public sealed interface Mutation {
   /** {@link Store#touch}; result {@code Boolean}. */
   record Touch(String key, long ttlNanos) implements Mutation {
     @Override
-    public String canonical() {
-      return "touch\u0000" + key + "\u0000" + ttlNanos;
+    public long fingerprint() {
+      return Fingerprint.of(7).add(key).add(ttlNanos).value();
     }
 
     @Override
@@ -138,26 +135,22 @@ public sealed interface Mutation {
     }
 
     @Override
-    public String canonical() {
-      StringBuilder b = new StringBuilder("transact");
+    public long fingerprint() {
+      Fingerprint f = Fingerprint.of(8).add(ops.size());
       for (TxOp op : ops) {
-        b.append('\u0001');
         if (op instanceof TxOp.Incr i) {
-          b.append("incr\u0000").append(i.key()).append('\u0000').append(i.delta()).append('\u0000')
-              .append(i.dflt()).append('\u0000').append(i.create());
+          f.add(1).add(i.key()).add(i.delta()).add(i.dflt()).add(i.create());
         } else if (op instanceof TxOp.IncrDouble d) {
-          b.append("incrDouble\u0000").append(d.key()).append('\u0000').append(d.delta())
-              .append('\u0000').append(d.dflt());
+          f.add(2).add(d.key()).add(d.delta()).add(d.dflt());
         } else if (op instanceof TxOp.Put p) {
-          b.append("put\u0000").append(p.key()).append('\u0000').append(typed(p.value()))
-              .append('\u0000').append(p.ttlNanos());
+          f.add(3).add(p.key()).add(p.value()).add(p.ttlNanos());
         } else if (op instanceof TxOp.Delete d) {
-          b.append("delete\u0000").append(d.key());
+          f.add(6).add(d.key());
         } else {
-          b.append("get\u0000").append(op.key());
+          f.add(10).add(op.key());
         }
       }
-      return b.toString();
+      return f.value();
     }
 
     @Override
@@ -174,8 +167,8 @@ public sealed interface Mutation {
     }
 
     @Override
-    public String canonical() {
-      return "limit\u0000" + call.key() + "\u0000" + operation + "\u0000" + permits;
+    public long fingerprint() {
+      return Fingerprint.of(9).add(call.key()).add(operation.ordinal()).add(permits).value();
     }
 
     @Override
@@ -183,19 +176,5 @@ public sealed interface Mutation {
       Decision d = store.limit(call, operation, permits);
       return d;
     }
-  }
-
-  private static String typed(Number n) {
-    return (n instanceof Double ? "d" : "l") + n;
-  }
-
-  /** FNV-1a over the UTF-8 bytes: small, stable, and good enough to catch a reused id. */
-  private static long fnv1a(String s) {
-    long h = 0xcbf29ce484222325L;
-    for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
-      h ^= b & 0xff;
-      h *= 0x100000001b3L;
-    }
-    return h;
   }
 }

@@ -91,6 +91,14 @@ public interface Store extends AutoCloseable {
   }
 
   /**
+   * A fast path for {@code call}'s acquires, or {@code null} (the default) to go through
+   * {@link #limit} every time. Asked once per limiter handle.
+   */
+  default LimiterShortcut shortcut(LimiterCall call) {
+    return null;
+  }
+
+  /**
    * Applies {@code mutation} at most once per {@code id}: the first call applies it and keeps its
    * result for the {@link StoreContext#operationRetention() retention window}; a repeat within the
    * window applies nothing and returns that result, from any thread, process or host, and even if
