@@ -136,7 +136,11 @@ final class ShardedExchanges {
    * sum read then.
    */
   static final class Incr extends Sum {
-    private enum Stage { WRITE, SUM, RECORD }
+    private enum Stage { WRITE, SUM, RECORD, WAIT }
+
+    /** How often a repeat looks again for the sum of a first call still between its write and its record. */
+    private static final int WAITS = 40;
+    private int waits;
 
     private static final String SUM = "if_not_exists(#v, :zero) + :d";
     private final Once once;
@@ -200,8 +204,7 @@ final class ShardedExchanges {
         Object replayed = once.replay(current);
         if (replayed != Once.ABSENT) {
           if (once.computed(current)) {
-            stage = Stage.SUM; // lost before its sum was recorded: the sum now
-            next = ShardedExchanges.readAll(t, key, shards);
+            waitForSum(); // the first call is between its write and its record, or was lost there
           } else {
             finish((Long) replayed);
           }
@@ -219,8 +222,40 @@ final class ShardedExchanges {
 
     private Long result;
 
+    /**
+     * A repeat that finds the record without its sum reads the shard again, a few times, for the
+     * sum the first call returns; if it never comes (that call was lost between its write and its
+     * read), the sum now.
+     */
+    private void waitForSum() {
+      if (++waits > WAITS) {
+        stage = Stage.SUM;
+        next = ShardedExchanges.readAll(t, key, shards);
+        return;
+      }
+      stage = Stage.WAIT;
+      next = t.get(shard);
+    }
+
+    @Override
+    long pauseNanos() {
+      return stage == Stage.WAIT && waits > 1 ? 5_000_000L : super.pauseNanos();
+    }
+
     @Override
     void answer(DynamoDbResponse response) {
+      if (stage == Stage.WAIT) {
+        software.amazon.awssdk.services.dynamodb.model.GetItemResponse r =
+            (software.amazon.awssdk.services.dynamodb.model.GetItemResponse) response;
+        Map<String, AttributeValue> item = r.hasItem() ? r.item() : null;
+        Object replayed = once.replay(item);
+        if (replayed != Once.ABSENT && !once.computed(item)) {
+          finish((Long) replayed);
+        } else {
+          waitForSum();
+        }
+        return;
+      }
       if (stage == Stage.WRITE) {
         if (once != null) {
           t.rememberExpired(shard, ((UpdateItemResponse) response).attributes(), once.now, once.recordAttr);
