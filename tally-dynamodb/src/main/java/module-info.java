@@ -12,5 +12,8 @@ module dev.tally.dynamodb {
   requires software.amazon.awssdk.retries;
   requires software.amazon.awssdk.retries.api;
 
+  // Clients finds an async HTTP client (netty-nio-client) on the path, if there is one.
+  uses software.amazon.awssdk.http.async.SdkAsyncHttpService;
+
   provides dev.tally.spi.StoreProvider with dev.tally.dynamodb.DynamoDbStoreProvider;
 }

@@ -2,7 +2,10 @@ package dev.tally.bench;
 
 import dev.tally.Counters;
 import dev.tally.Tally;
+import dev.tally.dynamodb.DynamoDbTables;
+import java.time.Duration;
 import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -26,13 +29,19 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <pre>
  * java -jar tally-bench/target/benchmarks.jar IdempotencyCost \
- *     -p uri=mem:,file:/tmp/idem,redis://127.0.0.1:6379/0,'dynamodb://t?endpoint=http://127.0.0.1:4567&amp;region=us-east-1&amp;create=true'
+ *     -p uri=mem:,file:/tmp/idem,redis://127.0.0.1:6379/0,'dynamodb://t?endpoint=http://127.0.0.1:4567&amp;region=us-east-1'
  * </pre>
  *
  * <p>Every idempotent call carries a new id, as a real caller's first attempt does: the cost is
  * the id's check and record, and the memory or storage that each id holds for the retention
  * window (which a long run fills; see docs/stores.md). Ratios, not absolute rates, are the
  * result: see docs/benchmarks.md.
+ *
+ * <p>{@code keys} spreads the calls over that many counters (default 1: one hot key) and
+ * {@code retentionSeconds} sets the store's retention (default: Tally's, an hour). They matter
+ * where ids live with their key: on DynamoDB a key's item holds its ids for the retention window,
+ * and a run of thousands of ids on one key fills its 400 KB (docs/dynamodb.md). A {@code
+ * dynamodb:} table is created if missing.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -46,33 +55,58 @@ public class IdempotencyCost {
   @Param({"mem:"})
   public String uri;
 
+  /** How many counters the calls spread over. */
+  @Param({"1"})
+  public int keys;
+
+  /** How long the store keeps each id; 0: Tally's default. */
+  @Param({"0"})
+  public int retentionSeconds;
+
   private Tally tally;
   private Counters counters;
-  private String key;
+  private String[] names;
   private final String prefix = "bench-" + UUID.randomUUID() + "-";
   private long next;
 
   @Setup(Level.Trial)
   public void open() {
-    tally = Tally.open(uri);
+    if (uri.startsWith("dynamodb:")) {
+      DynamoDbTables.create(uri);
+    }
+    Tally.Builder b = Tally.builder(uri);
+    if (retentionSeconds > 0) {
+      b.operationRetention(Duration.ofSeconds(retentionSeconds));
+    }
+    tally = b.build();
     counters = tally.counters("idem-bench");
-    key = "views:" + UUID.randomUUID();
-    counters.incr(key);
+    String run = UUID.randomUUID().toString();
+    names = new String[keys];
+    for (int i = 0; i < keys; i++) {
+      names[i] = "views:" + run + ":" + i;
+      counters.incr(names[i]);
+    }
   }
 
   @TearDown(Level.Trial)
   public void close() {
-    counters.delete(key);
+    for (String name : names) {
+      counters.delete(name);
+    }
     tally.close();
+  }
+
+  private String key() {
+    return keys == 1 ? names[0] : names[ThreadLocalRandom.current().nextInt(keys)];
   }
 
   @Benchmark
   public long plainIncr() {
-    return counters.incr(key);
+    return counters.incr(key());
   }
 
   @Benchmark
   public long idempotentIncr() {
-    return counters.withOperationId(prefix + next++).incr(key);
+    return counters.withOperationId(prefix + next++).incr(key());
   }
 }

@@ -4,6 +4,8 @@ import dev.tally.Decision;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
@@ -113,6 +115,24 @@ final class AsyncDynamoDbStore implements AsyncStore {
   public CompletionStage<Number[]> transact(List<TxOp> ops) {
     // Transactions take this process's per-key turns, which a non-blocking chain cannot hold.
     return CompletableFuture.supplyAsync(() -> store.transact(ops), blocking);
+  }
+
+  @Override
+  public CompletionStage<Object> applyOnce(OperationId id, Mutation mutation) {
+    if (mutation instanceof Mutation.LimiterStep || mutation instanceof Mutation.Transact) {
+      // These take this process's per-key turns, which a non-blocking chain cannot hold.
+      return CompletableFuture.supplyAsync(() -> store.applyOnce(id, mutation), blocking);
+    }
+    try {
+      store.checkOpen();
+      Once once = store.once(id, mutation);
+      Exchange<?> x = store.onceExchange(once);
+      return store.counters.runAsync(new OnceExchanges.Claim(table, once))
+          .thenCompose(claimed -> store.counters.runAsync(x))
+          .thenApply(r -> (Object) r);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   @Override

@@ -11,7 +11,10 @@ import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.http.SdkHttpClient;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
+import software.amazon.awssdk.http.SdkHttpConfigurationOption;
+import software.amazon.awssdk.http.async.SdkAsyncHttpClient;
 import software.amazon.awssdk.http.async.SdkAsyncHttpService;
+import software.amazon.awssdk.utils.AttributeMap;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.retries.StandardRetryStrategy;
 import software.amazon.awssdk.retries.api.BackoffStrategy;
@@ -28,6 +31,14 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
  * is on the class path.
  */
 final class Clients implements AutoCloseable {
+  /**
+   * How long a pooled connection may idle before it is closed. Below the 5 s after which a
+   * Node.js server (dynalite) closes an idle keep-alive connection, so that a request is never
+   * sent on a connection the server is closing: with lost answers not retried, that would reach
+   * the caller as "may or may not have been applied".
+   */
+  static final Duration MAX_IDLE = Duration.ofSeconds(4);
+
   final DynamoDbClient counters;
   final DynamoDbClient limiters;
   private final SdkHttpClient http;
@@ -40,6 +51,7 @@ final class Clients implements AutoCloseable {
   Clients(Options o, List<ExecutionInterceptor> interceptors) {
     this.http = Apache5HttpClient.builder()
         .maxConnections(64)
+        .connectionMaxIdleTime(MAX_IDLE)
         .connectionTimeout(o.timeout().compareTo(Duration.ofSeconds(2)) < 0 ? o.timeout() : Duration.ofSeconds(2))
         .socketTimeout(o.timeout())
         .build();
@@ -75,9 +87,28 @@ final class Clients implements AutoCloseable {
       throw new IllegalStateException("the clients are closed");
     }
     if (async == null) {
-      async = configure(DynamoDbAsyncClient.builder(), options, options.retries(), interceptors).build();
+      SdkAsyncHttpService service = ServiceLoader.load(SdkAsyncHttpService.class, Clients.class.getClassLoader())
+          .findFirst().orElseThrow();
+      async = configure(DynamoDbAsyncClient.builder(), options, options.retries(), interceptors)
+          .httpClientBuilder(new IdleLimited(service))
+          .build();
     }
     return async;
+  }
+
+  /** The class path's async HTTP client, with {@link #MAX_IDLE}; the SDK owns (and closes) it. */
+  private static final class IdleLimited implements SdkAsyncHttpClient.Builder<IdleLimited> {
+    private final SdkAsyncHttpService service;
+
+    IdleLimited(SdkAsyncHttpService service) {
+      this.service = service;
+    }
+
+    @Override
+    public SdkAsyncHttpClient buildWithDefaults(AttributeMap defaults) {
+      return service.createAsyncHttpClientFactory().buildWithDefaults(AttributeMap.builder()
+          .put(SdkHttpConfigurationOption.CONNECTION_MAX_IDLE_TIMEOUT, MAX_IDLE).build().merge(defaults));
+    }
   }
 
   private static boolean asyncHttpAvailable() {
@@ -95,10 +126,10 @@ final class Clients implements AutoCloseable {
         .apiCallAttemptTimeout(o.timeout())
         .retryStrategy(StandardRetryStrategy.builder()
             // The SDK's defaults also retry 5xx answers and connections lost after the request
-            // went out, after which a write may have been applied: an increment could count
-            // twice. Without them (retryLost=false) such a failure reaches the caller as "may or
-            // may not have been applied" instead; with a local dynalite that happened in about
-            // one test run of three, so they stay on unless asked.
+            // went out, after which a write may have been applied: a plain increment could count
+            // twice. Without them (retryLost=false, the default) such a failure reaches the
+            // caller as "may or may not have been applied"; requests that carry an id of their
+            // own (operation ids, limiter writes, transactions) are re-sent by the Runner.
             .useClientDefaults(o.retryLost())
             .maxAttempts(retries + 1)
             .retryOnException(Errors::neverApplied)

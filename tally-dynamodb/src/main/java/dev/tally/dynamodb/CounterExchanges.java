@@ -1,13 +1,13 @@
 package dev.tally.dynamodb;
 
-import dev.tally.TallyException;
-
 import static dev.tally.dynamodb.Items.n;
 import static dev.tally.dynamodb.Table.values;
 
 import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
+import dev.tally.WrongKindException;
+import dev.tally.spi.CounterMath;
 import dev.tally.spi.Store;
 import java.math.BigDecimal;
 import java.util.ArrayList;
@@ -25,6 +25,7 @@ import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
 import software.amazon.awssdk.services.dynamodb.model.ScanRequest;
 import software.amazon.awssdk.services.dynamodb.model.ScanResponse;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
 import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
 
 /**
@@ -59,7 +60,7 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  *
  * A limiter's state lives in an item keyed by the limiter's name. Counter writes are conditional
  * on the item not holding live limiter state, so the two never overwrite each other; a clash is
- * reported as a {@link TallyException}. An item that has expired, of either kind, is missing for
+ * reported as a {@link WrongKindException}. An item that has expired, of either kind, is missing for
  * both (DynamoDB deletes expired items lazily, within days): a counter write replaces an expired
  * limiter's item, and a limiter an expired counter's.
  */
@@ -76,18 +77,16 @@ final class CounterExchanges {
    */
   static final String NO_LIMITER_STATE = "attribute_not_exists(#r)";
   /** What turns an expired item of either kind into an integer counter: every other attribute goes. */
-  static final String REMOVE_ALL_BUT_COUNTER = "REMOVE #f, #e, #t, #r, #n, #o, #w";
+  static final String REMOVE_ALL_BUT_COUNTER = "REMOVE #f, #e, #t, #r, #n, #o, #w, #m";
   /** The same for a floating counter, which sets {@code #f} itself. */
-  static final String REMOVE_ALL_BUT_FLOAT = "REMOVE #e, #t, #r, #n, #o, #w";
+  static final String REMOVE_ALL_BUT_FLOAT = "REMOVE #e, #t, #r, #n, #o, #w, #m";
 
   static CounterOverflowException overflow(String key, long value, long delta) {
-    return new CounterOverflowException("counter '" + key + "': " + value + " + (" + delta
-        + ") leaves the signed 64-bit range; the value is unchanged");
+    return CounterMath.overflow(key, value, delta);
   }
 
-  static TallyException limiterHere(String key) {
-    return new TallyException("key '" + key + "' holds rate limiter state, not a counter:"
-        + " counters and rate limiters share the table's keys, so give them different names");
+  static WrongKindException limiterHere(String key) {
+    return new WrongKindException(key, WrongKindException.Kind.LIMITER);
   }
 
   /** Refuses an item holding live limiter state; an expired one counts as missing. */
@@ -107,13 +106,22 @@ final class CounterExchanges {
     private final boolean create;
     private final boolean createFits;
     private final long created;
+    private final Once once;
+    private List<Map.Entry<String, AttributeValue>> prune;
     private long now;
     private boolean resetting;
     private DynamoDbRequest next;
 
     Incr(Table t, String key, long delta, long dflt, boolean create) {
+      this(t, key, delta, dflt, create, null);
+    }
+
+    /** With {@code once}, the increment carries an operation id: see {@link Once}. */
+    Incr(Table t, String key, long delta, long dflt, boolean create, Once once) {
       super(key, t.items.key(key), t.conflictTries);
       this.t = t;
+      this.once = once;
+      this.prune = once == null ? List.of() : t.expiredRecords(key);
       this.delta = delta;
       this.dflt = dflt;
       this.create = create;
@@ -138,20 +146,27 @@ final class CounterExchanges {
         bound = "attribute_exists(#v)";
       }
       String live = LIVE + " AND attribute_not_exists(#f) AND " + bound;
+      String sum;
+      UpdateItemRequest u;
       if (create && createFits) {
         v.put(":dflt", n(dflt));
-        next = t.update(key, "SET #v = if_not_exists(#v, :dflt) + :d",
+        sum = "if_not_exists(#v, :dflt) + :d";
+        u = t.update(key, "SET #v = " + sum,
             "(attribute_not_exists(#v) AND " + NO_LIMITER_STATE + ") OR (" + live + ")", v, ReturnValue.UPDATED_NEW);
       } else {
-        next = t.update(key, "SET #v = #v + :d", live, v, ReturnValue.UPDATED_NEW);
+        sum = "#v + :d";
+        u = t.update(key, "SET #v = " + sum, live, v, ReturnValue.UPDATED_NEW);
       }
+      // With an id, the write also records it, its result computed from the same old value.
+      next = once == null ? u : once.augment(u, sum, null, prune);
     }
 
     /** The item expired (a counter, or limiter state): restart it from the default, if it still is. */
     private void reset() {
       resetting = true;
-      next = t.update(key, "SET #v = :c " + REMOVE_ALL_BUT_COUNTER, "#e <= :now",
+      UpdateItemRequest u = t.update(key, "SET #v = :c " + REMOVE_ALL_BUT_COUNTER, "#e <= :now",
           values(":c", n(created), ":now", n(now)), ReturnValue.NONE);
+      next = once == null ? u : once.augment(u, null, created, prune);
     }
 
     @Override
@@ -161,15 +176,37 @@ final class CounterExchanges {
 
     @Override
     void answer(DynamoDbResponse response) {
+      Map<String, AttributeValue> after = ((UpdateItemResponse) response).attributes();
+      if (once != null) {
+        t.rememberExpired(key, after, now, once.recordAttr);
+      }
       if (resetting) {
         finish(created);
       } else {
-        finish(Items.value(((UpdateItemResponse) response).attributes()).longValue());
+        finish(Items.value(after).longValue());
       }
     }
 
     @Override
     void conditionFailed(Map<String, AttributeValue> item) {
+      if (once != null) {
+        Object replayed = once.replay(item);
+        if (replayed != Once.ABSENT) {
+          finish((Long) replayed);
+          return;
+        }
+        t.rememberExpired(key, item, now, once.recordAttr);
+        if (Once.pruneStale(item, prune)) {
+          prune = List.of(); // another write removed or renewed one: send again without
+          conflict();
+          if (resetting) {
+            reset();
+          } else {
+            increment();
+          }
+          return;
+        }
+      }
       checkNotLimiter(key, item, now);
       if (item == null || !Items.isCounter(item) || Items.expired(item, now)) {
         if (!create) {
@@ -182,7 +219,7 @@ final class CounterExchanges {
           reset();
           return;
         }
-        if (item != null) {
+        if (item != null && !Items.recordsOnly(item)) {
           throw new IllegalStateException("the item of '" + key + "' holds neither a counter nor"
               + " limiter state; it was not written by Tally");
         }
@@ -190,15 +227,7 @@ final class CounterExchanges {
         increment();
         return;
       }
-      Number value = Items.value(item);
-      if (value instanceof Double) {
-        throw new NotAnIntegerException(key);
-      }
-      long current = value.longValue();
-      long sum = current + delta;
-      if (((current ^ sum) & (delta ^ sum)) < 0) {
-        throw overflow(key, current, delta);
-      }
+      CounterMath.add(key, CounterMath.integer(key, Items.value(item)), delta); // overflow, or not an integer
       conflict(); // it changed between the request and the read: try again
       increment();
     }
@@ -278,12 +307,7 @@ final class CounterExchanges {
     }
 
     private double sum(double base) {
-      double r = base + delta;
-      if (!Double.isFinite(r)) {
-        throw new CounterOverflowException("counter '" + key + "': " + base + " + " + delta
-            + " is not finite; the value is unchanged");
-      }
-      return r;
+      return CounterMath.add(key, base, delta);
     }
 
     @Override
@@ -425,7 +449,34 @@ final class CounterExchanges {
 
   // ------------------------------------------------------------------ writes
 
-  /** {@code PutItem}: replaces the item, unless it holds limiter state. */
+  /**
+   * The update that makes an item hold exactly this counter: its value, kind and expiry set, a
+   * limiter's attributes removed. An {@code UpdateItem} rather than a {@code PutItem}, so that the
+   * operation id records on the item stay (see {@link Once}); the same one write unit.
+   */
+  static UpdateItemRequest replace(Table t, String key, Number value, long exp, String condition,
+      Map<String, AttributeValue> v) {
+    checkSize(key, t.items.counter(key, value, exp));
+    StringBuilder set = new StringBuilder("SET #v = :val");
+    StringBuilder remove = new StringBuilder(" REMOVE #r, #n, #o, #w, #m");
+    v.put(":val", Items.encode(value));
+    if (value instanceof Double) {
+      set.append(", #f = :true");
+      v.put(":true", Items.bool());
+    } else {
+      remove.append(", #f");
+    }
+    if (exp != 0) {
+      set.append(", #e = :exp, #t = :ttl");
+      v.put(":exp", n(exp));
+      v.put(":ttl", Items.ttlSeconds(exp));
+    } else {
+      remove.append(", #e, #t");
+    }
+    return t.update(key, set.toString() + remove, condition, v, ReturnValue.NONE);
+  }
+
+  /** {@code put}: replaces the counter, unless the item holds live limiter state. */
   static final class Put extends Exchange<Void> {
     private final DynamoDbRequest request;
 
@@ -433,8 +484,8 @@ final class CounterExchanges {
       super(key, t.items.key(key), t.conflictTries);
       long now = t.now();
       long exp = Items.expiry(now, ttlNanos);
-      // A put replaces the whole item, so an expired limiter's goes with it.
-      this.request = t.put(checkSize(key, t.items.counter(key, value, exp)), NOT_LIMITER, values(":now", n(now)));
+      // An expired limiter's attributes go with it.
+      this.request = replace(t, key, value, exp, NOT_LIMITER, values(":now", n(now)));
     }
 
     @Override
@@ -458,15 +509,16 @@ final class CounterExchanges {
     }
   }
 
-  /** {@code PutItem} if the key is missing or expired: exactly one concurrent caller wins. */
+  /** {@code add}: the counter, if the key is missing or expired: exactly one concurrent caller wins. */
   static final class Add extends Exchange<Boolean> {
     private final DynamoDbRequest request;
 
     Add(Table t, String key, Number value, long ttlNanos) {
       super(key, t.items.key(key), t.conflictTries);
       long now = t.now();
-      this.request = t.put(checkSize(key, t.items.counter(key, value, Items.expiry(now, ttlNanos))),
-          "attribute_not_exists(#k) OR #e <= :now", values(":now", n(now))); // expired: of either kind
+      this.request = replace(t, key, value, Items.expiry(now, ttlNanos),
+          "(attribute_not_exists(#v) AND attribute_not_exists(#r)) OR #e <= :now", // expired: of either kind
+          values(":now", n(now)));
     }
 
     @Override
@@ -511,10 +563,20 @@ final class CounterExchanges {
 
     private void send() {
       now = t.now();
-      next = integerOnly
-          ? t.delete(key, NOT_LIMITER + " AND (attribute_not_exists(#f) OR #e <= :now)",
-              values(":now", n(now)), ReturnValue.ALL_OLD)
-          : t.delete(key, NOT_LIMITER, values(":now", n(now)), ReturnValue.ALL_OLD);
+      String floating = integerOnly ? " AND (attribute_not_exists(#f) OR #e <= :now)" : "";
+      // An item with live operation id records is not deleted: see conditionFailed.
+      next = t.delete(key, NOT_LIMITER + floating + " AND (attribute_not_exists(#S) OR #S < :Snow)",
+          values(":now", n(now), ":Snow", Once.nowBound(now)), ReturnValue.ALL_OLD, Map.of("#S", Once.MARKER));
+    }
+
+    /** The counter goes, the item and its live records stay (until DynamoDB's TTL deletion, after the last). */
+    private void keepRecords(Map<String, AttributeValue> item) {
+      String floating = integerOnly ? " AND (attribute_not_exists(#f) OR #e <= :now)" : "";
+      next = t.update(key, "REMOVE #v, #f, #e, #r, #n, #o, #w, #m SET #t = :ttl",
+          NOT_LIMITER + floating + " AND #S = :os",
+          values(":now", n(now), ":os", item.get(Once.MARKER),
+              ":ttl", Items.ttlSeconds(Math.max(now, Once.latestRecordExpiry(item, now)))),
+          ReturnValue.ALL_OLD, Map.of("#S", Once.MARKER));
     }
 
     @Override
@@ -524,8 +586,14 @@ final class CounterExchanges {
 
     @Override
     void answer(DynamoDbResponse response) {
-      DeleteItemResponse r = (DeleteItemResponse) response;
-      Number value = r.hasAttributes() ? Items.liveValue(r.attributes(), now) : null;
+      Map<String, AttributeValue> old;
+      if (response instanceof DeleteItemResponse r) {
+        old = r.hasAttributes() ? r.attributes() : null;
+      } else {
+        UpdateItemResponse r = (UpdateItemResponse) response;
+        old = r.hasAttributes() ? r.attributes() : null;
+      }
+      Number value = old != null ? Items.liveValue(old, now) : null;
       wasLive = value != null;
       finish(value);
     }
@@ -539,11 +607,15 @@ final class CounterExchanges {
     void conditionFailed(Map<String, AttributeValue> item) {
       checkNotLimiter(key, item, now);
       if (item != null && Items.isCounter(item) && !Items.expired(item, now)
-          && item.containsKey(Items.FLOAT)) {
+          && item.containsKey(Items.FLOAT) && integerOnly) {
         throw new NotAnIntegerException(key);
       }
       conflict();
-      send();
+      if (Once.hasLiveRecords(item, now)) {
+        keepRecords(item);
+      } else {
+        send();
+      }
     }
   }
 

@@ -5,6 +5,8 @@ import dev.tally.StoreUnavailableException;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
@@ -36,6 +38,7 @@ final class DynamoDbStore implements Store {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final AsyncDynamoDbStore async; // null without an async HTTP client
   private final ReentrantLock[] txStripes = newStripes(64);
+  private final long retentionNanos;
 
   DynamoDbStore(Options options, StoreContext context, Clients clients, UnaryOperator<DynamoDbClient> wrap) {
     this.options = options;
@@ -44,8 +47,9 @@ final class DynamoDbStore implements Store {
     this.table = new Table(options.table(), items, context.timeSource(), options.conflictTries());
     AtomicBoolean returnsFailedItems = new AtomicBoolean();
     this.counters = new Runner(wrap.apply(clients.counters), clients.asyncAvailable() ? clients::async : null,
-        options, returnsFailedItems);
-    this.limiters = new Runner(clients.limiters, null, options, returnsFailedItems);
+        options, returnsFailedItems, options.retries());
+    this.limiters = new Runner(clients.limiters, null, options, returnsFailedItems, options.limiterRetries());
+    this.retentionNanos = context.operationRetentionNanos();
     this.async = clients.asyncAvailable() ? new AsyncDynamoDbStore(this, context) : null;
   }
 
@@ -130,11 +134,11 @@ final class DynamoDbStore implements Store {
     return new CounterExchanges.Keys(table, prefix, logical);
   }
 
-  Exchange<Number[]> transactExchange(List<TxOp> ops) {
+  Exchange<Number[]> transactExchange(List<TxOp> ops, Once once) {
     for (TxOp op : ops) {
       refuseSharded(op.key(), "transactions");
     }
-    return new TransactExchange(table, ops);
+    return new TransactExchange(table, ops, once);
   }
 
   private void refuseSharded(String key, String what) {
@@ -226,7 +230,10 @@ final class DynamoDbStore implements Store {
    */
   @Override
   public Number[] transact(List<TxOp> ops) {
-    Exchange<Number[]> x = transactExchange(ops);
+    return transact(ops, transactExchange(ops, null));
+  }
+
+  private Number[] transact(List<TxOp> ops, Exchange<Number[]> x) {
     TreeSet<Integer> stripes = new TreeSet<>();
     for (TxOp op : ops) {
       stripes.add(Math.floorMod(op.key().hashCode(), txStripes.length));
@@ -250,14 +257,79 @@ final class DynamoDbStore implements Store {
 
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    return limit(call, operation, permits, null);
+  }
+
+  private Decision limit(LimiterCall call, LimiterOperation operation, long permits, Once once) {
     checkOpen();
     LimiterCache.Entry entry = cache.entry(call.key());
     entry.lock.lock();
     try {
-      return limiters.run(new LimiterExchange(table, call, operation, permits, entry));
+      return limiters.run(new LimiterExchange(table, call, operation, permits, entry, once));
     } finally {
       entry.lock.unlock();
     }
+  }
+
+  // ------------------------------------------------------------------ operation ids
+
+  /** The id's record for {@code m}, on the store's clock. */
+  Once once(OperationId id, Mutation m) {
+    return new Once(id, m, m.key(), table.now(), retentionNanos);
+  }
+
+  /**
+   * The exchange that applies {@code m} with its id's record, checked for what the key allows
+   * before any request (a sharded counter refuses what it refuses without an id).
+   */
+  Exchange<?> onceExchange(Once once) {
+    Mutation m = once.mutation;
+    if (m instanceof Mutation.Incr i) {
+      if (options.sharded(i.key())) {
+        checkShardKey(i.key());
+        incrExchange(i.key(), i.delta(), i.dflt(), i.create()); // the refusals
+        return new ShardedExchanges.Incr(table, i.key(), i.delta(), options.shards(), once);
+      }
+      return new CounterExchanges.Incr(table, i.key(), i.delta(), i.dflt(), i.create(), once);
+    }
+    if (m instanceof Mutation.Transact tx) {
+      return transactExchange(tx.ops(), once);
+    }
+    if (m instanceof Mutation.LimiterStep) {
+      throw new IllegalArgumentException("limiter steps take the limiter's turn: see applyOnce");
+    }
+    if (options.sharded(m.key())) {
+      if (m instanceof Mutation.Pop || m instanceof Mutation.Delete) {
+        throw ShardedExchanges.unsupported(m.key(), "operation ids on pop and delete");
+      }
+      refuseSharded(m.key(), m instanceof Mutation.IncrDouble ? "floating increments"
+          : m instanceof Mutation.Touch ? "expiry (touch)" : m instanceof Mutation.Put ? "put" : "add");
+    }
+    return new OnceExchanges.Cas(table, once);
+  }
+
+  /**
+   * Applies {@code mutation} once per {@code id}: the id is claimed in the table's id space
+   * ({@link OnceExchanges.Claim}, so another operation cannot reuse it), then the mutation is
+   * written together with the id's record in one conditional write ({@link Once}). See
+   * docs/dynamodb.md, "Operation ids".
+   */
+  @Override
+  public Object applyOnce(OperationId id, Mutation mutation) {
+    checkOpen();
+    Once once = once(id, mutation);
+    if (mutation instanceof Mutation.LimiterStep step) {
+      limiters.run(new OnceExchanges.Claim(table, once));
+      return limit(step.call(), step.operation(), step.permits(), once);
+    }
+    Exchange<?> x = onceExchange(once);
+    run(new OnceExchanges.Claim(table, once));
+    if (mutation instanceof Mutation.Transact tx) {
+      @SuppressWarnings("unchecked")
+      Exchange<Number[]> t = (Exchange<Number[]>) x;
+      return transact(tx.ops(), t);
+    }
+    return run(x);
   }
 
   /** The non-blocking form, when an async HTTP client is on the class path. */

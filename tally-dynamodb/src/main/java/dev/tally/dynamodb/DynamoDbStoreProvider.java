@@ -22,7 +22,8 @@ import java.util.Set;
  *   <tr><td>{@code endpoint}</td><td>a DynamoDB-compatible server, e.g. {@code http://localhost:4567}</td></tr>
  *   <tr><td>{@code key}</td><td>the partition key attribute: {@code key} (default) or e.g. {@code name}</td></tr>
  *   <tr><td>{@code accessKey}, {@code secretKey}</td><td>static credentials; default: the AWS chain</td></tr>
- *   <tr><td>{@code retries}</td><td>SDK retries of counter requests that provably did not apply (default 3)</td></tr>
+ *   <tr><td>{@code retries}</td><td>retries of counter requests that provably did not apply, or that carry an id (default 3)</td></tr>
+ *   <tr><td>{@code retryLost}</td><td>{@code true}: also retry plain requests whose answer was lost, which may count twice (default {@code false})</td></tr>
  *   <tr><td>{@code limiterRetries}</td><td>the same for limiter requests (default 1)</td></tr>
  *   <tr><td>{@code conflictTries}</td><td>conditional writes tried before giving up under contention (default 8)</td></tr>
  *   <tr><td>{@code timeout}</td><td>milliseconds per request attempt (default 5000)</td></tr>

@@ -47,6 +47,19 @@ final class Errors {
     return false;
   }
 
+  /**
+   * Whether a failure may have come after the request was applied: a 5xx answer, a timeout, a
+   * connection lost after sending. Such a request is re-sent only when it carries an id that
+   * recognises its own write ({@link Exchange#retrySafe()}).
+   */
+  static boolean lostAnswer(Throwable t) {
+    if (t instanceof AwsServiceException e) {
+      return e.statusCode() >= 500 && !e.isThrottlingException();
+    }
+    return t instanceof SdkClientException && !(t instanceof AbortedException)
+        && !causedBy(t, InterruptedIOException.class) && !neverApplied(t);
+  }
+
   /** Whether DynamoDB refused a number as out of range or too precise. */
   static boolean numberRefused(DynamoDbException e) {
     String m = e.awsErrorDetails() == null ? e.getMessage() : e.awsErrorDetails().errorMessage();
@@ -66,6 +79,14 @@ final class Errors {
 
   /** A failure of an operation on {@code key} (or on the table when null), as Tally reports it. */
   static RuntimeException translate(Throwable t, String key, Options options) {
+    return translate(t, key, options, null);
+  }
+
+  /**
+   * The same, for a failure of DynamoDB operation {@code operation} (e.g. TransactWriteItems;
+   * null if unknown), which the message names.
+   */
+  static RuntimeException translate(Throwable t, String key, Options options, String operation) {
     t = unwrap(t);
     if (t instanceof TallyException || t instanceof IllegalArgumentException
         || t instanceof IllegalStateException || t instanceof UnsupportedOperationException) {
@@ -85,9 +106,12 @@ final class Errors {
           + " or may not have been applied", t);
     }
     if (unknownOperation(t)) {
+      String said = ((AwsServiceException) t).awsErrorDetails().errorMessage();
       return new UnsupportedOperationException("the DynamoDB endpoint of " + options.describe()
-          + " does not implement this operation (" + ((AwsServiceException) t).awsErrorDetails().errorMessage()
-          + "); it needs DynamoDB itself or a server that implements it", t);
+          + " does not implement " + (operation != null ? operation : "this operation")
+          + (said != null && !said.isBlank() ? " (" + said + ")" : "")
+          + (operation != null && operation.startsWith("Transact") ? ", which transactions need" : "")
+          + "; it needs DynamoDB itself or a server that implements it", t);
     }
     if (t instanceof AwsServiceException e) {
       if (e.isThrottlingException()) {
@@ -99,12 +123,24 @@ final class Errors {
         return new StoreUnavailableException("DynamoDB failed on " + what + " (" + e.statusCode()
             + "): " + message(e) + "; the operation may or may not have been applied", t);
       }
+      if (e.awsErrorDetails() != null && "ValidationException".equals(e.awsErrorDetails().errorCode())
+          && String.valueOf(message(e)).contains("Item size")) {
+        // Nothing was written: an item holds at most 400 KB, and this one would have grown past it.
+        return new TallyException("DynamoDB refused the write for " + what + ": the item would exceed"
+            + " DynamoDB's 400 KB item limit (" + message(e) + "). Nothing was applied. An item keeps"
+            + " the operation ids used on its key for the store's operation retention, about 100 bytes"
+            + " each: use ids on this key less often, or shorten Tally.Builder.operationRetention", t);
+      }
       if (e.awsErrorDetails() != null && "ValidationException".equals(e.awsErrorDetails().errorCode())) {
         // A request Tally should not have sent: not a failure of the store, so no policy applies.
         return new TallyException("DynamoDB refused the request for " + what + ": " + message(e), t);
       }
       return new StoreUnavailableException("DynamoDB refused the request for " + what + " ("
           + e.statusCode() + "): " + message(e), t);
+    }
+    if (t instanceof SdkClientException && lostAnswer(t)) {
+      return new StoreUnavailableException("the answer from DynamoDB for " + what + " was lost ("
+          + t.getMessage() + "); the operation may or may not have been applied", t);
     }
     if (t instanceof SdkClientException || t instanceof SdkException) {
       return new StoreUnavailableException("could not reach DynamoDB for " + what + ": "

@@ -28,6 +28,9 @@ abstract class Exchange<T> {
   final Map<String, AttributeValue> itemKey;
   private final int conflictTries;
   private int conflicts;
+  private int lostAnswers;
+  /** The DynamoDB operation last sent, e.g. TransactWriteItems, for messages. */
+  String operation;
   private boolean done;
   private T result;
 
@@ -55,6 +58,11 @@ abstract class Exchange<T> {
     throw new IllegalStateException(getClass().getSimpleName() + " sent no condition");
   }
 
+  /** The key of the item a failed condition was evaluated on, to read it when the server did not return it. */
+  Map<String, AttributeValue> failedItemKey() {
+    return itemKey;
+  }
+
   /** Whether {@link #conditionFailed} needs the item, fetched if the server did not return it. */
   boolean needsItemOnConditionFailure() {
     return true;
@@ -71,6 +79,26 @@ abstract class Exchange<T> {
    */
   void numberRefused(DynamoDbException e) {
     throw e;
+  }
+
+  /**
+   * Whether sending {@link #request()} again after its answer was lost is safe: it carries an id
+   * (an operation id's record, a limiter's write id, a transaction's client token) by which a
+   * write that did apply is recognised. The runner retries lost answers of these itself.
+   */
+  boolean retrySafe() {
+    return false;
+  }
+
+  /** Counts a lost answer; whether another attempt is allowed, of {@code max}. */
+  final boolean anotherAttempt(int max) {
+    return ++lostAnswers <= max;
+  }
+
+  /** The pause before re-sending after {@code lostAnswers} lost answers: full jitter, 25 ms doubling to 1 s. */
+  final long lostAnswerPauseNanos() {
+    long ceiling = Math.min(1_000_000_000L, 25_000_000L << Math.min(lostAnswers - 1, 6));
+    return java.util.concurrent.ThreadLocalRandom.current().nextLong(ceiling);
   }
 
   /** How long to wait before sending the next request (backoff after conflicts). */

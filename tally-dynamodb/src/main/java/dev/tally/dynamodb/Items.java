@@ -17,7 +17,8 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
  *
  * <pre>
  * counter  { key: S, v: N (or S), _float: BOOL?, _exp: N?, _ttl: N? }
- * limiter  { key: S, rec: L of N, _ver: N, _now: N, _exp: N, _ttl: N, _w: N }
+ * limiter  { key: S, rec: L of N, _fmt: N, _ver: N, _now: N, _exp: N, _ttl: N, _w: N }
+ * either   may also hold operation id records: _op:ID, _or:ID, _ops (see Once)
  * </pre>
  *
  * <ul>
@@ -35,7 +36,8 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
  *       that produced it, which the next write's condition compares (and which recognises a
  *       write retried after a lost response); {@code _ver} counts the writes, for people;
  *       {@code _now} is the latest time a decision was taken at, so stored time never moves
- *       backwards.
+ *       backwards; {@code _fmt} is the {@link dev.tally.spi.LimiterRecord#VERSION} of {@code rec}
+ *       (absent in items written before it was stored: format 1).
  * </ul>
  *
  * Every expression refers to attributes through aliases ({@code #k}, {@code #v}, ...), so any
@@ -52,9 +54,10 @@ final class Items {
   static final String VER = "_ver";
   static final String NOW = "_now";
   static final String WRITER = "_w";
+  static final String FORMAT = "_fmt";
 
   /** Attribute names Tally uses besides the key. */
-  static final Set<String> RESERVED = Set.of(VALUE, FLOAT, EXP, TTL, REC, VER, NOW, WRITER);
+  static final Set<String> RESERVED = Set.of(VALUE, FLOAT, EXP, TTL, REC, VER, NOW, WRITER, FORMAT);
 
   /** DynamoDB's item size limit. */
   static final int MAX_ITEM_BYTES = 400 * 1024;
@@ -82,6 +85,7 @@ final class Items {
     a.put("#n", VER);
     a.put("#o", NOW);
     a.put("#w", WRITER);
+    a.put("#m", FORMAT);
     this.aliases = Map.copyOf(a);
   }
 
@@ -89,9 +93,10 @@ final class Items {
     if (name == null || name.isEmpty() || name.getBytes(StandardCharsets.UTF_8).length > 255) {
       throw new IllegalArgumentException("the key attribute name must be 1 to 255 bytes, e.g. key=key");
     }
-    if (RESERVED.contains(name)) {
+    if (RESERVED.contains(name) || Once.isRecordAttr(name)) {
       throw new IllegalArgumentException("the key attribute cannot be named '" + name + "': Tally"
-          + " stores its own attributes " + new TreeSet<>(RESERVED) + " in each item");
+          + " stores its own attributes " + new TreeSet<>(RESERVED) + " (and operation ids as "
+          + Once.RECORD_PREFIX + "…, " + Once.RESULT_PREFIX + "… and " + Once.MARKER + ") in each item");
     }
   }
 
@@ -178,6 +183,15 @@ final class Items {
     }
   }
 
+  /** A DynamoDB number as a long. */
+  static long integer(String n) {
+    try {
+      return Long.parseLong(n);
+    } catch (NumberFormatException e) {
+      return new BigDecimal(n).longValueExact(); // e.g. "1E+3" written by another tool
+    }
+  }
+
   /** A number attribute as a long, or {@code dflt} when absent. */
   static long longAttr(Map<String, AttributeValue> item, String name, long dflt) {
     AttributeValue v = item.get(name);
@@ -204,6 +218,14 @@ final class Items {
 
   static boolean isLimiter(Map<String, AttributeValue> item) {
     return !item.containsKey(VALUE) && item.containsKey(REC);
+  }
+
+  /**
+   * Whether the item holds neither a counter nor limiter state, only operation id records: a
+   * counter deleted while ids were live on it. It reads as missing.
+   */
+  static boolean recordsOnly(Map<String, AttributeValue> item) {
+    return !item.containsKey(VALUE) && !item.containsKey(REC);
   }
 
   /** The live counter value of an item, or null when the item is missing, expired or not a counter. */

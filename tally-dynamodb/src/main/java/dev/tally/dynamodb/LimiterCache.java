@@ -1,5 +1,7 @@
 package dev.tally.dynamodb;
 
+import dev.tally.spi.LimiterRecord;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -15,21 +17,43 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 final class LimiterCache {
   static final int MAX_ENTRIES = 10_000;
 
-  /** A limiter item as last seen. */
-  record State(boolean present, long[] record, long version, long writer, long lastNow, long expiresAt) {
-    static final State MISSING = new State(false, null, 0, 0, Long.MIN_VALUE, 0);
+  /**
+   * A limiter item as last seen: its state (absent when {@code present} is false), and the
+   * operation id records it carries, which every rewrite of the item carries over.
+   */
+  record State(boolean present, long[] record, long version, long writer, long lastNow, long expiresAt,
+      Map<String, AttributeValue> records) {
+    static final State MISSING = new State(false, null, 0, 0, Long.MIN_VALUE, 0, Map.of());
 
-    static State of(Map<String, AttributeValue> item) {
+    /**
+     * Reads a limiter's item (or one holding only id records, which is as good as missing).
+     *
+     * @throws dev.tally.StoreException if the state is in another record format
+     */
+    static State of(String key, Map<String, AttributeValue> item) {
       if (item == null || item.isEmpty()) {
         return MISSING;
       }
+      Map<String, AttributeValue> records = new HashMap<>();
+      for (Map.Entry<String, AttributeValue> e : item.entrySet()) {
+        if (Once.isRecordAttr(e.getKey())) {
+          records.put(e.getKey(), e.getValue());
+        }
+      }
+      if (Items.recordsOnly(item)) {
+        return new State(false, null, 0, 0, Long.MIN_VALUE, 0, Map.copyOf(records));
+      }
       long[] r = Items.record(item);
       if (r == null) {
-        throw new IllegalStateException("the item of limiter '" + item + "' has no state record;"
+        throw new IllegalStateException("the item of limiter '" + key + "' has no state record;"
             + " it was not written by Tally");
       }
-      return new State(true, r, Items.longAttr(item, Items.VER, 0), Items.longAttr(item, Items.WRITER, 0),
-          Items.longAttr(item, Items.NOW, Long.MIN_VALUE), Items.longAttr(item, Items.EXP, Long.MAX_VALUE));
+      long now = Items.longAttr(item, Items.NOW, Long.MIN_VALUE);
+      // Items written before the format was stored hold format 1, the first.
+      int format = (int) Items.longAttr(item, Items.FORMAT, 1);
+      LimiterRecord checked = LimiterRecord.read(key, format, now, r);
+      return new State(true, checked.words(), Items.longAttr(item, Items.VER, 0), Items.longAttr(item, Items.WRITER, 0),
+          now, Items.longAttr(item, Items.EXP, Long.MAX_VALUE), Map.copyOf(records));
     }
   }
 

@@ -1,16 +1,16 @@
 package dev.tally.dynamodb;
 
-import dev.tally.TallyException;
-
 import static dev.tally.dynamodb.Items.n;
 import static dev.tally.dynamodb.Table.values;
 
 import dev.tally.Decision;
+import dev.tally.WrongKindException;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.LimiterRecord;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
@@ -18,6 +18,7 @@ import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
 import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
 
 /**
  * One rate limiter decision: the core's state machine run in this process, made atomic by a
@@ -70,6 +71,7 @@ final class LimiterExchange extends Exchange<Decision> {
   private final LimiterOperation op;
   private final long permits;
   private final LimiterCache.Entry entry;
+  private final Once once; // null: no operation id
 
   /** What this exchange knows of the item. */
   private LimiterCache.State known;
@@ -88,37 +90,51 @@ final class LimiterExchange extends Exchange<Decision> {
   private long writer;
 
   LimiterExchange(Table t, LimiterCall call, LimiterOperation op, long permits, LimiterCache.Entry entry) {
+    this(t, call, op, permits, entry, null);
+  }
+
+  /** With {@code once}, the decision is recorded under its operation id in the same write. */
+  LimiterExchange(Table t, LimiterCall call, LimiterOperation op, long permits, LimiterCache.Entry entry,
+      Once once) {
     super(call.key(), t.items.key(call.key()), t.conflictTries);
     this.t = t;
     this.call = call;
     this.op = op;
     this.permits = permits;
     this.entry = entry;
+    this.once = once;
     this.known = entry.state;
     plan();
   }
 
   /** Decides from what is known, and prepares the request that confirms or applies it. */
   private void plan() {
+    LimiterCache.State k = known == null ? LimiterCache.State.MISSING : known;
+    long clock = once == null ? t.now() : once.now;
+    if (once != null) {
+      // A record seen on the item (read, or written by this store) is certain: records only go
+      // once expired. One not seen in a cached state is checked by the write's condition.
+      Object replayed = once.replay(k.records());
+      if (replayed != Once.ABSENT) {
+        finish((Decision) replayed);
+        return;
+      }
+    }
     if (op == LimiterOperation.RESET) {
-      // Forgetting needs no version: delete whatever is there (unless it is a counter).
-      sent = Sent.RESET;
-      LimiterOutcome out = call.apply(null, t.now(), op, permits);
-      pendingDecision = out.decision();
-      pendingState = LimiterCache.State.MISSING;
-      next = t.delete(key, "attribute_not_exists(#v) OR #e <= :now", values(":now", n(t.now())), ReturnValue.NONE);
+      planReset(k, clock);
       return;
     }
-    LimiterCache.State k = known == null ? LimiterCache.State.MISSING : known;
-    long now = Math.max(t.now(), k.lastNow());
-    long[] stored = k.present() && k.expiresAt() - now > 0 ? k.record().clone() : null;
-    LimiterOutcome out = call.apply(stored == null ? null : new LimiterRecord(now, stored), now, op, permits);
-    boolean changes = switch (op) {
+    LimiterRecord stored = k.present()
+        ? new LimiterRecord(k.lastNow(), k.expiresAt() - Math.max(clock, k.lastNow()) > 0 ? k.record().clone() : new long[0])
+        : null;
+    LimiterOutcome out = call.apply(stored, clock, op, permits);
+    long now = out.decidedAt();
+    boolean changes = once != null || switch (op) {
       case PEEK -> false;
       case ACQUIRE -> permits > 0 && out.decision().allowed();
       default -> true;
     };
-    if (changes && (out.record() != null || k.present())) {
+    if (changes && (out.record() != null || k.present() || once != null)) {
       // A limiter full again leaves a tombstone rather than nothing: an empty record that expires
       // at once (so the name is free for counters and limiters alike) but keeps _now, so that a
       // host whose clock lags decides no earlier than this one did instead of starting afresh at
@@ -135,20 +151,34 @@ final class LimiterExchange extends Exchange<Decision> {
       Map<String, AttributeValue> item = new HashMap<>();
       item.put(t.items.keyAttribute, AttributeValue.fromS(key));
       item.put(Items.REC, Items.record(record));
+      item.put(Items.FORMAT, n(LimiterRecord.VERSION));
       item.put(Items.VER, n(version));
       item.put(Items.NOW, n(now));
       item.put(Items.EXP, n(exp));
-      item.put(Items.TTL, Items.ttlSeconds(gone));
       item.put(Items.WRITER, n(writer));
+      // Live operation id records stay with the item; expired ones are dropped by the rewrite.
+      Map<String, AttributeValue> records = Once.liveRecords(k.records(), clock);
+      if (once != null) {
+        records.put(once.recordAttr, once.text(out.decision()));
+        records.put(Once.MARKER, once.marker());
+      }
+      item.putAll(records);
+      long recordsUntil = Once.latestRecordExpiry(records, clock);
+      item.put(Items.TTL, Items.ttlSeconds(Math.max(gone, recordsUntil)));
       checkSize(item);
       sent = Sent.WRITE;
       pendingDecision = out.decision();
-      pendingState = new LimiterCache.State(true, record, version, writer, now, exp);
-      next = k.present()
-          ? t.put(item, "#w = :w", values(":w", n(k.writer())))
-          : expiredCounter != 0
-              ? t.put(item, "attribute_exists(#v) AND #e = :e", values(":e", n(expiredCounter)))
-              : t.put(item, "attribute_not_exists(#k)", null);
+      pendingState = new LimiterCache.State(true, record, version, writer, now, exp, Map.copyOf(records));
+      if (k.present()) {
+        next = t.put(item, "#w = :w", values(":w", n(k.writer())));
+      } else if (expiredCounter != 0) {
+        next = t.put(item, "attribute_exists(#v) AND #e = :e", values(":e", n(expiredCounter)));
+      } else if (!k.records().isEmpty()) { // a deleted counter's ids: still those
+        next = t.put(item, "attribute_not_exists(#v) AND attribute_not_exists(#r) AND #S = :os",
+            values(":os", k.records().get(Once.MARKER)), Map.of("#S", Once.MARKER));
+      } else {
+        next = t.put(item, "attribute_not_exists(#k)", null);
+      }
       return;
     }
     if (fresh) {
@@ -159,12 +189,38 @@ final class LimiterExchange extends Exchange<Decision> {
     next = t.get(key);
   }
 
+  /**
+   * Forgetting needs no version: the state goes, unless the item is a live counter. An item with
+   * live operation id records keeps them (an UpdateItem that removes only the state); without,
+   * it is deleted, on condition that no records arrived meanwhile.
+   */
+  private void planReset(LimiterCache.State k, long clock) {
+    sent = Sent.RESET;
+    LimiterOutcome out = call.apply(null, clock, op, permits);
+    pendingDecision = out.decision();
+    Map<String, AttributeValue> v = values(":now", n(clock));
+    if (once == null && !Once.hasLiveRecords(k.records(), clock)) {
+      pendingState = LimiterCache.State.MISSING;
+      v.put(":Snow", Once.nowBound(clock));
+      next = t.delete(key, "(attribute_not_exists(#v) OR #e <= :now) AND (attribute_not_exists(#S) OR #S < :Snow)",
+          v, ReturnValue.NONE, Map.of("#S", Once.MARKER));
+      return;
+    }
+    pendingState = null; // the records now on the item are not all known here: read them next time
+    long until = Math.max(Once.latestRecordExpiry(k.records(), clock), once == null ? 0 : once.expiresAt);
+    v.put(":ttl", Items.ttlSeconds(Math.max(until, clock)));
+    UpdateItemRequest u = t.update(key, "SET #t = :ttl REMOVE #r, #n, #o, #w, #m, #e",
+        "attribute_not_exists(#v) OR #e <= :now", v, ReturnValue.NONE);
+    next = once == null ? u : once.augment(u, null, out.decision(), List.of());
+  }
+
   private void checkSize(Map<String, AttributeValue> item) {
     int size = Items.sizeBound(item);
     if (size > Items.MAX_ITEM_BYTES) {
       throw new IllegalArgumentException("limiter '" + key + "' has " + call.limits().size()
-          + " limits, whose state would take up to " + size + " bytes; a DynamoDB item holds at most"
-          + " 400 KB. Split it into several limiters");
+          + " limits and " + item.keySet().stream().filter(a -> a.startsWith(Once.RECORD_PREFIX)).count()
+          + " live operation ids, whose item would take up to " + size + " bytes; a DynamoDB item holds"
+          + " at most 400 KB. Split it into several limiters, or keep operation ids for less time");
     }
   }
 
@@ -187,8 +243,22 @@ final class LimiterExchange extends Exchange<Decision> {
 
   @Override
   void conditionFailed(Map<String, AttributeValue> item) {
+    if (once != null) {
+      Object replayed = once.replay(item);
+      if (replayed != Once.ABSENT) {
+        learn(item);
+        finish((Decision) replayed);
+        return;
+      }
+    }
     if (sent == Sent.RESET) {
-      throw counterHere(); // the only item a reset does not delete
+      if (item != null && Items.isCounter(item) && !Items.expired(item, t.now())) {
+        throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
+      }
+      learn(item); // records arrived meanwhile: keep them
+      conflict();
+      plan();
+      return;
     }
     if (item != null && sent == Sent.WRITE && Items.longAttr(item, Items.WRITER, 0) == writer) {
       // Our own write, applied by an attempt whose response was lost and then retried.
@@ -201,21 +271,28 @@ final class LimiterExchange extends Exchange<Decision> {
     plan();
   }
 
-  private TallyException counterHere() {
-    return new TallyException("key '" + key + "' holds a counter, not rate limiter state:"
-        + " counters and rate limiters share the table's keys, so give them different names");
+  @Override
+  boolean retrySafe() {
+    return true; // every write carries its writer id, which recognises it
   }
 
   private void learn(Map<String, AttributeValue> item) {
     expiredCounter = 0;
     if (item != null && Items.isCounter(item)) {
       if (!Items.expired(item, t.now())) {
-        throw counterHere();
+        throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
       }
       expiredCounter = Items.expiresAt(item); // DynamoDB deletes expired items lazily
-      item = null;
+      Map<String, AttributeValue> records = new HashMap<>();
+      for (Map.Entry<String, AttributeValue> e : item.entrySet()) {
+        if (Once.isRecordAttr(e.getKey())) {
+          records.put(e.getKey(), e.getValue());
+        }
+      }
+      known = new LimiterCache.State(false, null, 0, 0, Long.MIN_VALUE, 0, Map.copyOf(records));
+    } else {
+      known = LimiterCache.State.of(key, item);
     }
-    known = LimiterCache.State.of(item);
     entry.state = known;
     fresh = true;
   }

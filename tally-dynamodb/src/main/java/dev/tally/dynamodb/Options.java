@@ -132,7 +132,7 @@ record Options(
       case "off", "false" -> Async.OFF;
       default -> throw new IllegalArgumentException("async must be auto or off, not '" + asyncText + "'");
     };
-    String retryLostText = one(params, "retryLost", "true");
+    String retryLostText = one(params, "retryLost", "false");
     if (!retryLostText.equals("true") && !retryLostText.equals("false")) {
       throw new IllegalArgumentException("retryLost must be true or false, not '" + retryLostText + "'");
     }

@@ -5,6 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
@@ -39,9 +40,12 @@ final class Runner {
    * is followed by a consistent read of it.
    */
   private final AtomicBoolean returnsFailedItems;
+  /** How often a retry-safe exchange re-sends after a lost answer; 0 when the SDK does it. */
+  private final int lostAnswerRetries;
 
   Runner(DynamoDbClient client, Supplier<DynamoDbAsyncClient> asyncClient, Options options,
-      AtomicBoolean returnsFailedItems) {
+      AtomicBoolean returnsFailedItems, int retries) {
+    this.lostAnswerRetries = options.retryLost() ? 0 : retries;
     this.client = client;
     this.asyncClient = asyncClient;
     this.options = options;
@@ -56,6 +60,7 @@ final class Runner {
       while (!x.done()) {
         pause(x.pauseNanos());
         DynamoDbRequest request = x.request();
+        x.operation = operationName(request);
         try {
           x.answer(send(request));
         } catch (ConditionalCheckFailedException e) {
@@ -66,22 +71,42 @@ final class Runner {
           } else if (returnsFailedItems.get() || !x.needsItemOnConditionFailure()) {
             item = null;
           } else {
-            item = item(client.getItem(read(x.itemKey)));
+            item = item(client.getItem(read(x.failedItemKey())));
           }
           x.conditionFailed(item);
         } catch (TransactionCanceledException e) {
           x.canceled(e);
         } catch (DynamoDbException e) {
-          if (!Errors.numberRefused(e)) {
+          if (Errors.numberRefused(e)) {
+            x.numberRefused(e);
+          } else if (!resend(x, e)) {
             throw e;
           }
-          x.numberRefused(e);
+        } catch (SdkClientException e) {
+          if (!resend(x, e)) {
+            throw e;
+          }
         }
       }
       return x.result();
     } catch (RuntimeException e) {
-      throw Errors.translate(e, x.key, options);
+      throw Errors.translate(e, x.key, options, x.operation);
     }
+  }
+
+  /** {@code TransactWriteItemsRequest} → {@code TransactWriteItems}. */
+  static String operationName(DynamoDbRequest r) {
+    String name = r.getClass().getSimpleName();
+    return name.endsWith("Request") ? name.substring(0, name.length() - "Request".length()) : name;
+  }
+
+  /** Whether to send the same request again after {@code failure}, having paused. */
+  private boolean resend(Exchange<?> x, Throwable failure) {
+    if (!x.retrySafe() || !Errors.lostAnswer(failure) || !x.anotherAttempt(lostAnswerRetries)) {
+      return false;
+    }
+    pause(x.lostAnswerPauseNanos());
+    return true;
   }
 
   private static void pause(long nanos) {
@@ -140,23 +165,23 @@ final class Runner {
       }
       long pause = x.pauseNanos();
       CompletableFuture<DynamoDbResponse> sent = pause > 0
-          ? CompletableFuture.supplyAsync(x::request,
+          ? CompletableFuture.supplyAsync(() -> named(x, x.request()),
               CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS)).thenCompose(this::sendAsync)
-          : sendAsync(x.request());
+          : sendAsync(named(x, x.request()));
       sent.whenComplete((response, failure) -> {
         if (failure == null) {
           try {
             x.answer(response);
             step(x, result);
           } catch (Throwable t) {
-            result.completeExceptionally(Errors.translate(t, x.key, options));
+            result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
           }
           return;
         }
         onFailure(x, result, Errors.unwrap(failure));
       });
     } catch (Throwable t) {
-      result.completeExceptionally(Errors.translate(t, x.key, options));
+      result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
     }
   }
 
@@ -169,16 +194,16 @@ final class Runner {
         } else if (returnsFailedItems.get() || !x.needsItemOnConditionFailure()) {
           x.conditionFailed(null);
         } else {
-          asyncClient.get().getItem(read(x.itemKey)).whenComplete((r, f) -> {
+          asyncClient.get().getItem(read(x.failedItemKey())).whenComplete((r, f) -> {
             if (f != null) {
-              result.completeExceptionally(Errors.translate(f, x.key, options));
+              result.completeExceptionally(Errors.translate(f, x.key, options, x.operation));
               return;
             }
             try {
               x.conditionFailed(item(r));
               step(x, result);
             } catch (Throwable t) {
-              result.completeExceptionally(Errors.translate(t, x.key, options));
+              result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
             }
           });
           return;
@@ -187,14 +212,23 @@ final class Runner {
         x.canceled(e);
       } else if (failure instanceof DynamoDbException e && Errors.numberRefused(e)) {
         x.numberRefused(e);
+      } else if (x.retrySafe() && Errors.lostAnswer(failure) && x.anotherAttempt(lostAnswerRetries)) {
+        CompletableFuture.delayedExecutor(x.lostAnswerPauseNanos(), TimeUnit.NANOSECONDS)
+            .execute(() -> step(x, result));
+        return;
       } else {
-        result.completeExceptionally(Errors.translate(failure, x.key, options));
+        result.completeExceptionally(Errors.translate(failure, x.key, options, x.operation));
         return;
       }
       step(x, result);
     } catch (Throwable t) {
-      result.completeExceptionally(Errors.translate(t, x.key, options));
+      result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
     }
+  }
+
+  private static DynamoDbRequest named(Exchange<?> x, DynamoDbRequest r) {
+    x.operation = operationName(r);
+    return r;
   }
 
   @SuppressWarnings("unchecked")

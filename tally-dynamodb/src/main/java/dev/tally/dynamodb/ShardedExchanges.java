@@ -15,6 +15,8 @@ import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
 import software.amazon.awssdk.services.dynamodb.model.KeysAndAttributes;
 import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
 
 /**
  * Sharded counters, for keys written faster than one DynamoDB item takes (about 1,000 writes a
@@ -111,8 +113,13 @@ final class ShardedExchanges {
         next = BatchGetItemRequest.builder().requestItems(Map.of(t.name, rest)).build();
       } else {
         // A read right after an increment can find nothing if a pop took every shard meanwhile.
-        finish(found == 0 && !(this instanceof Incr) ? null : sum);
+        summed(found == 0 && !(this instanceof Incr) ? null : sum);
       }
+    }
+
+    /** The shards are summed. */
+    void summed(Long total) {
+      finish(total);
     }
 
     @Override
@@ -121,13 +128,37 @@ final class ShardedExchanges {
     }
   }
 
-  /** An increment of one random shard, then the sum. */
+  /**
+   * An increment of one random shard, then the sum. With an operation id, the shard is the id's
+   * (so a repeat finds the record), the record goes into that shard's write, and a third request
+   * puts the sum returned into the record, so that a repeat returns it; a repeat that finds the
+   * record without its sum (the first call was lost between its write and its read) returns the
+   * sum read then.
+   */
   static final class Incr extends Sum {
-    private boolean wrote;
+    private enum Stage { WRITE, SUM, RECORD, WAIT }
+
+    /** How often a repeat looks again for the sum of a first call still between its write and its record. */
+    private static final int WAITS = 40;
+    private int waits;
+
+    private static final String SUM = "if_not_exists(#v, :zero) + :d";
+    private final Once once;
+    private final String shard;
+    private final UpdateItemRequest plain;
+    private List<Map.Entry<String, AttributeValue>> prune;
+    private Stage stage = Stage.WRITE;
 
     Incr(Table t, String key, long delta, int shards) {
+      this(t, key, delta, shards, null);
+    }
+
+    Incr(Table t, String key, long delta, int shards, Once once) {
       super(t, key, shards);
-      String shard = shardKey(key, ThreadLocalRandom.current().nextInt(shards));
+      this.once = once;
+      this.shard = shardKey(key, once != null
+          ? Math.floorMod(once.id.value().hashCode(), shards)
+          : ThreadLocalRandom.current().nextInt(shards));
       Map<String, AttributeValue> v = values(":d", n(delta), ":zero", n(0));
       // Each shard stays within 1/shards of the 64-bit range, so that no sum of shards can
       // leave it: an overflow is refused by the write's own condition, before anything changes,
@@ -147,28 +178,115 @@ final class ShardedExchanges {
       } else {
         bound = "attribute_exists(#v)";
       }
-      next = t.update(shard, "SET #v = if_not_exists(#v, :zero) + :d",
+      plain = t.update(shard, "SET #v = " + SUM,
           "attribute_not_exists(#v) OR (attribute_not_exists(#f) AND " + bound + ")", v, ReturnValue.NONE);
+      prune = once == null ? List.of() : t.expiredRecords(shard);
+      next = once == null ? plain : once.augment(plain, SUM, null, prune);
     }
 
     @Override
     boolean needsItemOnConditionFailure() {
-      return false;
+      return once != null;
+    }
+
+    @Override
+    Map<String, AttributeValue> failedItemKey() {
+      return t.items.key(shard);
     }
 
     @Override
     void conditionFailed(Map<String, AttributeValue> current) {
+      if (stage == Stage.RECORD) {
+        finish(result == null ? 0L : result); // the record was completed or has gone: the sum stands
+        return;
+      }
+      if (once != null) {
+        Object replayed = once.replay(current);
+        if (replayed != Once.ABSENT) {
+          if (once.computed(current)) {
+            waitForSum(); // the first call is between its write and its record, or was lost there
+          } else {
+            finish((Long) replayed);
+          }
+          return;
+        }
+        if (Once.pruneStale(current, prune)) {
+          prune = List.of(); // another write removed or renewed one: send again without
+          conflict();
+          next = once.augment(plain, SUM, null, prune);
+          return;
+        }
+      }
       throw overflow(key, shards);
+    }
+
+    private Long result;
+
+    /**
+     * A repeat that finds the record without its sum reads the shard again, a few times, for the
+     * sum the first call returns; if it never comes (that call was lost between its write and its
+     * read), the sum now.
+     */
+    private void waitForSum() {
+      if (++waits > WAITS) {
+        stage = Stage.SUM;
+        next = ShardedExchanges.readAll(t, key, shards);
+        return;
+      }
+      stage = Stage.WAIT;
+      next = t.get(shard);
+    }
+
+    @Override
+    long pauseNanos() {
+      return stage == Stage.WAIT && waits > 1 ? 5_000_000L : super.pauseNanos();
     }
 
     @Override
     void answer(DynamoDbResponse response) {
-      if (!wrote) {
-        wrote = true;
+      if (stage == Stage.WAIT) {
+        software.amazon.awssdk.services.dynamodb.model.GetItemResponse r =
+            (software.amazon.awssdk.services.dynamodb.model.GetItemResponse) response;
+        Map<String, AttributeValue> item = r.hasItem() ? r.item() : null;
+        Object replayed = once.replay(item);
+        if (replayed != Once.ABSENT && !once.computed(item)) {
+          finish((Long) replayed);
+        } else {
+          waitForSum();
+        }
+        return;
+      }
+      if (stage == Stage.WRITE) {
+        if (once != null) {
+          t.rememberExpired(shard, ((UpdateItemResponse) response).attributes(), once.now, once.recordAttr);
+        }
+        stage = Stage.SUM;
         next = ShardedExchanges.readAll(t, key, shards);
         return;
       }
+      if (stage == Stage.RECORD) {
+        finish(result);
+        return;
+      }
       super.answer(response);
+    }
+
+    @Override
+    void summed(Long total) {
+      if (once == null || stage != Stage.SUM) {
+        finish(total);
+        return;
+      }
+      result = total;
+      stage = Stage.RECORD;
+      next = t.update(shard, "SET #I = :final", "#I = :pending",
+          values(":final", once.text(total), ":pending", once.computedText()), ReturnValue.NONE,
+          Map.of("#I", once.recordAttr));
+    }
+
+    @Override
+    boolean retrySafe() {
+      return once != null;
     }
   }
 

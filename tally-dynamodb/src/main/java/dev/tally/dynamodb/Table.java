@@ -2,7 +2,9 @@ package dev.tally.dynamodb;
 
 import dev.tally.TimeSource;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.DeleteItemRequest;
 import software.amazon.awssdk.services.dynamodb.model.GetItemRequest;
@@ -32,6 +34,30 @@ final class Table {
     return clock.nanos();
   }
 
+  /**
+   * Expired operation id records seen on each key's item, which the next idempotent write on it
+   * removes (see {@link Once}). Bounded: forgotten wholesale past {@link #MAX_PRUNE_KEYS} keys.
+   */
+  private final ConcurrentHashMap<String, List<Map.Entry<String, AttributeValue>>> expired = new ConcurrentHashMap<>();
+  static final int MAX_PRUNE_KEYS = 10_000;
+
+  List<Map.Entry<String, AttributeValue>> expiredRecords(String key) {
+    List<Map.Entry<String, AttributeValue>> e = expired.remove(key);
+    return e == null ? List.of() : e;
+  }
+
+  void rememberExpired(String key, Map<String, AttributeValue> item, long now, String keep) {
+    List<Map.Entry<String, AttributeValue>> e = Once.expired(item, now, keep);
+    if (e.isEmpty()) {
+      expired.remove(key);
+      return;
+    }
+    if (expired.size() >= MAX_PRUNE_KEYS) {
+      expired.clear();
+    }
+    expired.put(key, e);
+  }
+
   GetItemRequest get(String key) {
     return GetItemRequest.builder().tableName(name).key(items.key(key)).consistentRead(true).build();
   }
@@ -39,11 +65,18 @@ final class Table {
   /** An UpdateItem; {@code values} may be null when the expressions use none. */
   UpdateItemRequest update(String key, String update, String condition, Map<String, AttributeValue> values,
       ReturnValue returnValues) {
+    return update(key, update, condition, values, returnValues, Map.of());
+  }
+
+  UpdateItemRequest update(String key, String update, String condition, Map<String, AttributeValue> values,
+      ReturnValue returnValues, Map<String, String> extraNames) {
+    Map<String, String> names = new HashMap<>(items.names(update, condition));
+    names.putAll(extraNames);
     UpdateItemRequest.Builder b = UpdateItemRequest.builder()
         .tableName(name)
         .key(items.key(key))
         .updateExpression(update)
-        .expressionAttributeNames(items.names(update, condition))
+        .expressionAttributeNames(names)
         .returnValues(returnValues)
         .returnValuesOnConditionCheckFailure(ReturnValuesOnConditionCheckFailure.ALL_OLD);
     if (condition != null) {
@@ -56,12 +89,20 @@ final class Table {
   }
 
   PutItemRequest put(Map<String, AttributeValue> item, String condition, Map<String, AttributeValue> values) {
+    return put(item, condition, values, Map.of());
+  }
+
+  /** A PutItem whose condition also uses the aliases in {@code extraNames} (upper-case ones). */
+  PutItemRequest put(Map<String, AttributeValue> item, String condition, Map<String, AttributeValue> values,
+      Map<String, String> extraNames) {
     PutItemRequest.Builder b = PutItemRequest.builder()
         .tableName(name)
         .item(item)
         .returnValuesOnConditionCheckFailure(ReturnValuesOnConditionCheckFailure.ALL_OLD);
     if (condition != null) {
-      b.conditionExpression(condition).expressionAttributeNames(items.names(condition));
+      Map<String, String> names = new HashMap<>(items.names(condition));
+      names.putAll(extraNames);
+      b.conditionExpression(condition).expressionAttributeNames(names);
     }
     if (values != null && !values.isEmpty()) {
       b.expressionAttributeValues(values);
@@ -71,13 +112,20 @@ final class Table {
 
   DeleteItemRequest delete(String key, String condition, Map<String, AttributeValue> values,
       ReturnValue returnValues) {
+    return delete(key, condition, values, returnValues, Map.of());
+  }
+
+  DeleteItemRequest delete(String key, String condition, Map<String, AttributeValue> values,
+      ReturnValue returnValues, Map<String, String> extraNames) {
     DeleteItemRequest.Builder b = DeleteItemRequest.builder()
         .tableName(name)
         .key(items.key(key))
         .returnValues(returnValues)
         .returnValuesOnConditionCheckFailure(ReturnValuesOnConditionCheckFailure.ALL_OLD);
     if (condition != null) {
-      b.conditionExpression(condition).expressionAttributeNames(items.names(condition));
+      Map<String, String> names = new HashMap<>(items.names(condition));
+      names.putAll(extraNames);
+      b.conditionExpression(condition).expressionAttributeNames(names);
     }
     if (values != null && !values.isEmpty()) {
       b.expressionAttributeValues(values);

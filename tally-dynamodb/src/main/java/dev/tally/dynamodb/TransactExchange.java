@@ -1,10 +1,8 @@
 package dev.tally.dynamodb;
 
-import static dev.tally.dynamodb.Items.n;
 
-import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
-import dev.tally.NotAnIntegerException;
+import dev.tally.spi.CounterMath;
 import dev.tally.spi.TxOp;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -44,6 +42,7 @@ final class TransactExchange extends Exchange<Number[]> {
   static final int MAX_KEYS = 100;
 
   private final Table t;
+  private final Once once; // null: no operation id
   private final List<TxOp> ops;
   private final List<String> keys;
   private boolean writing;
@@ -53,9 +52,14 @@ final class TransactExchange extends Exchange<Number[]> {
   /** A counter as the transaction sees it. */
   private record Cell(Number value, long expiresAt) {}
 
-  TransactExchange(Table t, List<TxOp> ops) {
+  /**
+   * With {@code once}, the id's record goes into the first key's item in the same
+   * TransactWriteItems, and a snapshot that already holds it replays its results.
+   */
+  TransactExchange(Table t, List<TxOp> ops, Once once) {
     super(ops.get(0).key(), null, t.conflictTries);
     this.t = t;
+    this.once = once;
     this.ops = ops;
     LinkedHashMap<String, Boolean> distinct = new LinkedHashMap<>();
     for (TxOp op : ops) {
@@ -99,7 +103,14 @@ final class TransactExchange extends Exchange<Number[]> {
   }
 
   private void apply(Map<String, Map<String, AttributeValue>> read) {
-    long now = t.now();
+    long now = once == null ? t.now() : once.now;
+    if (once != null) {
+      Object replayed = once.replay(read.get(key));
+      if (replayed != Once.ABSENT) {
+        finish((Number[]) replayed);
+        return;
+      }
+    }
     Map<String, Cell> working = new HashMap<>();
     for (String k : keys) {
       Map<String, AttributeValue> item = read.get(k);
@@ -119,22 +130,15 @@ final class TransactExchange extends Exchange<Number[]> {
           if (!incr.create()) {
             throw new KeyNotFoundException(k);
           }
-          next = addExact(k, incr.dflt(), incr.delta());
-        } else if (cur.value() instanceof Double) {
-          throw new NotAnIntegerException(k);
+          next = CounterMath.add(k, incr.dflt(), incr.delta());
         } else {
-          next = addExact(k, cur.value().longValue(), incr.delta());
+          next = CounterMath.add(k, CounterMath.integer(k, cur.value()), incr.delta());
         }
         working.put(k, new Cell(next, cur == null ? 0 : cur.expiresAt()));
         written.put(k, true);
         out[i] = next;
       } else if (op instanceof TxOp.IncrDouble incr) {
-        double base = cur == null ? incr.dflt() : cur.value().doubleValue();
-        double next = base + incr.delta();
-        if (!Double.isFinite(next)) {
-          throw new CounterOverflowException("counter '" + k + "': " + base + " + " + incr.delta()
-              + " is not finite; the value is unchanged");
-        }
+        double next = CounterMath.add(k, cur == null ? incr.dflt() : cur.value().doubleValue(), incr.delta());
         working.put(k, new Cell(next, cur == null ? 0 : cur.expiresAt()));
         written.put(k, true);
         out[i] = next;
@@ -153,24 +157,45 @@ final class TransactExchange extends Exchange<Number[]> {
       }
     }
     results = out;
-    if (written.isEmpty()) {
+    if (written.isEmpty() && once == null) {
       finish(results); // TransactGetItems was a serializable snapshot: nothing to confirm
       return;
+    }
+    if (once != null) {
+      written.put(key, true); // the record goes into the first key's item, even if only read
     }
     List<TransactWriteItem> writes = new ArrayList<>();
     for (String k : keys) {
       Map<String, AttributeValue> before = read.get(k);
       Map<String, AttributeValue> values = new HashMap<>();
-      String unchanged = unchanged(before, values);
+      String unchanged = OnceExchanges.asRead(before, values);
       Cell after = working.get(k);
       TransactWriteItem.Builder w = TransactWriteItem.builder();
-      Map<String, String> names = t.items.names(unchanged);
+      Map<String, String> names = new HashMap<>(t.items.names(unchanged));
+      if (unchanged.contains("#S")) {
+        names.put("#S", Once.MARKER);
+      }
       Map<String, AttributeValue> vals = values.isEmpty() ? null : values;
+      // Live operation id records on a written item are carried over (expired ones dropped).
+      Map<String, AttributeValue> records = Once.liveRecords(before, now);
+      long recordsUntil = Once.latestRecordExpiry(before, now);
+      if (once != null && k.equals(key)) {
+        records.put(once.recordAttr, once.text(results));
+        records.put(Once.MARKER, once.marker());
+        recordsUntil = Math.max(recordsUntil, once.expiresAt);
+      }
       if (!written.containsKey(k)) {
         w.conditionCheck(ConditionCheck.builder().tableName(t.name).key(t.items.key(k))
             .conditionExpression(unchanged).expressionAttributeNames(names).expressionAttributeValues(vals).build());
-      } else if (after != null) {
-        Map<String, AttributeValue> item = CounterExchanges.checkSize(k, t.items.counter(k, after.value(), after.expiresAt()));
+      } else if (after != null || !records.isEmpty()) {
+        Map<String, AttributeValue> item = after != null
+            ? t.items.counter(k, after.value(), after.expiresAt())
+            : new HashMap<>(t.items.key(k)); // a deleted counter whose ids live on
+        item.putAll(records);
+        if (!records.isEmpty() && (after == null || after.expiresAt() != 0)) {
+          item.put(Items.TTL, Items.ttlSeconds(Math.max(recordsUntil, after == null ? 0 : after.expiresAt())));
+        }
+        CounterExchanges.checkSize(k, item);
         w.put(Put.builder().tableName(t.name).item(item)
             .conditionExpression(unchanged).expressionAttributeNames(names).expressionAttributeValues(vals).build());
       } else if (before != null) {
@@ -187,39 +212,6 @@ final class TransactExchange extends Exchange<Number[]> {
         .transactItems(writes)
         .clientRequestToken(UUID.randomUUID().toString())
         .build();
-  }
-
-  /** A condition that the item is exactly as read. */
-  private static String unchanged(Map<String, AttributeValue> before, Map<String, AttributeValue> values) {
-    if (before == null) {
-      return "attribute_not_exists(#k)";
-    }
-    if (Items.isLimiter(before)) { // expired (a live one was refused): replaced as if missing
-      values.put(":e", n(Items.expiresAt(before)));
-      return "attribute_exists(#r) AND #e = :e";
-    }
-    if (!Items.isCounter(before)) {
-      throw new IllegalStateException("an item in the transaction holds no counter; it was not written by Tally");
-    }
-    values.put(":v", before.get(Items.VALUE));
-    StringBuilder c = new StringBuilder("#v = :v");
-    long exp = Items.expiresAt(before);
-    if (exp != 0) {
-      c.append(" AND #e = :e");
-      values.put(":e", n(exp));
-    } else {
-      c.append(" AND attribute_not_exists(#e)");
-    }
-    c.append(before.containsKey(Items.FLOAT) ? " AND attribute_exists(#f)" : " AND attribute_not_exists(#f)");
-    return c.toString();
-  }
-
-  private static long addExact(String key, long value, long delta) {
-    long r = value + delta;
-    if (((value ^ r) & (delta ^ r)) < 0) {
-      throw CounterExchanges.overflow(key, value, delta);
-    }
-    return r;
   }
 
   @Override
@@ -246,5 +238,10 @@ final class TransactExchange extends Exchange<Number[]> {
   long pauseNanos() {
     int c = conflicts();
     return c == 0 ? 0 : ThreadLocalRandom.current().nextLong(1_000_000L << Math.min(c, 4));
+  }
+
+  @Override
+  boolean retrySafe() {
+    return true; // the write carries a client request token
   }
 }

@@ -31,7 +31,9 @@ class AsyncStoreTest {
 
   @BeforeAll
   static void open() {
-    shared = Tally.open(Dynalite.uri());
+    // 200 increments at once to a local server: on a busy machine some wait seconds, and a timeout
+    // is reported (retryLost=false), not retried, so the attempt timeout is generous.
+    shared = Tally.open(Dynalite.uri("timeout=30000"));
   }
 
   @AfterAll

@@ -6,13 +6,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.tally.Counters;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
+import dev.tally.StoreException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.Tally;
+import dev.tally.spi.LimiterRecord;
+import dev.tally.spi.OperationId;
 import java.time.Duration;
 import java.util.UUID;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 
 /** Names DynamoDB reserves, sizes it refuses, and malformed URIs: handled before any harm. */
 class BadInputTest {
@@ -100,14 +104,14 @@ class BadInputTest {
       String name = "shared-" + UUID.randomUUID();
       tally.counters().incr(name);
       RateLimiter l = tally.limiter(name, Limit.tokenBucket(5, Duration.ofMinutes(1)));
-      assertThatThrownBy(l::tryAcquire).isInstanceOf(dev.tally.TallyException.class)
+      assertThatThrownBy(l::tryAcquire).isInstanceOf(dev.tally.WrongKindException.class)
           .hasMessageContaining("holds a counter");
       assertThat(tally.counters().get(name)).hasValue(1);
 
       String other = "shared-" + UUID.randomUUID();
       assertThat(tally.limiter(other, Limit.tokenBucket(5, Duration.ofMinutes(1))).tryAcquire()).isTrue();
-      assertThatThrownBy(() -> tally.counters().incr(other)).isInstanceOf(dev.tally.TallyException.class)
-          .hasMessageContaining("rate limiter state");
+      assertThatThrownBy(() -> tally.counters().incr(other)).isInstanceOf(dev.tally.WrongKindException.class)
+          .hasMessageContaining("rate limiter's state");
       assertThatThrownBy(() -> tally.counters().put(other, 1)).isInstanceOf(dev.tally.TallyException.class);
       assertThatThrownBy(() -> tally.counters().delete(other)).isInstanceOf(dev.tally.TallyException.class);
       assertThat(tally.counters().get(other)).isEmpty();
@@ -158,6 +162,79 @@ class BadInputTest {
     assertThat(DynamoDbTables.create(uri)).isFalse();
     try (Tally tally = Tally.open(uri)) {
       assertThat(tally.counters().incr("k")).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aLimiterStateInAnotherRecordFormatIsRefusedNotMisread() {
+    String name = "format-" + UUID.randomUUID();
+    try (Tally tally = Tally.open(Dynalite.uri());
+        Clients clients = new Clients(Options.parse(Dynalite.uri()), java.util.List.of())) {
+      RateLimiter l = tally.limiter(name, Limit.tokenBucket(5, Duration.ofHours(1)));
+      assertThat(l.tryAcquire()).isTrue();
+      var item = new java.util.HashMap<>(clients.counters.getItem(b -> b.tableName(Dynalite.TABLE)
+          .key(java.util.Map.of("key", AttributeValue.fromS(name))).consistentRead(true)).item());
+      assertThat(item.get(Items.FORMAT).n()).isEqualTo(Integer.toString(LimiterRecord.VERSION));
+      item.put(Items.FORMAT, AttributeValue.fromN(Integer.toString(LimiterRecord.VERSION + 1)));
+      item.put(Items.WRITER, AttributeValue.fromN("12345")); // another writer: this store's cache is stale
+      clients.counters.putItem(b -> b.tableName(Dynalite.TABLE).item(item));
+      assertThatThrownBy(l::tryAcquire).isInstanceOf(StoreException.class)
+          .hasMessageContaining("record format " + (LimiterRecord.VERSION + 1))
+          .hasMessageContaining("newer Tally");
+      assertThat(clients.counters.getItem(b -> b.tableName(Dynalite.TABLE)
+          .key(java.util.Map.of("key", AttributeValue.fromS(name))).consistentRead(true)).item())
+          .as("nothing written over it").isEqualTo(item);
+    }
+  }
+
+  @Test
+  void aServerWithoutTransactionsIsNamedInTheError() {
+    org.junit.jupiter.api.Assumptions.assumeFalse(Dynalite.supportsTransactions(), "the server has transactions");
+    try (Tally tally = Tally.open(Dynalite.uri())) {
+      assertThatThrownBy(() -> tally.counters("tx-" + UUID.randomUUID()).transaction(tx -> tx.incr("a", 1)))
+          .isInstanceOf(UnsupportedOperationException.class)
+          .hasMessageContaining("does not implement TransactGetItems, which transactions need")
+          .hasMessageNotContaining("null");
+    }
+  }
+
+  /**
+   * Ids live on the item of their key for the retention window; an item holds 400 KB. The write
+   * that would take it past is refused, applies nothing, and says why. The item is filled to
+   * nearly 400 KB with live records first, written directly.
+   */
+  @Test
+  void idsThatWouldOverfillAnItemAreAClearErrorAndApplyNothing() {
+    String group = "full-" + UUID.randomUUID();
+    try (Tally tally = Tally.open(Dynalite.uri());
+        Clients clients = new Clients(Options.parse(Dynalite.uri()), java.util.List.of())) {
+      Counters c = tally.counters(group);
+      c.incr("k");
+      var item = new java.util.HashMap<String, AttributeValue>();
+      item.put("key", AttributeValue.fromS(group + ":k"));
+      item.put(Items.VALUE, AttributeValue.fromN("1"));
+      String live = Once.pad(Long.MAX_VALUE / 2) + "|0000000000000000|N";
+      item.put(Once.MARKER, AttributeValue.fromS(Once.pad(Long.MAX_VALUE / 2) + "|1"));
+      for (int i = 0; i < 375; i++) {
+        item.put(Once.RECORD_PREFIX + "fill-" + "x".repeat(1000) + i, AttributeValue.fromS(live));
+      }
+      clients.counters.putItem(b -> b.tableName(Dynalite.TABLE).item(item));
+      String prefix = "y".repeat(OperationId.MAX_LENGTH - 10);
+      long applied = 1;
+      dev.tally.TallyException refused = null;
+      for (int i = 0; i < 100 && refused == null; i++) {
+        try {
+          c.withOperationId(prefix + String.format("%010d", i)).incr("k");
+          applied++;
+        } catch (dev.tally.TallyException e) {
+          refused = e;
+        }
+      }
+      assertThat(refused).as("some id had to be refused").isNotNull();
+      assertThat(refused).hasMessageContaining("400 KB").hasMessageContaining("Nothing was applied")
+          .hasMessageContaining("operationRetention");
+      assertThat(applied).as("ids recorded before the item was full").isGreaterThan(1);
+      assertThat(c.get("k")).as("every increment applied, the refused one not").hasValue(applied);
     }
   }
 }

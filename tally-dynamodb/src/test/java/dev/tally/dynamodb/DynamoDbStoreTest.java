@@ -1,100 +1,74 @@
 package dev.tally.dynamodb;
 
 import dev.tally.Tally;
-import dev.tally.tck.CounterConcurrencyContract;
-import dev.tally.tck.CounterContract;
-import dev.tally.tck.InputValidationContract;
-import dev.tally.tck.LimiterContract;
+import dev.tally.tck.ConformanceSuite;
 import dev.tally.tck.ManualTimeSource;
-import dev.tally.tck.SeedExamplesContract;
-import org.junit.jupiter.api.Nested;
+import dev.tally.tck.StoreConfiguration;
+import java.util.List;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The whole conformance kit against a DynamoDB server (dynalite, see {@link Dynalite}). The
- * store runs on the kit's manual clock, as every store without a clock of its own does.
+ * The whole conformance kit against a DynamoDB server (dynalite, see {@link Dynalite}), once per
+ * configuration that takes a different code path. The store runs on the kit's manual clock, as
+ * every store without a clock of its own does.
+ *
+ * <ul>
+ *   <li>{@value #DEFAULT}: the default URI (lost answers not retried, the async API on
+ *       DynamoDbAsyncClient).
+ *   <li>{@value #SHARDED}: every counter of the kit sharded over 4 items; the operations a
+ *       sharded counter refuses are skipped by {@link ShardedCounterLimits}, saying why.
+ *   <li>{@value #RETRY_LOST}: the SDK retries every failure, as the AWS SDK does by default.
+ *   <li>{@value #EMULATED}: transactions emulated on dynalite ({@link EmulatedTransactions}), so
+ *       the store's transaction requests meet a real expression parser; the blocking client
+ *       only, so the async API runs on Tally's executor.
+ *   <li>{@value #ASYNC_OFF}: no DynamoDbAsyncClient: Tally runs the blocking calls on its executor.
+ * </ul>
  */
-@ExtendWith(NeedsTransactions.class)
-class DynamoDbStoreTest {
+@ParameterizedClass(name = "{0}")
+@MethodSource("configurations")
+@ExtendWith({NeedsTransactions.class, ShardedCounterLimits.class})
+class DynamoDbStoreTest extends ConformanceSuite {
+  static final String DEFAULT = "dynamodb";
+  static final String SHARDED = "dynamodb shards=4";
+  static final String RETRY_LOST = "dynamodb retryLost=true";
+  static final String EMULATED = "dynamodb emulated transactions";
+  static final String ASYNC_OFF = "dynamodb async=off";
 
-  static Tally openDynamo(ManualTimeSource clock) {
-    return Tally.builder(Dynalite.uri()).timeSource(clock).build();
+  DynamoDbStoreTest(StoreConfiguration configuration) {
+    super(configuration);
   }
 
-  @Nested
-  class Counters extends CounterContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openDynamo(clock);
-    }
-  }
-
-  @Nested
-  class SeedExamples extends SeedExamplesContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openDynamo(clock);
-    }
-  }
-
-  @Nested
-  class Concurrency extends CounterConcurrencyContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openDynamo(clock);
-    }
-
-    @Override
-    protected int operationsPerThread() {
-      return 200; // each operation is a request to a local server
-    }
-  }
-
-  @Nested
-  class Limiters extends LimiterContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openDynamo(clock);
-    }
+  static List<StoreConfiguration> configurations() {
+    return List.of(
+        // Each operation is a request to a local server: the concurrency suite runs smaller
+        // than on memory, fullest on the default configuration.
+        StoreConfiguration.of(DEFAULT, clock -> open(DEFAULT, clock)).operationsPerThread(200),
+        StoreConfiguration.of(SHARDED, clock -> open(SHARDED, clock, "shards=4", "shardPrefix=sharded-"))
+            .groupNames(g -> "sharded-" + g)
+            .operationsPerThread(60),
+        StoreConfiguration.of(RETRY_LOST, clock -> open(RETRY_LOST, clock, "retryLost=true")).operationsPerThread(60),
+        StoreConfiguration.of(EMULATED, DynamoDbStoreTest::openEmulated).operationsPerThread(60),
+        StoreConfiguration.of(ASYNC_OFF, clock -> open(ASYNC_OFF, clock, "async=off")).operationsPerThread(60));
   }
 
   /**
-   * The transaction tests once more, on dynalite with the transaction operations emulated by
-   * {@link EmulatedTransactions}, so the store's transaction requests meet a real expression
-   * parser even where the server has no transactions.
+   * A table per configuration: operation ids share one space per table, and every test starts
+   * its clock at the same instant, so an id one configuration's test claimed would still be live
+   * in another's.
    */
+  private static Tally open(String configuration, ManualTimeSource clock, String... options) {
+    return Tally.builder(Dynalite.tableUri(table(configuration), "key", options)).timeSource(clock).build();
+  }
+
+  static String table(String configuration) {
+    return "tally-test-" + configuration.replaceAll("[^A-Za-z0-9]+", "-");
+  }
+
   static Tally openEmulated(ManualTimeSource clock) {
     // async=off: the emulation wraps the blocking client, so the async API must use it too
-    String uri = Dynalite.uri("async=off").replaceFirst("^dynamodb:", "dynamodb-txemu:");
+    String uri = Dynalite.tableUri(table(EMULATED), "key", "async=off").replaceFirst("^dynamodb:", "dynamodb-txemu:");
     return Tally.builder(uri).timeSource(clock).build();
-  }
-
-  @Nested
-  class CountersWithEmulatedTransactions extends CounterContract implements NeedsTransactions.Emulated {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openEmulated(clock);
-    }
-  }
-
-  @Nested
-  class ConcurrencyWithEmulatedTransactions extends CounterConcurrencyContract implements NeedsTransactions.Emulated {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openEmulated(clock);
-    }
-
-    @Override
-    protected int operationsPerThread() {
-      return 60; // the plain suite runs the rest at full size
-    }
-  }
-
-  @Nested
-  class InputValidation extends InputValidationContract {
-    @Override
-    protected Tally open(ManualTimeSource clock) {
-      return openDynamo(clock);
-    }
   }
 }

@@ -45,7 +45,7 @@ class ExpiredItemsTest {
     RateLimiter l = tally.limiter(name, Limit.tokenBucket(5, Duration.ofMinutes(1)));
     assertThat(l.tryAcquire()).isTrue();
     assertThatThrownBy(() -> counters.incr(name)).as("while live").isInstanceOf(TallyException.class)
-        .hasMessageContaining("rate limiter state");
+        .hasMessageContaining("rate limiter's state");
     clock.advance(Duration.ofHours(2));
     return name;
   }
@@ -80,6 +80,6 @@ class ExpiredItemsTest {
     assertThat(l.tryAcquire(5)).isTrue();
     assertThat(l.tryAcquire()).isFalse();
     assertThatThrownBy(() -> counters.incr(name)).isInstanceOf(TallyException.class)
-        .hasMessageContaining("rate limiter state");
+        .hasMessageContaining("rate limiter's state");
   }
 }

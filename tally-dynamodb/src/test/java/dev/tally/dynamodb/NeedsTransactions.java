@@ -10,11 +10,10 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 /**
  * Skips the conformance tests that need DynamoDB transactions when the server has none
  * (dynalite implements no TransactGetItems / TransactWriteItems), printing why. Everything else
- * in the kit runs. Against a server with transactions, nothing is skipped.
+ * in the kit runs. Against a server with transactions, or in the configuration that emulates
+ * them, nothing is skipped.
  */
 final class NeedsTransactions implements ExecutionCondition {
-  /** Marks a suite whose store emulates transactions: nothing is skipped there. */
-  interface Emulated {}
 
   /** Test methods that call Counters.transaction and reach the store, by declaring class. */
   private static final Map<String, Set<String>> TESTS = Map.of(
@@ -23,7 +22,8 @@ final class NeedsTransactions implements ExecutionCondition {
           "operationsAfterTheCallbackAreRefused"),
       "Async", Set.of("everyOperationHasTheSameSemantics"),
       "CounterConcurrencyContract", Set.of("transactionsAreNeverSeenHalfApplied",
-          "transactionsOnOverlappingKeysDoNotDeadlock"));
+          "transactionsOnOverlappingKeysDoNotDeadlock"),
+      "OperationIdContract", Set.of("aTransactionWithAnIdAppliesOnceAndReplaysItsResults"));
 
   @Override
   public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
@@ -31,8 +31,7 @@ final class NeedsTransactions implements ExecutionCondition {
     if (m == null) {
       return ConditionEvaluationResult.enabled("not a test method");
     }
-    boolean emulated = context.getTestInstances()
-        .map(i -> i.getAllInstances().stream().anyMatch(Emulated.class::isInstance)).orElse(false);
+    boolean emulated = DynamoDbStoreTest.EMULATED.equals(ShardedCounterLimits.configuration(context));
     Set<String> names = emulated ? null : TESTS.get(m.getDeclaringClass().getSimpleName());
     if (names == null || !names.contains(m.getName()) || Dynalite.supportsTransactions()) {
       return ConditionEvaluationResult.enabled("needs no transactions, or the server has them");

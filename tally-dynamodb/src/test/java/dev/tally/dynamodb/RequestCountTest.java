@@ -52,21 +52,42 @@ class RequestCountTest {
     assertThat(counters.get("k")).hasValue(4);
     assertThat(requests.take()).containsExactly("GetItem");
     assertThat(counters.add("a", 10, Duration.ofDays(1))).isTrue();
-    assertThat(requests.take()).containsExactly("PutItem");
+    assertThat(requests.take()).containsExactly("UpdateItem"); // not PutItem: the item's ids stay
     assertThat(counters.add("a", 11, Duration.ofDays(1))).isFalse();
-    assertThat(requests.take()).containsExactly("PutItem");
+    assertThat(requests.take()).containsExactly("UpdateItem");
     assertThat(counters.pop("k")).hasValue(4);
     assertThat(requests.take()).containsExactly("DeleteItem");
     assertThat(counters.pop("k")).isEmpty();
     assertThat(requests.take()).containsExactly("DeleteItem");
     counters.put("p", 3);
-    assertThat(requests.take()).containsExactly("PutItem");
+    assertThat(requests.take()).containsExactly("UpdateItem");
     assertThat(counters.touch("p", Duration.ofMinutes(1))).isTrue();
     assertThat(requests.take()).containsExactly("UpdateItem");
     assertThat(counters.ttl("p")).isPresent();
     assertThat(requests.take()).containsExactly("GetItem");
     assertThat(counters.delete("p")).isTrue();
     assertThat(requests.take()).containsExactly("DeleteItem");
+  }
+
+  @Test
+  void anIncrementWithAnIdIsItsClaimAndOneWrite() {
+    Counters once = counters.withOperationId("count-" + UUID.randomUUID());
+    assertThat(once.incr("k")).isEqualTo(1);
+    assertThat(requests.take()).containsExactly("PutItem", "UpdateItem");
+    assertThat(once.incr("k")).isEqualTo(1);
+    // The repeat's write fails on the record; DynamoDB returns it with the failure, dynalite is read.
+    assertThat(requests.take()).isIn(List.of("PutItem", "UpdateItem"), List.of("PutItem", "UpdateItem", "GetItem"));
+    Counters pop = counters.withOperationId("count-" + UUID.randomUUID());
+    assertThat(pop.pop("k")).hasValue(1);
+    assertThat(requests.take()).as("the claim, a read, a conditional write")
+        .containsExactly("PutItem", "GetItem", "UpdateItem");
+    counters.incr("k");
+    requests.take();
+    assertThat(counters.pop("k")).as("a plain pop of an item with live ids keeps them").hasValue(1);
+    List<String> sent = requests.take();
+    assertThat(sent).as("the delete is refused, then the counter alone is removed").first().isEqualTo("DeleteItem");
+    assertThat(sent).last().isEqualTo("UpdateItem");
+    assertThat(pop.pop("k")).as("the repeat finds its record").hasValue(1);
   }
 
   @Test
