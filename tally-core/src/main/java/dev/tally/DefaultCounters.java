@@ -245,26 +245,20 @@ final class DefaultCounters implements Counters {
 
   @Override
   public Optional<Duration> ttl(String key) {
-    String k = key(key);
-    long nanos;
+    return asTtl(ttlNanos(key(key)));
+  }
+
+  private long ttlNanos(String k) {
     try {
-      nanos = group.store().ttl(k);
+      return group.store().ttl(k);
     } catch (StoreException e) {
-      nanos = onFailure("ttl", k, e).ttl(k);
+      return onFailure("ttl", k, e).ttl(k);
     }
-    return asTtl(nanos);
   }
 
   @Override
   public Expiry expiry(String key) {
-    String k = key(key);
-    long nanos;
-    try {
-      nanos = group.store().ttl(k);
-    } catch (StoreException e) {
-      nanos = onFailure("ttl", k, e).ttl(k);
-    }
-    return Expiry.ofNanos(nanos);
+    return Expiry.ofNanos(ttlNanos(key(key)));
   }
 
   static Optional<Duration> asTtl(long nanos) {
