@@ -143,6 +143,11 @@ class InspectorTest {
       }
       try {
         for (int round = 0; round < 12; round++) {
+          // each round starts after the writers have moved on, so every verify meets live writes
+          long target = writes.get() + 20;
+          while (writes.get() < target && errors.isEmpty()) {
+            Thread.onSpinWait();
+          }
           String report = capture(out -> LocalStoreInspector.verify(dir, out));
           assertThat(report).as("round " + round + " after " + writes.get() + " writes")
               .doesNotContain("problem:").contains(": OK (");
