@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.OptionalLong;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -31,14 +30,9 @@ final class DefaultAsyncCounters implements AsyncCounters {
   /** Applies the failure policy to a failed stage, answering as the null store would. */
   private <T> CompletionStage<T> guard(
       CompletionStage<T> stage, String op, String key, Function<Store, T> answer) {
-    return stage.exceptionally(failure -> {
-      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-          ? failure.getCause() : failure;
-      if (cause instanceof StoreException e) {
-        group.failures().answerOrThrow(group.policy(), false, op, key, e);
-        return answer.apply(DefaultCounters.FAIL_OPEN_ANSWERS);
-      }
-      throw failure instanceof CompletionException ce ? ce : new CompletionException(cause);
+    return Failures.onStoreFailure(stage, e -> {
+      group.failures().answerOrThrow(group.policy(), false, op, key, e);
+      return answer.apply(DefaultCounters.FAIL_OPEN_ANSWERS);
     });
   }
 

@@ -2,7 +2,6 @@ package dev.tally;
 
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.OperationId;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterShortcut;
@@ -171,14 +170,7 @@ final class DefaultRateLimiter implements Quota {
   }
 
   private CompletionStage<Decision> runAsync(LimiterOperation op, long permits) {
-    return asyncStore.limit(machine, op, permits).exceptionally(failure -> {
-      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-          ? failure.getCause() : failure;
-      if (cause instanceof StoreException e) {
-        return answerFailure(op, e);
-      }
-      throw failure instanceof CompletionException ce ? ce : new CompletionException(cause);
-    });
+    return Failures.onStoreFailure(asyncStore.limit(machine, op, permits), e -> answerFailure(op, e));
   }
 
   /** The asynchronous view: the same machine, store and policy. */

@@ -1,5 +1,8 @@
 package dev.tally;
 
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -43,5 +46,20 @@ final class Failures {
     } else {
       suppressed.incrementAndGet();
     }
+  }
+
+  /**
+   * {@code stage}, answered by {@code answer} if it fails with a {@link StoreException} (which the
+   * asynchronous API wraps in a {@link CompletionException}); any other failure passes on.
+   */
+  static <T> CompletionStage<T> onStoreFailure(CompletionStage<T> stage, Function<StoreException, T> answer) {
+    return stage.exceptionally(failure -> {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause instanceof StoreException e) {
+        return answer.apply(e);
+      }
+      throw failure instanceof CompletionException ce ? ce : new CompletionException(cause);
+    });
   }
 }

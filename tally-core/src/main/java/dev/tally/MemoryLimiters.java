@@ -100,11 +100,6 @@ final class MemoryLimiters {
     }
   }
 
-  static WrongKindException clash(String key, String existing) {
-    return new WrongKindException(key, existing.equals("counter")
-        ? WrongKindException.Kind.COUNTER : WrongKindException.Kind.LIMITER);
-  }
-
   /**
    * A single bucket: its parameters, and {@code fullAt} changed by CAS.
    *
@@ -258,7 +253,7 @@ final class MemoryLimiters {
           return out.decision();
         }
         if (isCounter.test(key)) {
-          throw clash(key, "counter");
+          throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
         }
         Object fresh = newCell(out, now);
         if (cells.putIfAbsent(key, fresh) == null) {
@@ -266,7 +261,7 @@ final class MemoryLimiters {
           // same in its own map (MemoryStore.lock), so at least one of the two sees the other.
           if (isCounter.test(key)) {
             retract(key, fresh);
-            throw clash(key, "counter");
+            throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
           }
           sweepSome(2, fresh);
           return out.decision();

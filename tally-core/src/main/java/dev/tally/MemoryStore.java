@@ -385,7 +385,7 @@ final class MemoryStore implements Store {
     }
     for (String key : sorted) {
       if (cells.get(key) == null && limiters.holdsAfterDroppingFull(key)) {
-        throw MemoryLimiters.clash(key, "rate limiter");
+        throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
       }
     }
     Map<String, Locked> locked = new HashMap<>();
@@ -462,7 +462,7 @@ final class MemoryStore implements Store {
           // its own map (MemoryLimiters.execute), so at least one of the two sees the other.
           if (limiters.holdsAfterDroppingFull(key)) {
             cells.remove(key, placeholder);
-            throw MemoryLimiters.clash(key, "rate limiter");
+            throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
           }
           sweepSome(SWEEP_PER_INSERT);
           return new Locked(key, placeholder, false, 0);
@@ -476,7 +476,7 @@ final class MemoryStore implements Store {
         // Expired: the name was free meanwhile, and a limiter may have taken it.
         if (limiters.holdsAfterDroppingFull(key)) {
           unlock(lapsed); // drops the expired cell
-          throw MemoryLimiters.clash(key, "rate limiter");
+          throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
         }
         return lapsed;
       } else {

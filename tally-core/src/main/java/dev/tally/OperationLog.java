@@ -2,6 +2,7 @@ package dev.tally;
 
 import dev.tally.spi.Mutation;
 import dev.tally.spi.OperationId;
+import dev.tally.spi.OperationRecord;
 import dev.tally.spi.Store;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -27,7 +28,7 @@ final class OperationLog {
   private final TimeSource time;
   private final long retentionNanos;
 
-  private record Entry(OperationId id, long fingerprint, Object result, long expiresAt) {}
+  private record Entry(OperationId id, OperationRecord record, long expiresAt) {}
 
   OperationLog(TimeSource time, long retentionNanos) {
     this.time = time;
@@ -41,15 +42,12 @@ final class OperationLog {
     Entry[] added = new Entry[1];
     entries.compute(id, (k, e) -> {
       if (e != null && e.expiresAt - now > 0) {
-        if (e.fingerprint != mutation.fingerprint()) {
-          throw new OperationIdConflictException(id.value(), mutation.key()); // entry kept
-        }
-        result[0] = e.result;
+        result[0] = e.record.replay(id, mutation); // another operation throws: the entry stays
         return e;
       }
       Object r = mutation.applyTo(store); // throws: nothing recorded
       result[0] = r;
-      added[0] = new Entry(id, mutation.fingerprint(), r, now + retentionNanos);
+      added[0] = new Entry(id, OperationRecord.of(mutation, r), now + retentionNanos);
       return added[0];
     });
     if (added[0] != null) {

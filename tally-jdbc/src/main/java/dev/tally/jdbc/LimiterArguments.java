@@ -3,11 +3,9 @@ package dev.tally.jdbc;
 import dev.tally.Limit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
-import java.time.Instant;
-import java.time.LocalDate;
+import dev.tally.spi.QuotaBoundaries;
 import java.time.ZoneId;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The arguments of one call of the schema's {@code <table>_limit} function: the caller's limits
@@ -22,8 +20,6 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code TALLY_CLOCK_SKEW} when its clock and the caller's disagree by more than a day.
  */
 final class LimiterArguments {
-  private static final long NANOS = 1_000_000_000L;
-  private static final ConcurrentHashMap<ZoneId, Boundaries> BOUNDARIES = new ConcurrentHashMap<>();
 
   private LimiterArguments() {}
 
@@ -68,30 +64,11 @@ final class LimiterArguments {
   }
 
   private static Long[] boundaries(ZoneId zone, long now) {
-    Boundaries b = BOUNDARIES.get(zone);
-    if (b == null || now < b.from || now >= b.until) {
-      b = Boundaries.around(zone, now);
-      BOUNDARIES.put(zone, b);
+    QuotaBoundaries b = QuotaBoundaries.around(zone, now);
+    Long[] starts = new Long[8];
+    for (int i = 0; i < starts.length; i++) {
+      starts[i] = b.start(i);
     }
-    return b.starts;
-  }
-
-  /** Day starts d-1..d+2 and month starts m-1..m+2 around a day, valid while that day lasts. */
-  private record Boundaries(long from, long until, Long[] starts) {
-    static Boundaries around(ZoneId zone, long now) {
-      LocalDate day = Instant.ofEpochSecond(Math.floorDiv(now, NANOS), Math.floorMod(now, NANOS))
-          .atZone(zone).toLocalDate();
-      LocalDate month = day.withDayOfMonth(1);
-      Long[] s = new Long[8];
-      for (int i = -1; i <= 2; i++) {
-        s[i + 1] = start(day.plusDays(i), zone);
-        s[i + 5] = start(month.plusMonths(i), zone);
-      }
-      return new Boundaries(start(day, zone) * NANOS, start(day.plusDays(1), zone) * NANOS, s);
-    }
-
-    private static long start(LocalDate date, ZoneId zone) {
-      return date.atStartOfDay(zone).toEpochSecond();
-    }
+    return starts;
   }
 }

@@ -12,6 +12,7 @@ import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.Store;
 import dev.tally.tck.ManualTimeSource;
+import dev.tally.tck.RandomTimelines;
 import java.math.BigInteger;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -19,7 +20,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -40,9 +40,6 @@ import org.junit.jupiter.api.Test;
  */
 class LimiterParityTest {
   private static final long NS = 1_000_000_000L;
-  private static final List<ZoneId> ZONES = List.of(ZoneOffset.UTC, ZoneId.of("Europe/Paris"),
-      ZoneId.of("America/New_York"), ZoneId.of("Australia/Lord_Howe"), ZoneId.of("Asia/Kolkata"),
-      ZoneId.of("Pacific/Chatham"), ZoneId.of("UTC"));
   private static final List<Instant> STARTS = List.of(
       Instant.parse("2026-11-08T00:00:00Z"),
       Instant.parse("2026-11-30T22:59:59.999999990Z"),  // a Paris month ends at 23:00Z
@@ -94,20 +91,20 @@ class LimiterParityTest {
     try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
       store = tally.store();
       List<LimiterCall> handles = new ArrayList<>();
-      handles.add(LimiterMachine.of(key, randomLimits(rnd)));
+      handles.add(LimiterMachine.of(key, RandomTimelines.limits(rnd)));
       LimiterRecord kept = null; // what the store keeps: words and decision instant, or a tombstone
       BigInteger exactExpiry = BigInteger.ZERO;
       Decision last = null;
       for (int step = 0; step < length; step++) {
         String where = "seed " + seed + " step " + step;
         if (rnd.nextInt(6) == 0) {
-          handles.add(LimiterMachine.of(key, randomLimits(rnd)));
+          handles.add(LimiterMachine.of(key, RandomTimelines.limits(rnd)));
         }
         LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
-        LimiterOperation op = randomOperation(rnd);
-        long permits = randomPermits(rnd, handle.limits());
+        LimiterOperation op = RandomTimelines.operation(rnd);
+        long permits = RandomTimelines.permits(rnd, handle.limits());
         if (op == LimiterOperation.RECONFIGURE) {
-          handle = LimiterMachine.of(key, randomLimits(rnd));
+          handle = LimiterMachine.of(key, RandomTimelines.limits(rnd));
           handles.add(handle);
         }
         long now = clock.nanos();
@@ -150,7 +147,7 @@ class LimiterParityTest {
         if (expected instanceof Decision d) {
           last = d;
         }
-        clock.advanceNanos(Math.min(randomAdvance(rnd, last, now), Math.max(0, (1L << 62) - now)));
+        clock.advanceNanos(Math.min(RandomTimelines.advance(rnd, last, now), Math.max(0, (1L << 62) - now)));
       }
       delete(key);
       return length;
@@ -200,112 +197,6 @@ class LimiterParityTest {
       ps.executeUpdate();
     } catch (SQLException e) {
       throw new IllegalStateException(e);
-    }
-  }
-
-  private static List<Limit> randomLimits(SplittableRandom rnd) {
-    int n = 1 + (rnd.nextInt(4) == 0 ? 1 + rnd.nextInt(2) : 0);
-    List<Limit> limits = new ArrayList<>();
-    while (limits.size() < n) {
-      try {
-        limits.add(randomLimit(rnd));
-      } catch (IllegalArgumentException tooBig) {
-        // a bucket over 73 years: draw again
-      }
-    }
-    return limits;
-  }
-
-  private static final long[] COUNTS = {1, 2, 3, 7, 20, 100, 1000, 86_400, 1_000_000_007L, 1_000_000_000_000L,
-      4_000_000_000_000L, 1L << 40, 1L << 53, (1L << 53) + 1, 1L << 61};
-  private static final long[] NANOS = {1, 7, 999, 1_000_000, 999_999_999, NS, NS + 1, 1_500_000_000L, 60 * NS,
-      3_600 * NS, 86_400 * NS, 365 * 86_400 * NS, 3650L * 86_400 * NS, 1L << 53, (1L << 61) - 1, 1L << 61};
-
-  private static Limit randomLimit(SplittableRandom rnd) {
-    long count = COUNTS[rnd.nextInt(COUNTS.length)];
-    long small = 1 + rnd.nextInt(30);
-    long c = rnd.nextBoolean() ? small : count;
-    Duration d = Duration.ofNanos(NANOS[rnd.nextInt(NANOS.length)]);
-    switch (rnd.nextInt(7)) {
-      case 0:
-        return Limit.tokenBucket(c, d);
-      case 1:
-        return Limit.tokenBucket(c, 1 + rnd.nextInt(5), d);
-      case 2:
-        return Limit.leakyBucket(c, d);
-      case 3:
-        return Limit.gcra(c - 1, Math.max(1, c / 2), d);
-      case 4:
-        return Limit.fixedWindow(rnd.nextInt(8) == 0 ? Long.MAX_VALUE : c, d);
-      case 5:
-        return Limit.slidingWindow(c, d);
-      default:
-        return Limit.quota(c, rnd.nextBoolean() ? Limit.Period.DAY : Limit.Period.MONTH,
-            ZONES.get(rnd.nextInt(ZONES.size())));
-    }
-  }
-
-  private static LimiterOperation randomOperation(SplittableRandom rnd) {
-    int x = rnd.nextInt(100);
-    if (x < 50) {
-      return LimiterOperation.ACQUIRE;
-    } else if (x < 65) {
-      return LimiterOperation.PEEK;
-    } else if (x < 78) {
-      return LimiterOperation.REFUND;
-    } else if (x < 82) {
-      return LimiterOperation.RESET;
-    } else if (x < 90) {
-      return LimiterOperation.RECONFIGURE;
-    }
-    return LimiterOperation.TOP_UP;
-  }
-
-  private static long randomPermits(SplittableRandom rnd, List<Limit> limits) {
-    long limit = limits.get(rnd.nextInt(limits.size())).limit();
-    switch (rnd.nextInt(8)) {
-      case 0:
-        return 0;
-      case 1:
-      case 2:
-        return 1;
-      case 3:
-        return limit;
-      case 4:
-        return limit == Long.MAX_VALUE ? limit : limit + 1;
-      case 5:
-        return 1 + rnd.nextLong(Math.min(limit, 1L << 62) + 1);
-      case 6:
-        return Math.max(1, limit / 2);
-      default:
-        return 1 + rnd.nextInt(5);
-    }
-  }
-
-  private static long randomAdvance(SplittableRandom rnd, Decision last, long now) {
-    long wait = last == null ? 0 : last.allowed() ? last.resetAfterNanos() : last.retryAfterNanos();
-    // Keep the clock below 2^62 (the year 2116), where no sum of an instant and a span can
-    // overflow the core's 64-bit arithmetic.
-    long far = Math.max(0, (1L << 62) - now);
-    switch (rnd.nextInt(10)) {
-      case 0:
-      case 1:
-      case 2:
-        return 0;
-      case 3:
-        return 1;
-      case 4:
-        return wait > 0 && wait < far ? wait - rnd.nextInt(2) : 1;
-      case 5:
-        return rnd.nextLong(NS);
-      case 6:
-        return rnd.nextLong(3_600 * NS);
-      case 7:
-        return Math.min(far, rnd.nextLong(40L * 86_400 * NS));
-      case 8:
-        return Math.min(far, last == null ? 0 : last.resetAfterNanos());
-      default: // or back: a clock that stepped back, or a caller whose clock is behind
-        return rnd.nextBoolean() ? rnd.nextLong(1_000_000) : -rnd.nextLong(1, Math.max(2, Math.min(now, NS)));
     }
   }
 

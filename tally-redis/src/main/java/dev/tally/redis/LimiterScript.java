@@ -4,11 +4,9 @@ import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
-import java.time.Instant;
-import java.time.LocalDate;
+import dev.tally.spi.QuotaBoundaries;
 import java.time.ZoneId;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The arguments of one call of {@code limiter.lua}, and its reply as a {@link Decision}. The
@@ -23,10 +21,6 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class LimiterScript {
   static final Script SCRIPT = Script.load("limiter.lua");
-  private static final long NANOS = 1_000_000_000L;
-
-  /** Boundaries by zone, each valid while the client's day lasts: recomputed once a day. */
-  private static final ConcurrentHashMap<ZoneId, Boundaries> BOUNDARIES = new ConcurrentHashMap<>();
 
   private LimiterScript() {}
 
@@ -130,38 +124,8 @@ final class LimiterScript {
     return value instanceof Long l ? l : Long.parseLong((String) value);
   }
 
-  /**
-   * "d1 d2 d3 d4 m1 m2 m3 m4": epoch seconds at which the day before, this day, the next two
-   * days, and likewise the month before, this month and the next two months start in
-   * {@code zone}, "this" being the one containing {@code now}. Exactly the instants
-   * {@code CalendarQuota.periodEnd} can return for a time within a day of {@code now}.
-   */
+  /** The quota boundaries as the script reads them: see {@link QuotaBoundaries}. */
   static String boundaries(ZoneId zone, long now) {
-    Boundaries b = BOUNDARIES.get(zone);
-    if (b == null || now < b.from || now >= b.until) {
-      b = Boundaries.around(zone, now);
-      BOUNDARIES.put(zone, b);
-    }
-    return b.text;
-  }
-
-  private record Boundaries(long from, long until, String text) {
-    static Boundaries around(ZoneId zone, long now) {
-      LocalDate day = Instant.ofEpochSecond(Math.floorDiv(now, NANOS), Math.floorMod(now, NANOS))
-          .atZone(zone).toLocalDate();
-      LocalDate month = day.withDayOfMonth(1);
-      StringBuilder s = new StringBuilder(96);
-      for (int i = -1; i <= 2; i++) {
-        s.append(start(day.plusDays(i), zone)).append(' ');
-      }
-      for (int i = -1; i <= 2; i++) {
-        s.append(start(month.plusMonths(i), zone)).append(i < 2 ? " " : "");
-      }
-      return new Boundaries(start(day, zone) * NANOS, start(day.plusDays(1), zone) * NANOS, s.toString());
-    }
-
-    private static long start(LocalDate date, ZoneId zone) {
-      return date.atStartOfDay(zone).toEpochSecond();
-    }
+    return QuotaBoundaries.around(zone, now).text();
   }
 }

@@ -1,0 +1,143 @@
+package dev.tally.tck;
+
+import dev.tally.Decision;
+import dev.tally.Limit;
+import dev.tally.spi.LimiterOperation;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * Random limiter timelines for the parity tests of stores that port the limiter machine to their
+ * server's language (Redis' Lua, PostgreSQL's PL/pgSQL): the same limits, operations, permits and
+ * clock steps drive the port and {@link dev.tally.LimiterMachine}, which must agree step for step.
+ * The draws favour edges: counts and spans near powers of two and the 64-bit limits, zones with
+ * odd offsets and daylight saving, permits of 0, the limit and one past it, and clocks that step
+ * back.
+ */
+public final class RandomTimelines {
+  private static final long NS = 1_000_000_000L;
+
+  /** Zones with whole, half and quarter hour offsets, and with and without daylight saving. */
+  public static final List<ZoneId> ZONES = List.of(ZoneOffset.UTC, ZoneId.of("Europe/Paris"),
+      ZoneId.of("America/New_York"), ZoneId.of("Australia/Lord_Howe"), ZoneId.of("Asia/Kolkata"),
+      ZoneId.of("Pacific/Chatham"), ZoneId.of("UTC"));
+
+  private RandomTimelines() {}
+
+  /** One to three limits of any kind. */
+  public static List<Limit> limits(SplittableRandom rnd) {
+    int n = 1 + (rnd.nextInt(4) == 0 ? 1 + rnd.nextInt(2) : 0);
+    List<Limit> limits = new ArrayList<>();
+    while (limits.size() < n) {
+      try {
+        limits.add(limit(rnd));
+      } catch (IllegalArgumentException tooBig) {
+        // a bucket over 73 years: draw again
+      }
+    }
+    return limits;
+  }
+
+  private static final long[] COUNTS = {1, 2, 3, 7, 20, 100, 1000, 86_400, 1_000_000_007L, 1_000_000_000_000L,
+      4_000_000_000_000L, 1L << 40, 1L << 53, (1L << 53) + 1, 1L << 61};
+  private static final long[] NANOS = {1, 7, 999, 1_000_000, 999_999_999, NS, NS + 1, 1_500_000_000L, 60 * NS,
+      3_600 * NS, 86_400 * NS, 365 * 86_400 * NS, 3650L * 86_400 * NS, 1L << 53, (1L << 61) - 1, 1L << 61};
+
+  private static Limit limit(SplittableRandom rnd) {
+    long count = COUNTS[rnd.nextInt(COUNTS.length)];
+    long small = 1L + rnd.nextInt(30);
+    long c = rnd.nextBoolean() ? small : count;
+    Duration d = Duration.ofNanos(NANOS[rnd.nextInt(NANOS.length)]);
+    switch (rnd.nextInt(7)) {
+      case 0:
+        return Limit.tokenBucket(c, d);
+      case 1:
+        return Limit.tokenBucket(c, 1 + rnd.nextInt(5), d);
+      case 2:
+        return Limit.leakyBucket(c, d);
+      case 3:
+        return Limit.gcra(c - 1, Math.max(1, c / 2), d);
+      case 4:
+        return Limit.fixedWindow(rnd.nextInt(8) == 0 ? Long.MAX_VALUE : c, d);
+      case 5:
+        return Limit.slidingWindow(c, d);
+      default:
+        return Limit.quota(c, rnd.nextBoolean() ? Limit.Period.DAY : Limit.Period.MONTH,
+            ZONES.get(rnd.nextInt(ZONES.size())));
+    }
+  }
+
+  /** An operation, acquires most often. */
+  public static LimiterOperation operation(SplittableRandom rnd) {
+    int x = rnd.nextInt(100);
+    if (x < 50) {
+      return LimiterOperation.ACQUIRE;
+    } else if (x < 65) {
+      return LimiterOperation.PEEK;
+    } else if (x < 78) {
+      return LimiterOperation.REFUND;
+    } else if (x < 82) {
+      return LimiterOperation.RESET;
+    } else if (x < 90) {
+      return LimiterOperation.RECONFIGURE;
+    }
+    return LimiterOperation.TOP_UP;
+  }
+
+  /** Permits for one of {@code limits}: 0, 1, the limit, one past it, or between. */
+  public static long permits(SplittableRandom rnd, List<Limit> limits) {
+    long limit = limits.get(rnd.nextInt(limits.size())).limit();
+    switch (rnd.nextInt(8)) {
+      case 0:
+        return 0;
+      case 1:
+      case 2:
+        return 1;
+      case 3:
+        return limit;
+      case 4:
+        return limit == Long.MAX_VALUE ? limit : limit + 1;
+      case 5:
+        return 1 + rnd.nextLong(Math.min(limit, 1L << 62) + 1);
+      case 6:
+        return Math.max(1, limit / 2);
+      default:
+        return 1L + rnd.nextInt(5);
+    }
+  }
+
+  /**
+   * How far to move the clock after {@code last} at {@code now}: not at all, a nanosecond, to
+   * just before the decision's wait ends, up to 40 days, or back.
+   */
+  public static long advance(SplittableRandom rnd, Decision last, long now) {
+    long wait = last == null ? 0 : last.allowed() ? last.resetAfterNanos() : last.retryAfterNanos();
+    // Keep the clock below 2^62 (the year 2116), where no sum of an instant and a span can
+    // overflow the core's 64-bit arithmetic.
+    long far = Math.max(0, (1L << 62) - now);
+    switch (rnd.nextInt(10)) {
+      case 0:
+      case 1:
+      case 2:
+        return 0;
+      case 3:
+        return 1;
+      case 4:
+        return wait > 0 && wait < far ? wait - rnd.nextInt(2) : 1;
+      case 5:
+        return rnd.nextLong(NS);
+      case 6:
+        return rnd.nextLong(3_600 * NS);
+      case 7:
+        return Math.min(far, rnd.nextLong(40L * 86_400 * NS));
+      case 8:
+        return Math.min(far, last == null ? 0 : last.resetAfterNanos());
+      default: // or back: a clock that stepped back, or a caller whose clock is behind
+        return rnd.nextBoolean() ? rnd.nextLong(1_000_000) : -rnd.nextLong(1, Math.max(2, Math.min(now, NS)));
+    }
+  }
+}
