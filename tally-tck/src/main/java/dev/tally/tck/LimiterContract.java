@@ -11,6 +11,7 @@ import dev.tally.LeakyBucket;
 import dev.tally.Limit;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
+import dev.tally.WrongKindException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
@@ -524,15 +525,15 @@ public abstract class LimiterContract extends TallyFixture {
     tally.counters().incr(counter);
     RateLimiter overCounter = tally.limiter(counter, Limit.tokenBucket(5, Duration.ofMinutes(1)));
     assertThatThrownBy(overCounter::tryAcquire)
-        .isInstanceOf(dev.tally.TallyException.class)
-        .isNotInstanceOf(dev.tally.StoreException.class);
+        .isInstanceOfSatisfying(WrongKindException.class,
+            e -> assertThat(e.held()).isEqualTo(WrongKindException.Kind.COUNTER));
     assertThat(tally.counters().get(counter)).hasValue(1);
 
     String limiter = name();
     assertThat(tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1))).tryAcquire()).isTrue();
     assertThatThrownBy(() -> tally.counters().incr(limiter))
-        .isInstanceOf(dev.tally.TallyException.class)
-        .isNotInstanceOf(dev.tally.StoreException.class);
+        .isInstanceOfSatisfying(WrongKindException.class,
+            e -> assertThat(e.held()).isEqualTo(WrongKindException.Kind.LIMITER));
     assertThat(tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1))).available()).isEqualTo(4);
   }
 
