@@ -79,10 +79,6 @@ final class MemoryStore implements Store {
 
   private final MemoryLimiters limiters;
 
-  MemoryStore(TimeSource time) {
-    this(time, OperationId.DEFAULT_RETENTION.toNanos());
-  }
-
   MemoryStore(TimeSource time, long operationRetentionNanos) {
     this.time = time;
     this.operations = new OperationLog(time, operationRetentionNanos);

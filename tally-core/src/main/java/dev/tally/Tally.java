@@ -219,11 +219,7 @@ public final class Tally implements AutoCloseable {
      * per id on every store: docs/stores.md gives the figures.
      */
     public Builder operationRetention(Duration retention) {
-      Objects.requireNonNull(retention, "retention");
-      if (retention.isNegative() || retention.isZero()) {
-        throw new IllegalArgumentException("operation id retention must be positive, not " + retention);
-      }
-      this.operationRetention = retention;
+      this.operationRetention = OperationId.retention(retention);
       return this;
     }
 

@@ -81,8 +81,12 @@ public final class OperationId {
     return value;
   }
 
-  /** Checks a retention window: positive, at most {@code Store.MAX_TTL}-like bounds. */
-  static Duration retention(Duration retention) {
+  /**
+   * Checks a retention window for ids.
+   *
+   * @throws IllegalArgumentException if it is not positive
+   */
+  public static Duration retention(Duration retention) {
     Objects.requireNonNull(retention, "retention");
     if (retention.isNegative() || retention.isZero()) {
       throw new IllegalArgumentException("operation id retention must be positive, not " + retention);
