@@ -55,7 +55,8 @@ public final class Tally implements AutoCloseable {
   /** Where the stores that are not built in live, to say which module to add. */
   private static final Map<String, String> STORE_MODULES = Map.of(
       "file", "tally-local", "redis", "tally-redis", "rediss", "tally-redis",
-      "redis-cluster", "tally-redis", "redis-sentinel", "tally-redis", "dynamodb", "tally-dynamodb");
+      "redis-cluster", "tally-redis", "redis-sentinel", "tally-redis", "dynamodb", "tally-dynamodb",
+      "postgresql", "tally-jdbc");
 
   private final String uri;
   private final Store store;
@@ -271,7 +272,7 @@ public final class Tally implements AutoCloseable {
     }
     throw new IllegalArgumentException("unknown store scheme '" + scheme + ":'; available here: "
         + String.join(":, ", known.keySet()) + ": (others come with tally-local, tally-redis,"
-        + " tally-dynamodb)");
+        + " tally-dynamodb, tally-jdbc)");
   }
 
   /** A daemon thread pool created on first use: most stores never need it. */
