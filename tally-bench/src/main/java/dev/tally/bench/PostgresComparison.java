@@ -44,7 +44,8 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <ul>
  *   <li><b>limiter</b>: token-bucket decisions by Tally (one call of the schema's limiter
- *       function per decision) against Bucket4j 8.14's PostgreSQL backend (select-for-update:
+ *       function per decision; by default committed without waiting for the WAL flush, and with
+ *       {@code limiterCommit=server} as the server's {@code synchronous_commit} says) against Bucket4j 8.14's PostgreSQL backend (select-for-update:
  *       a transaction of SELECT ... FOR UPDATE, UPDATE, COMMIT per decision);
  *   <li><b>incr</b>: Tally's {@code incr} against a plain
  *       {@code UPDATE counters SET v = v + 1 WHERE k = ? RETURNING v} from the same pool;
@@ -134,13 +135,16 @@ public final class PostgresComparison {
       }
       PostgresDataSources.register("bench", ds);
       List<Row> rows = new ArrayList<>();
-      try (Tally tally = Tally.open("postgresql:?datasource=bench&table=tally&sweep=0")) {
+      try (Tally tally = Tally.open("postgresql:?datasource=bench&table=tally&sweep=0");
+          Tally waiting = Tally.open("postgresql:?datasource=bench&table=tally&sweep=0&limiterCommit=server")) {
         // A bucket so large that every request is granted: each decision writes the new state.
         long capacity = 1_000_000_000L;
         Limit limit = Limit.tokenBucket(capacity, Duration.ofSeconds(1));
         RateLimiter[] tallyLimiters = new RateLimiter[keys];
+        RateLimiter[] waitingLimiters = new RateLimiter[keys];
         for (int k = 0; k < keys; k++) {
           tallyLimiters[k] = tally.limiter("bench:limiter:" + k, limit);
+          waitingLimiters[k] = waiting.limiter("bench:limiter:" + k, limit);
         }
         ProxyManager<Long> bucket4j = Bucket4jPostgreSQL.selectForUpdateBasedBuilder(ds).build();
         BucketConfiguration b4jConfig = BucketConfiguration.builder()
@@ -153,6 +157,11 @@ public final class PostgresComparison {
         for (int t : threadCounts) {
           rows.add(measure("limiter", "Tally token bucket", t, seconds, keys, (th, k) -> {
             if (!tallyLimiters[(int) k].tryAcquire()) {
+              throw new IllegalStateException("denied");
+            }
+          }));
+          rows.add(measure("limiter", "Tally token bucket, limiterCommit=server", t, seconds, keys, (th, k) -> {
+            if (!waitingLimiters[(int) k].tryAcquire()) {
               throw new IllegalStateException("denied");
             }
           }));
@@ -277,7 +286,7 @@ public final class PostgresComparison {
     System.out.printf(Locale.ROOT, "%-8s %-46s %8s %12s %10s %10s %12s%n", "part", "client", "threads", "ops/s",
         "p50 us", "p99 us", "vs peer");
     for (Row r : rows) {
-      Row peer = rows.stream().filter(x -> x.part().equals(r.part()) && x.threads() == r.threads() && !x.name().equals(r.name()))
+      Row peer = rows.stream().filter(x -> x.part().equals(r.part()) && x.threads() == r.threads() && !x.name().startsWith("Tally"))
           .findFirst().orElse(r);
       String ratio = r.name().startsWith("Tally") ? String.format(Locale.ROOT, "%.2fx", r.rate() / peer.rate()) : "";
       System.out.printf(Locale.ROOT, "%-8s %-46s %8d %12.0f %10.0f %10.0f %12s%n", r.part(), r.name(), r.threads(),

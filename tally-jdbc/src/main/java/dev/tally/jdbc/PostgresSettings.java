@@ -21,7 +21,10 @@ import java.util.regex.Pattern;
  * Options: {@code table} (default {@code tally}; {@code schema.table} is allowed), {@code pool}
  * (connections, default 8), {@code timeout} (statement timeout and time to wait for a
  * connection, e.g. {@code 2s}, {@code 500ms}; default 5s), {@code sweep} (how often expired rows
- * are deleted, default 60s; {@code 0} for never). How long operation ids are remembered is
+ * are deleted, default 60s; {@code 0} for never), {@code limiterCommit} ({@code async}, the
+ * default: a rate limiter's decision commits without waiting for its WAL flush; {@code server}:
+ * as the server's {@code synchronous_commit} says; docs/postgresql.md says what a crash can
+ * forget). How long operation ids are remembered is
  * {@link dev.tally.Tally.Builder#operationRetention}.
  */
 final class PostgresSettings {
@@ -32,7 +35,8 @@ final class PostgresSettings {
   private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h)");
   private static final Pattern SERVER = Pattern.compile(
       "(?:([^:@/]*)(?::([^@/]*))?@)?(\\[[0-9a-fA-F:.]+]|[^:/?\\[\\]]+)(?::(\\d+))?/([^/?]+)");
-  private static final Set<String> OPTIONS = Set.of("table", "pool", "timeout", "sweep", "datasource");
+  private static final Set<String> OPTIONS = Set.of("table", "pool", "timeout", "sweep", "datasource",
+      "limiterCommit");
 
   final String jdbcUrl;       // null with a registered DataSource
   final String user;
@@ -42,6 +46,8 @@ final class PostgresSettings {
   final int pool;
   final Duration timeout;
   final Duration sweep;
+  /** Whether a rate limiter's decision commits without waiting for the WAL flush. */
+  final boolean limiterCommitAsync;
   final String describe;
 
   private PostgresSettings(String jdbcUrl, String user, String password, String dataSourceName,
@@ -54,6 +60,7 @@ final class PostgresSettings {
     this.pool = pool(options.getOrDefault("pool", "8"));
     this.timeout = duration("timeout", options.getOrDefault("timeout", "5s"), uri);
     this.sweep = duration("sweep", options.getOrDefault("sweep", "60s"), uri);
+    this.limiterCommitAsync = limiterCommit(options.getOrDefault("limiterCommit", "async"));
     if (timeout.isZero()) {
       throw new IllegalArgumentException("timeout must be positive, e.g. timeout=5s");
     }
@@ -118,6 +125,15 @@ final class PostgresSettings {
           + " (letters, digits, _), optionally schema-qualified, e.g. table=tally or table=metrics.tally");
     }
     return name;
+  }
+
+  private static boolean limiterCommit(String text) {
+    return switch (text) {
+      case "async" -> true;
+      case "server" -> false;
+      default -> throw new IllegalArgumentException("limiterCommit must be async (a decision commits"
+          + " without waiting for its WAL flush) or server (the server's synchronous_commit), not '" + text + "'");
+    };
   }
 
   private static int pool(String text) {

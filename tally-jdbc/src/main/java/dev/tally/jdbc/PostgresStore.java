@@ -74,6 +74,7 @@ final class PostgresStore implements Store {
   private final Sql diagnose;
   private final Sql lockKeys;
   private final Sql limit;
+  private final Sql plainLimit;
   private final Sql sweep;
   private final Sql sweepOps;
   private final Sql claimId;
@@ -104,6 +105,8 @@ final class PostgresStore implements Store {
     this.diagnose = Sql.of(Statements.DIAGNOSE, t, serverClock);
     this.lockKeys = Sql.of(Statements.LOCK_KEYS, t, serverClock);
     this.limit = Sql.of(Statements.LIMIT, t, serverClock);
+    // A decision with an operation id commits with its id record, as the server's setting says.
+    this.plainLimit = settings.limiterCommitAsync ? Sql.of(Statements.LIMIT_ASYNC_COMMIT, t, serverClock) : limit;
     this.sweep = Sql.of(Statements.SWEEP, t, serverClock);
     this.sweepOps = Sql.of(Statements.SWEEP_OPS, t, serverClock);
     this.claimId = Sql.of(Statements.CLAIM_ID, t, serverClock);
@@ -548,11 +551,16 @@ final class PostgresStore implements Store {
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     long clientNow = clock.nanos();
-    return run("rate limiter '" + call.key() + "'", c -> limit(c, call, operation, permits, clientNow));
+    return run("rate limiter '" + call.key() + "'", c -> limit(c, plainLimit, call, operation, permits, clientNow));
   }
 
   private Decision limit(Connection c, LimiterCall call, LimiterOperation operation, long permits, long clientNow)
       throws SQLException {
+    return limit(c, limit, call, operation, permits, clientNow);
+  }
+
+  private Decision limit(Connection c, Sql statement, LimiterCall call, LimiterOperation operation, long permits,
+      long clientNow) throws SQLException {
     {
       long around = clientNow;
       for (int attempt = 0; ; attempt++) {
@@ -560,7 +568,7 @@ final class PostgresStore implements Store {
             "permits", permits, "clock", serverClock ? null : clientNow,
             "mine", LimiterArguments.limits(call), "zones", LimiterArguments.zones(call, around));
         try {
-          return one(c, limit, v, rs -> decision(rs.getArray(1)));
+          return one(c, statement, v, rs -> decision(rs.getArray(1)));
         } catch (SQLException e) {
           String m = e.getMessage() == null ? "" : e.getMessage();
           int at = m.indexOf("TALLY_");

@@ -138,6 +138,13 @@ final class Statements {
   static final String LIMIT = "SELECT ${table}_limit(:key, :op, :permits, :clock, :mine::bigint[], :zones::bigint[])";
 
   /**
+   * {@link #LIMIT} committed without waiting for its WAL flush ({@code limiterCommit=async}): the
+   * setting is local to the statement's own transaction and read when it commits, so the order
+   * of the two select-list items does not matter and nothing else is committed that way.
+   */
+  static final String LIMIT_ASYNC_COMMIT = LIMIT + ", set_config('synchronous_commit', 'off', true)";
+
+  /**
    * Deletes up to {@code :batch} expired rows that nobody is working on; a limiter's tombstone
    * stays for {@code :grace} more, so that its decision instant outlives its state.
    */

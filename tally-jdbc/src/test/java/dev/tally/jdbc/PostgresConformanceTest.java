@@ -13,7 +13,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The whole kit against one real PostgreSQL server that the tests start, in each configuration
  * that takes its own path: a pool of the store's own, a borrowed DataSource of two connections
  * (so transactions, operation ids and limiters queue for connections), and a schema-qualified
- * table. Each has a table of its own: operation ids are global to a store, and the kit reuses
+ * table whose limiter decisions commit as the server says (the others commit them asynchronously,
+ * the default, which is another statement). Each has a table of its own: operation ids are global to a store, and the kit reuses
  * some literal ids in every configuration. The kit's clock is supplied, so every statement decides at it (the time rule of
  * {@code StoreContext}) and time passes without sleeping.
  */
@@ -39,7 +40,7 @@ class PostgresConformanceTest extends ConformanceSuite {
             Tally.builder(server.uri("pool=16")).timeSource(clock).build()),
         StoreConfiguration.of("postgresql datasource (2 connections)", clock ->
             Tally.builder("postgresql:?datasource=borrowed&table=tck_borrowed").timeSource(clock).build()).operationsPerThread(500),
-        StoreConfiguration.of("postgresql table=tck.counts", clock ->
-            Tally.builder(server.uri("table=tck.counts")).timeSource(clock).build()));
+        StoreConfiguration.of("postgresql table=tck.counts limiterCommit=server", clock ->
+            Tally.builder(server.uri("table=tck.counts&limiterCommit=server")).timeSource(clock).build()));
   }
 }

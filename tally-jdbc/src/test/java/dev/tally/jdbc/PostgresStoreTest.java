@@ -188,13 +188,39 @@ class PostgresStoreTest {
   }
 
   @Test
+  void aDecisionsAsynchronousCommitStaysInItsOwnTransaction() throws SQLException {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(SERVER.jdbcUrl());
+    config.setMaximumPoolSize(1); // the store's decisions and this test's query share one connection
+    config.setConnectionInitSql("SET synchronous_commit = remote_write");
+    try (HikariDataSource ds = new HikariDataSource(config)) {
+      PostgresDataSources.register("one-connection", ds);
+      String p = unique("commit");
+      try (Tally tally = Tally.open("postgresql:?datasource=one-connection&table=tally")) {
+        RateLimiter l = tally.limiter(p + "l", Limit.tokenBucket(2, Duration.ofMinutes(1)));
+        assertThat(l.tryAcquire()).isTrue();
+        assertThat(l.tryAcquire()).isTrue();
+        assertThat(l.tryAcquire()).as("the two decisions committed").isFalse();
+        tally.counters().incr(p + "k");
+      }
+      try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+          ResultSet rs = st.executeQuery("SHOW synchronous_commit")) {
+        assertThat(rs.next()).isTrue();
+        assertThat(rs.getString(1)).as("the session's setting, untouched by the decisions").isEqualTo("remote_write");
+      }
+    } finally {
+      PostgresDataSources.unregister("one-connection");
+    }
+  }
+
+  @Test
   void badUrisAreRefusedSayingWhatAGoodOneLooksLike() {
     List<String> bad = new ArrayList<>(List.of("postgresql:", "postgresql://host", "postgresql://h/db?table=Bad-Name",
         "postgresql://h/db?pool=0", "postgresql://h/db?timeout=soon", "postgresql://h/db?colour=blue",
-        "postgresql://h/db?datasource=x"));
+        "postgresql://h/db?datasource=x", "postgresql://h/db?limiterCommit=sometimes"));
     for (String uri : bad) {
       assertThatThrownBy(() -> Tally.open(uri)).as(uri).isInstanceOf(IllegalArgumentException.class)
-          .hasMessageMatching("(?s).*(postgresql:|table|pool|duration|options|both).*");
+          .hasMessageMatching("(?s).*(postgresql:|table|pool|duration|options|both|limiterCommit must be async).*");
     }
   }
 
