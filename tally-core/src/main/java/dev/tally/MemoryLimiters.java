@@ -248,12 +248,14 @@ final class MemoryLimiters {
       long now = time.nanos();
       Object c = cells.get(key);
       if (c == null) {
+        // A counter's name: refused for every operation, even one that would write nothing
+        // (a peek, a reset), so that no answer says the name is a limiter's.
+        if (isCounter.test(key)) {
+          throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
+        }
         LimiterOutcome out = machine.apply(null, now, op, permits);
         if (out.record() == null) {
           return out.decision();
-        }
-        if (isCounter.test(key)) {
-          throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
         }
         Object fresh = newCell(out, now);
         if (cells.putIfAbsent(key, fresh) == null) {

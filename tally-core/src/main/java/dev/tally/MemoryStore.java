@@ -82,7 +82,7 @@ final class MemoryStore implements Store {
   MemoryStore(TimeSource time, long operationRetentionNanos) {
     this.time = time;
     this.operations = new OperationLog(time, operationRetentionNanos);
-    this.limiters = new MemoryLimiters(time, key -> get(key) != null);
+    this.limiters = new MemoryLimiters(time, key -> counterValue(key) != null);
   }
 
   @Override
@@ -267,6 +267,12 @@ final class MemoryStore implements Store {
 
   @Override
   public Number get(String key) {
+    Number v = counterValue(key);
+    return v != null ? v : missing(key, null);
+  }
+
+  /** The live counter's value, or null if the key holds none. */
+  private Number counterValue(String key) {
     long now = time.nanos();
     for (int spins = 0; ; spins++) {
       Cell c = cells.get(key);
@@ -305,7 +311,7 @@ final class MemoryStore implements Store {
   @Override
   public Number pop(String key, boolean integerOnly) {
     if (cells.get(key) == null) {
-      return null;
+      return missing(key, null);
     }
     Locked l = lock(key);
     if (!l.present || (integerOnly && l.floating)) {
@@ -322,7 +328,7 @@ final class MemoryStore implements Store {
   @Override
   public boolean delete(String key) {
     if (cells.get(key) == null) {
-      return false;
+      return missing(key, false);
     }
     Locked l = lock(key);
     install(l, null);
@@ -332,7 +338,7 @@ final class MemoryStore implements Store {
   @Override
   public boolean touch(String key, long ttlNanos) {
     if (cells.get(key) == null) {
-      return false;
+      return missing(key, false);
     }
     Locked l = lock(key);
     if (!l.present) {
@@ -349,11 +355,11 @@ final class MemoryStore implements Store {
     for (int spins = 0; ; spins++) {
       Cell c = cells.get(key);
       if (c == null) {
-        return TTL_MISSING;
+        return missing(key, TTL_MISSING);
       }
       if (c.state == LIVE || c.bits != SEALED_BITS) {
         if (c.expired(now)) {
-          return TTL_MISSING;
+          return missing(key, TTL_MISSING);
         }
         return c.expiresAt == 0 ? TTL_PERMANENT : c.expiresAt - now;
       }
@@ -439,6 +445,18 @@ final class MemoryStore implements Store {
       return cur == null ? null : cur.value(cur.bits);
     }
     throw new IllegalArgumentException("unknown transaction operation " + op);
+  }
+
+  /**
+   * The answer for a key with no live counter, {@code absent}, unless a live limiter holds the
+   * name: then every counter operation, a read too, is refused, since "missing" would tell the
+   * caller the name is free.
+   */
+  private <T> T missing(String key, T absent) {
+    if (limiters.holdsAfterDroppingFull(key)) {
+      throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
+    }
+    return absent;
   }
 
   // ------------------------------------------------------------------ locking by sealing

@@ -324,7 +324,23 @@ final class PostgresStore implements Store {
   }
 
   private Number get(Connection c, String key) throws SQLException {
-    return one(c, get, values("key", key), PostgresStore::number);
+    return one(c, get, values("key", key), rs -> {
+      if (rs.getBoolean(4)) {
+        throw Failures.limiterHere(key);
+      }
+      return number(rs);
+    });
+  }
+
+  /**
+   * {@code absent}, the answer of a counter write that found no live counter, unless the name
+   * is a live limiter's: then, as for every counter operation, the name is refused.
+   */
+  private <T> T missing(Connection c, String key, T absent) throws SQLException {
+    if (diagnose(c, key) == Found.LIMITER) {
+      throw Failures.limiterHere(key);
+    }
+    return absent;
   }
 
   @Override
@@ -367,11 +383,19 @@ final class PostgresStore implements Store {
 
   private Number pop(Connection c, String key, boolean integerOnly) throws SQLException {
     if (!integerOnly) {
-      return one(c, pop, values("key", key), PostgresStore::number);
+      Number v = one(c, pop, values("key", key), PostgresStore::number);
+      return v != null ? v : missing(c, key, null);
     }
     Long v = one(c, popInteger, values("key", key), rs -> rs.getLong(1));
-    if (v == null && diagnose(c, key) == Found.FLOATING) {
-      throw new NotAnIntegerException(key);
+    if (v == null) {
+      switch (diagnose(c, key)) {
+        case FLOATING:
+          throw new NotAnIntegerException(key);
+        case LIMITER:
+          throw Failures.limiterHere(key);
+        default:
+          break;
+      }
     }
     return v;
   }
@@ -382,7 +406,8 @@ final class PostgresStore implements Store {
   }
 
   private boolean delete(Connection c, String key) throws SQLException {
-    return Boolean.TRUE.equals(one(c, delete, values("key", key), rs -> rs.getBoolean(1)));
+    Boolean live = one(c, delete, values("key", key), rs -> rs.getBoolean(1));
+    return live != null ? live : missing(c, key, false);
   }
 
   @Override
@@ -391,13 +416,16 @@ final class PostgresStore implements Store {
   }
 
   private boolean touch(Connection c, String key, long ttlNanos) throws SQLException {
-    return one(c, touch, values("key", key, "ttl", ttlNanos), rs -> rs.getInt(1)) != null;
+    return one(c, touch, values("key", key, "ttl", ttlNanos), rs -> rs.getInt(1)) != null || missing(c, key, false);
   }
 
   @Override
   public long ttl(String key) {
     return run("ttl of '" + key + "'", c -> {
       long[] left = one(c, ttl, values("key", key), rs -> {
+        if (rs.getBoolean(2)) {
+          throw Failures.limiterHere(key);
+        }
         long v = rs.getLong(1);
         return new long[] {rs.wasNull() ? TTL_PERMANENT : v};
       });

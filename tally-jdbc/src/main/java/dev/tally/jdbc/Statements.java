@@ -58,9 +58,13 @@ final class Statements {
       WHERE t.key = :key AND t.rec IS NULL AND (t.exp IS NULL OR t.exp > :now)
       RETURNING t.fval""";
 
+  /**
+   * A live row of either kind: the fourth column says it is a live limiter's, which every counter
+   * operation refuses (in this one statement, rather than a second one after a miss).
+   */
   static final String GET = """
-      SELECT t.ival, t.fval, t.exp FROM ${table} t
-      WHERE t.key = :key AND t.rec IS NULL AND (t.exp IS NULL OR t.exp > :now)""";
+      SELECT t.ival, t.fval, t.exp, t.rec IS NOT NULL AND t.rec <> '{}' FROM ${table} t
+      WHERE t.key = :key AND (t.exp IS NULL OR t.exp > :now)""";
 
   /** The instant {@code :ttl} from now, saturating; NULL for no ttl (0). */
   private static final String EXPIRY =
@@ -104,9 +108,10 @@ final class Statements {
       WHERE t.key = :key AND t.rec IS NULL AND (t.exp IS NULL OR t.exp > :now)
       RETURNING 1""".formatted(EXPIRY);
 
+  /** As {@link #GET}: the second column says the row is a live limiter's. */
   static final String TTL = """
-      SELECT t.exp - :now FROM ${table} t
-      WHERE t.key = :key AND t.rec IS NULL AND (t.exp IS NULL OR t.exp > :now)""";
+      SELECT t.exp - :now, t.rec IS NOT NULL AND t.rec <> '{}' FROM ${table} t
+      WHERE t.key = :key AND (t.exp IS NULL OR t.exp > :now)""";
 
   /**
    * Live counters under a prefix, in key order. {@code :pattern} is the prefix with LIKE's

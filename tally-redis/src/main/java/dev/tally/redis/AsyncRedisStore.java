@@ -19,7 +19,6 @@ import io.lettuce.core.KeyScanArgs;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.SetArgs;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import java.time.Duration;
@@ -174,20 +173,17 @@ final class AsyncRedisStore implements AsyncStore {
     return call(commands.get(key), key, v -> CounterValues.decode(key, v));
   }
 
+  // put, add, delete and ttl go through the counter script, not SET, DEL and PTTL: those would
+  // overwrite, delete or report a limiter's hash under its name, where every counter operation
+  // must refuse the name (the script's GET raises WRONGTYPE on a hash).
   @Override
   public CompletableFuture<Void> put(String key, Number value, long ttlNanos) {
-    SetArgs args = ttlNanos == Store.NO_TTL ? null : SetArgs.Builder.px(CounterScript.millis(ttlNanos));
-    String v = CounterValues.encode(value);
-    return call(args == null ? commands.set(key, v) : commands.set(key, v, args), key, ok -> null);
+    return run(new CounterScript().put(key, value, ttlNanos)).thenApply(r -> null);
   }
 
   @Override
   public CompletableFuture<Boolean> add(String key, Number value, long ttlNanos) {
-    SetArgs args = SetArgs.Builder.nx();
-    if (ttlNanos != Store.NO_TTL) {
-      args.px(CounterScript.millis(ttlNanos));
-    }
-    return call(commands.set(key, CounterValues.encode(value), args), key, ok -> ok != null);
+    return run(new CounterScript().add(key, value, ttlNanos)).thenApply(r -> "1".equals(first(r)));
   }
 
   @Override
@@ -199,7 +195,7 @@ final class AsyncRedisStore implements AsyncStore {
 
   @Override
   public CompletableFuture<Boolean> delete(String key) {
-    return call(commands.del(key), key, n -> n > 0);
+    return run(new CounterScript().delete(key)).thenApply(r -> "1".equals(first(r)));
   }
 
   @Override
@@ -211,8 +207,10 @@ final class AsyncRedisStore implements AsyncStore {
 
   @Override
   public CompletableFuture<Long> ttl(String key) {
-    return call(commands.pttl(key), key, ms -> ms == -2 ? Store.TTL_MISSING
-        : ms == -1 ? Store.TTL_PERMANENT : ms * 1_000_000);
+    return run(new CounterScript().ttl(key)).thenApply(r -> {
+      long ms = Long.parseLong(first(r));
+      return ms == -2 ? Store.TTL_MISSING : ms == -1 ? Store.TTL_PERMANENT : ms * 1_000_000;
+    });
   }
 
   /**

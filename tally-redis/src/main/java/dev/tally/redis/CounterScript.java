@@ -60,6 +60,11 @@ final class CounterScript {
     return op("add", key, CounterValues.encode(value), ttlNanos == 0 ? "" : Long.toString(millis(ttlNanos)));
   }
 
+  /** The key's expiry as {@code PTTL} gives it (-2 missing, -1 none, else milliseconds), refusing a non-counter. */
+  CounterScript ttl(String key) {
+    return op("ttl", key, "", "");
+  }
+
   /** A live key's new expiry ({@code 0}: none): result "1" if it was live. */
   CounterScript touch(String key, long ttlNanos) {
     return op("touch", key, ttlNanos == 0 ? "" : Long.toString(millis(ttlNanos)), "");

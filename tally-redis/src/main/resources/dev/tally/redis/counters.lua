@@ -24,6 +24,11 @@ ARGV holds four strings per operation: a code, the 1-based index of its key in K
   add    value  ttl               set only if missing; result "1" if it did, else "0"
   touch  ttl    -                 a live key's new expiry (milliseconds, '' for none); result "1"
                                   if the key was live, else "0"
+  ttl    -      -                 result PTTL's answer: -2 missing, -1 no expiry, else milliseconds
+
+Every operation reads its key with GET, so a key that is not a string (a rate limiter's hash)
+fails the whole call with WRONGTYPE: no counter operation, a read or a delete, passes a
+limiter's name.
 
 Operation ids (docs/redis.md#operation-ids). When the first four strings are
   once   <index>  fingerprint  "shape pexpire now exp"
@@ -275,6 +280,8 @@ for op = first, #ARGV / 4 do
       key.value, key.dirty, result = a, true, '1'
       key.ttl = b == '' and 'none' or b
     end
+  elseif code == 'ttl' then
+    result = tostring(redis.call('PTTL', KEYS[k]))
   elseif code == 'touch' then
     if key.value then
       key.ttl, key.dirty, result = a == '' and 'none' or a, true, '1'

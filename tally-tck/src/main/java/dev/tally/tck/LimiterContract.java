@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.tally.BucketFullException;
 import dev.tally.BucketState;
+import dev.tally.Counters;
 import dev.tally.Decision;
 import dev.tally.LeakyBucket;
 import dev.tally.Limit;
@@ -16,10 +17,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -535,6 +539,58 @@ public abstract class LimiterContract extends TallyFixture {
         .isInstanceOfSatisfying(WrongKindException.class,
             e -> assertThat(e.held()).isEqualTo(WrongKindException.Kind.LIMITER));
     assertThat(tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1))).available()).isEqualTo(4);
+  }
+
+  /**
+   * Every counter operation on a live limiter's name, reads included, is refused: a read that
+   * answered "missing" would let a caller conclude the name is free, and a write would destroy the
+   * limiter's state.
+   */
+  @Test
+  public void counterOperationsOnALimitersNameAreRefusedAndChangeNothing() {
+    String limiter = name();
+    RateLimiter l = tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    assertThat(l.tryAcquire()).isTrue();
+    Counters c = tally.counters();
+    Map<String, ThrowingCallable> calls = new LinkedHashMap<>();
+    calls.put("get", () -> c.get(limiter));
+    calls.put("getDouble", () -> c.getDouble(limiter));
+    calls.put("ttl", () -> c.ttl(limiter));
+    calls.put("expiry", () -> c.expiry(limiter));
+    calls.put("touch", () -> c.touch(limiter, Duration.ofMinutes(5)));
+    calls.put("add", () -> c.add(limiter, 1));
+    calls.put("put", () -> c.put(limiter, 3));
+    calls.put("pop", () -> c.pop(limiter));
+    calls.put("popDouble", () -> c.popDouble(limiter));
+    calls.put("delete", () -> c.delete(limiter));
+    calls.put("incr", () -> c.incr(limiter));
+    calls.put("incrExisting", () -> c.incrExisting(limiter, 1));
+    calls.put("incr (double)", () -> c.incr(limiter, 0.5));
+    calls.put("a transaction", () -> c.transaction(tx -> tx.incr(limiter)));
+    calls.forEach((what, call) -> assertThatThrownBy(call).as(what)
+        .isInstanceOfSatisfying(WrongKindException.class,
+            e -> assertThat(e.held()).isEqualTo(WrongKindException.Kind.LIMITER)));
+    assertThat(c.keys(limiter)).as("keys lists counters").isEmpty();
+    assertThat(l.available()).as("the limiter, untouched").isEqualTo(4);
+  }
+
+  /** Every limiter operation on a live counter's name is refused, and the counter stays. */
+  @Test
+  public void limiterOperationsOnACountersNameAreRefusedAndChangeNothing() {
+    String counter = name();
+    tally.counters().incr(counter, 7);
+    RateLimiter l = tally.limiter(counter, Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    Map<String, ThrowingCallable> calls = new LinkedHashMap<>();
+    calls.put("tryAcquire", l::tryAcquire);
+    calls.put("tryAcquire(0)", () -> l.tryAcquire(0));
+    calls.put("available", l::available);
+    calls.put("refund", () -> l.refund(1));
+    calls.put("reset", l::reset);
+    calls.put("reconfigure", () -> l.reconfigure(Limit.tokenBucket(9, Duration.ofMinutes(1))));
+    calls.forEach((what, call) -> assertThatThrownBy(call).as(what)
+        .isInstanceOfSatisfying(WrongKindException.class,
+            e -> assertThat(e.held()).isEqualTo(WrongKindException.Kind.COUNTER)));
+    assertThat(tally.counters().get(counter)).as("the counter, untouched").hasValue(7);
   }
 
   // ------------------------------------------------------------------ bad input
