@@ -3,21 +3,31 @@ package dev.tally.server;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tally.Counters;
+import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
 import dev.tally.server.http.LimitSpec;
 import dev.tally.server.http.Problem;
 import dev.tally.server.http.Specs;
+import java.io.Console;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
 import org.HdrHistogram.Histogram;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -26,16 +36,30 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code tally bench}: N threads run one workload against the store through the public API for
- * a fixed time; each operation is timed into a per-thread HdrHistogram (merged at the end), and
- * a progress line is redrawn on stderr every second.
+ * a fixed time; each operation is timed into a per-thread HdrHistogram (merged at the end).
+ *
+ * <p>A bench leaves nothing behind. Without {@code --store} (or {@code $TALLY_STORE}) it runs on
+ * a file store of its own in a fresh temporary directory, the kind of store the commands use by
+ * default, and deletes the directory at the end; on a store it is given, its keys carry a prefix
+ * of their own, {@code tally-bench:RUN:}, so it touches no key of anyone else's, and are deleted
+ * at the end. Both happen on SIGTERM or Ctrl-C too: the workers stop, what was measured is
+ * printed, and the store is cleaned before the JVM exits.
+ *
+ * <p>On a terminal, a progress line is redrawn on stderr every second; in a file or a pipe (a
+ * log) there is no progress, since {@code \r} redraws there are noise.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
-        "Measure the store through the library: operations per second and latency percentiles.",
-        "Workloads: incr-one (every thread increments one key), incr-many (random keys out",
-        "of --keys), limiter (tryAcquire on one shared token bucket, --limit)."})
+        "Measure the store through the library: operations per second and latency",
+        "percentiles. Workloads: incr-one (every thread increments one key), incr-many",
+        "(random keys out of --keys), limiter (tryAcquire on one shared token bucket,",
+        "--limit). Without --store (or $TALLY_STORE) it runs on a temporary file store",
+        "of its own, deleted at the end; on a store given, its keys (tally-bench:RUN:...)",
+        "are deleted at the end. Progress is drawn only on a terminal."})
 final class BenchCommand implements Callable<Integer> {
   private static final int SLOT = 16; // longs per thread in the progress array: no false sharing
+  /** How long SIGTERM waits for the workers to stop and the store to be cleaned. */
+  private static final Duration CLEANUP_GRACE = Duration.ofSeconds(30);
 
   @ParentCommand
   TallyCommand root;
@@ -95,36 +119,116 @@ final class BenchCommand implements Callable<Integer> {
     boolean run(ThreadLocalRandom random);
   }
 
+  /** Set when the bench must end early (SIGTERM, Ctrl-C): the workers check it each operation. */
+  private volatile boolean stopping;
+  /** The prefix of every key this run makes, so it touches no other key and can delete its own. */
+  private String prefix;
+
   @Override
   public Integer call() throws Exception {
     if (threads < 1 || keys < 1 || duration.isZero()) {
       throw new IllegalArgumentException("--threads, --keys and --duration must be positive");
     }
+    // checked before anything is created
+    Limit bucket = LimitSpec.parse(LimitSpec.Kind.TOKEN_BUCKET, limit, "default").limit();
     PrintWriter err = spec.commandLine().getErr();
-    try (Tally tally = Tally.open(root.store)) {
-      Op op = op(tally);
-      Result r = measure(op, err);
-      print(r);
-      if (r.ops == 0 && r.failure.get() != null) {
-        return Problem.of(r.failure.get()).exitCode();
+    prefix = "tally-bench:" + Long.toHexString(ThreadLocalRandom.current().nextLong() >>> 16) + ":";
+    boolean given = storeGiven();
+    CountDownLatch cleaned = new CountDownLatch(1);
+    Thread hook = new Thread(() -> {
+      stopping = true;
+      try {
+        cleaned.await(CLEANUP_GRACE.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
-      return 0;
+    }, "tally-bench-stop");
+    // Registered before anything is made: a signal at any later point finds everything cleaned.
+    Runtime.getRuntime().addShutdownHook(hook);
+    Path temporary = null;
+    try {
+      temporary = given ? null : Files.createTempDirectory("tally-bench-");
+      String uri = temporary == null ? root.store : "file:" + temporary;
+      try (Tally tally = Tally.open(uri)) {
+        Op op = op(tally, bucket);
+        try {
+          Result r = measure(op, err);
+          print(r, uri);
+          if (r.ops == 0 && r.failure.get() != null) {
+            return Problem.of(r.failure.get()).exitCode();
+          }
+          return 0;
+        } finally {
+          if (temporary == null) {
+            removeKeys(tally, bucket, err);
+          }
+        }
+      }
+    } finally {
+      if (temporary != null) {
+        deleteTree(temporary, err);
+      }
+      cleaned.countDown();
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException shuttingDown) {
+        // the hook is running: it was waiting for the count-down above
+      }
     }
   }
 
-  private Op op(Tally tally) {
+  /** Whether the user named the store ({@code --store} or {@code $TALLY_STORE}). */
+  private boolean storeGiven() {
+    for (CommandLine cl = spec.commandLine(); cl != null; cl = cl.getParent()) {
+      if (cl.getParseResult() != null && cl.getParseResult().hasMatchedOption("--store")) {
+        return true;
+      }
+    }
+    String env = System.getenv("TALLY_STORE");
+    return env != null && !env.isEmpty();
+  }
+
+  /** Deletes the counters this run made and resets its limiter, on a store the user gave. */
+  private void removeKeys(Tally tally, Limit bucket, PrintWriter err) {
+    try {
+      Counters counters = tally.counters();
+      for (String key : counters.keys(prefix)) {
+        counters.delete(key);
+      }
+      if (workload == Workload.LIMITER) {
+        tally.limiter(prefix + "limiter", bucket).reset();
+      }
+    } catch (RuntimeException e) {
+      err.println("tally bench: could not delete its keys (" + prefix + "*): " + e.getMessage());
+      err.flush();
+    }
+  }
+
+  private static void deleteTree(Path dir, PrintWriter err) {
+    try (Stream<Path> paths = Files.walk(dir)) {
+      for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    } catch (IOException e) {
+      err.println("tally bench: could not delete its temporary store " + dir + ": " + e);
+      err.flush();
+    }
+  }
+
+  private Op op(Tally tally, Limit bucket) {
     Counters counters = tally.counters();
     switch (workload) {
       case INCR_ONE -> {
+        String one = prefix + "one";
         return random -> {
-          counters.incr("bench:one");
+          counters.incr(one);
           return true;
         };
       }
       case INCR_MANY -> {
         String[] names = new String[keys];
         for (int i = 0; i < keys; i++) {
-          names[i] = "bench:many:" + i;
+          names[i] = prefix + "many:" + i;
         }
         return random -> {
           counters.incr(names[random.nextInt(names.length)]);
@@ -132,9 +236,7 @@ final class BenchCommand implements Callable<Integer> {
         };
       }
       case LIMITER -> {
-        RateLimiter limiter = tally.limiter("bench:limiter",
-            LimitSpec.parse(LimitSpec.Kind.TOKEN_BUCKET, limit, "default").limit());
-        limiter.reset();
+        RateLimiter limiter = tally.limiter(prefix + "limiter", bucket);
         return random -> limiter.tryAcquire();
       }
       default -> throw new AssertionError(workload);
@@ -151,6 +253,7 @@ final class BenchCommand implements Callable<Integer> {
   }
 
   private Result measure(Op op, PrintWriter err) throws InterruptedException {
+    boolean progressShown = terminal();
     Result result = new Result();
     AtomicLongArray progress = new AtomicLongArray(threads * SLOT);
     long warmupNanos = warmup.toNanos();
@@ -171,7 +274,7 @@ final class BenchCommand implements Callable<Integer> {
         long allowed = 0;
         long errors = 0;
         long now = System.nanoTime();
-        while (now < end) {
+        while (now < end && !stopping) {
           boolean measured = now >= measureFrom;
           long t0 = now;
           boolean ok;
@@ -214,6 +317,9 @@ final class BenchCommand implements Callable<Integer> {
       }
       alive.join(1000);
       long now = System.nanoTime();
+      if (!progressShown) {
+        continue;
+      }
       if (now < measureFrom) {
         err.printf(Locale.ROOT, "\r  warming up %s   ", Specs.format(Duration.ofNanos(measureFrom - now)));
       } else if (now < end) {
@@ -229,23 +335,60 @@ final class BenchCommand implements Callable<Integer> {
       }
       err.flush();
     }
-    err.print("\r" + " ".repeat(72) + "\r");
-    err.flush();
+    long stoppedAt = System.nanoTime();
+    if (progressShown) {
+      err.print("\r" + " ".repeat(72) + "\r");
+      err.flush();
+    }
     for (int t = 0; t < threads; t++) {
       result.latency.add(histograms[t]);
       result.ops += counts[t][0];
       result.allowed += counts[t][1];
       result.errors += counts[t][2];
     }
-    result.seconds = measureNanos / 1e9;
+    // stopped early, the rate is over the time it ran
+    result.seconds = Math.max(0, Math.min(stoppedAt, end) - measureFrom) / 1e9;
     return result;
   }
 
-  private void print(Result r) throws Exception {
+  /**
+   * Whether stdout and stderr are both a terminal, where a line redrawn with {@code \r} reads as
+   * progress. On Linux {@code /proc} tells for each of the two, so that {@code tally bench 2>log}
+   * and {@code tally bench >out} write no redraws; elsewhere the JDK's console says so for stdout.
+   */
+  // Before JDK 22, a null console is exactly "not a terminal"; from 22 on, isTerminal() says.
+  @SuppressWarnings("SystemConsoleNull")
+  static boolean terminal() {
+    Path fds = Path.of("/proc/self/fd");
+    if (Files.isDirectory(fds)) {
+      for (String fd : new String[] {"1", "2"}) {
+        try {
+          String target = Files.readSymbolicLink(fds.resolve(fd)).toString();
+          if (!target.startsWith("/dev/pts/") && !target.startsWith("/dev/tty")) {
+            return false;
+          }
+        } catch (IOException | UnsupportedOperationException e) {
+          return false;
+        }
+      }
+      return true;
+    }
+    Console console = System.console();
+    if (console == null) {
+      return false; // JDK 17 to 21: stdin or stdout is not a terminal
+    }
+    try { // JDK 22 and later always have a console, and say whether it is a terminal
+      return (Boolean) Console.class.getMethod("isTerminal").invoke(console);
+    } catch (ReflectiveOperationException e) {
+      return true;
+    }
+  }
+
+  private void print(Result r, String uri) throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     Histogram h = r.latency;
-    double rate = r.ops / r.seconds;
-    String store = root.store.split(":", 2)[0];
+    double rate = r.seconds == 0 ? 0 : r.ops / r.seconds;
+    String store = uri.split(":", 2)[0];
     if (root.json) {
       ObjectNode o = new ObjectMapper().createObjectNode();
       o.put("workload", workload.label());
@@ -270,7 +413,7 @@ final class BenchCommand implements Callable<Integer> {
       out.printf(Locale.ROOT, "%-10s %-6s %7s %8s %12s %12s %9s %9s %9s %9s%n", "workload", "store",
           "threads", "duration", "ops", "ops/s", "p50", "p99", "p99.9", "max");
       out.printf(Locale.ROOT, "%-10s %-6s %7d %8s %12d %12.0f %9s %9s %9s %9s%n", workload.label(),
-          store, threads, Specs.format(duration), r.ops, rate, nanos(h.getValueAtPercentile(50)),
+          store, threads, Specs.format(Duration.ofMillis(Math.round(r.seconds * 1000))), r.ops, rate, nanos(h.getValueAtPercentile(50)),
           nanos(h.getValueAtPercentile(99)), nanos(h.getValueAtPercentile(99.9)), nanos(h.getMaxValue()));
       if (workload == Workload.LIMITER) {
         out.printf(Locale.ROOT, "allowed %d, denied %d%n", r.allowed, r.ops - r.allowed - r.errors);

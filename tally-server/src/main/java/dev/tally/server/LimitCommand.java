@@ -10,14 +10,17 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 
-/** {@code tally limit try|acquire|peek|refund|reset NAME --token-bucket 100/1m ...}. */
+/**
+ * {@code tally limit try|acquire|peek|refund|reset|reconfigure|top-up NAME --token-bucket 100/1m
+ * ...}: the limiter routes of the HTTP API, one subcommand each.
+ */
 @Command(
     name = "limit",
     description = {
@@ -80,8 +83,29 @@ final class LimitCommand {
     }
   }
 
-  private int run(Function<Api, CompletionStage<Reply>> call) {
-    return root.run(call, LimitCommand::plain);
+  private static final String NAME = "The limiter, e.g. api:user:42; - reads names from stdin,"
+      + " one per line (-- - for a limiter named -).";
+
+  private int run(String name, BiFunction<Api, String, CompletionStage<Reply>> call) {
+    return run(name, call, true);
+  }
+
+  /**
+   * Runs a limiter call on {@code name} (or the names of stdin); with {@code noteDiffering}, a
+   * decision made by stored limits other than the ones given says so on stderr.
+   */
+  private int run(String name, BiFunction<Api, String, CompletionStage<Reply>> call,
+      boolean noteDiffering) {
+    return root.runEach(name, StdinArgument.What.NAMES, call, body -> {
+      // the HTTP answer's Tally-Limits: stored-differ
+      if (noteDiffering && body.has("storedLimits")) {
+        root.spec.commandLine().getErr().println("tally: note: limiter '" + body.get("name").asText()
+            + "' has stored limits that decided, not the ones given; 'tally limit reconfigure'"
+            + " changes them");
+        root.spec.commandLine().getErr().flush();
+      }
+      return plain(body);
+    }, Reply::exitCode);
   }
 
   /** {@code allowed remaining=99 limit=100 reset-after=600ms}, and for a denial the wait. */
@@ -105,44 +129,76 @@ final class LimitCommand {
   @Command(name = "try", mixinStandardHelpOptions = true,
       description = "Take permits if every limit allows, else take nothing (exit 1).")
   int tryAcquire(
-      @Parameters(paramLabel = "NAME", description = "The limiter, e.g. api:user:42") String name,
+      @Parameters(paramLabel = "NAME", description = NAME) String name,
       @Mixin Limits limits,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits) {
-    return run(api -> api.limiter(LimiterAction.TRY, name, limits.specs(), permits));
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (api, n) -> api.limiter(LimiterAction.TRY, n, specs, permits));
   }
 
   @Command(name = "acquire", mixinStandardHelpOptions = true,
       description = "Take permits, waiting up to --max-wait for them; exit 1 if they cannot be had in time.")
   int acquire(
-      @Parameters(paramLabel = "NAME") String name,
+      @Parameters(paramLabel = "NAME", description = NAME) String name,
       @Mixin Limits limits,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits,
       @Option(names = "--max-wait", paramLabel = "DURATION", defaultValue = "0s",
           converter = Converters.DurationConverter.class,
           description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
-    return run(api -> api.acquire(name, limits.specs(), permits, maxWait));
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (api, n) -> api.acquire(n, specs, permits, maxWait));
   }
 
   @Command(name = "peek", mixinStandardHelpOptions = true,
       description = "Print what is available now, taking nothing.")
-  int peek(@Parameters(paramLabel = "NAME") String name, @Mixin Limits limits) {
-    return run(api -> api.limiter(LimiterAction.PEEK, name, limits.specs(), 0));
+  int peek(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (api, n) -> api.limiter(LimiterAction.PEEK, n, specs, 0));
   }
 
   @Command(name = "refund", mixinStandardHelpOptions = true,
       description = "Give back permits taken earlier, never beyond the limit.")
   int refund(
-      @Parameters(paramLabel = "NAME") String name,
+      @Parameters(paramLabel = "NAME", description = NAME) String name,
       @Mixin Limits limits,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1") long permits) {
-    return run(api -> api.limiter(LimiterAction.REFUND, name, limits.specs(), permits));
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (api, n) -> api.limiter(LimiterAction.REFUND, n, specs, permits));
   }
 
   @Command(name = "reset", mixinStandardHelpOptions = true,
       description = "Forget the limiter's state: it is full again.")
-  int reset(@Parameters(paramLabel = "NAME") String name, @Mixin Limits limits) {
-    return run(api -> api.limiter(LimiterAction.RESET, name, limits.specs(), 0));
+  int reset(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (api, n) -> api.limiter(LimiterAction.RESET, n, specs, 0));
+  }
+
+  @Command(name = "reconfigure", mixinStandardHelpOptions = true, description = {
+      "Store these limits for the limiter, for every process, keeping what was consumed;",
+      "print what is available under them."})
+  int reconfigure(@Parameters(paramLabel = "NAME", description = NAME) String name,
+      @Mixin Limits limits) {
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (api, n) -> api.limiter(LimiterAction.RECONFIGURE, n, specs, 0));
+  }
+
+  @Command(name = "top-up", mixinStandardHelpOptions = true, description = {
+      "Add units to the current period of a quota (exactly one --quota); print what is",
+      "available now."})
+  int topUp(
+      @Parameters(paramLabel = "NAME", description = NAME) String name,
+      @Mixin Limits limits,
+      @Option(names = "--units", paramLabel = "N", required = true,
+          description = "How many units to add to this period (1 or more).") long units) {
+    List<LimitSpec> specs = limits.specs();
+    if (specs.size() != 1 || specs.get(0).kind() != LimitSpec.Kind.QUOTA) {
+      // the HTTP API's message, with the command line's form of the example
+      throw new IllegalArgumentException("top-up needs exactly one quota limit, e.g."
+          + " --quota 1000/month");
+    }
+    // A top-up's answer has the period's larger limit, by the units just added: no news to note.
+    return run(name, (api, n) -> api.limiter(LimiterAction.TOP_UP, n, specs, units), false);
   }
 }

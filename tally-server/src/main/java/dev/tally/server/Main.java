@@ -2,6 +2,7 @@ package dev.tally.server;
 
 import dev.tally.server.http.Problem;
 import dev.tally.server.http.Reply;
+import java.io.InputStream;
 import java.io.PrintWriter;
 import java.nio.charset.Charset;
 import picocli.CommandLine;
@@ -27,7 +28,13 @@ public final class Main {
 
   /** Runs the command line with these streams and returns the exit code. */
   public static int run(String[] args, PrintWriter out, PrintWriter err) {
+    return run(args, System.in, out, err);
+  }
+
+  /** Runs the command line with these streams ({@code in} is what {@code -} reads). */
+  public static int run(String[] args, InputStream in, PrintWriter out, PrintWriter err) {
     CommandLine cli = commandLine();
+    ((TallyCommand) cli.getCommand()).stdin = in;
     cli.setOut(out);
     cli.setErr(err);
     return cli.execute(args);
@@ -36,6 +43,7 @@ public final class Main {
   static CommandLine commandLine() {
     CommandLine cli = new CommandLine(new TallyCommand());
     // After the counter commands (the @Command methods), so --help lists those first.
+    cli.addSubcommand(new TransactionCommand());
     cli.addSubcommand(new LimitCommand());
     cli.addSubcommand(new ServeCommand());
     cli.addSubcommand(new BenchCommand());

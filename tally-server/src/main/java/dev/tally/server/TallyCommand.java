@@ -5,10 +5,18 @@ import dev.tally.Tally;
 import dev.tally.server.http.Api;
 import dev.tally.server.http.Problem;
 import dev.tally.server.http.Reply;
+import dev.tally.server.http.Specs;
+import dev.tally.spi.OperationId;
+import java.io.InputStream;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletionStage;
+import java.util.function.BiFunction;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -63,8 +71,12 @@ final class TallyCommand {
   String opId;
 
   @Option(names = "--json", scope = ScopeType.INHERIT,
-      description = "Print JSON: for counter and limiter commands, the body the HTTP API answers.")
+      description = "Print JSON: for counter, transaction and limiter commands, the body the"
+          + " HTTP API answers.")
   boolean json;
+
+  /** Where {@code -} reads keys from: stdin, unless {@link Main} was given another stream. */
+  InputStream stdin = System.in;
 
   // ------------------------------------------------------------------ plumbing
 
@@ -74,6 +86,54 @@ final class TallyCommand {
       return print(call.apply(opId == null ? api : api.withOperationId(opId))
           .toCompletableFuture().join(), plain);
     }
+  }
+
+  /**
+   * Runs {@code call} on the key {@code arg}, or, for {@code -}, on each key of stdin in turn,
+   * printing each reply as it comes. Every line is read and checked first, and so is each line's
+   * operation id ({@code --op-id ID} gives line N the id {@code ID/N}, so that the same input run
+   * again replays line by line), so bad input changes nothing. A key's own outcome (denied, not
+   * found, a conflict) does not stop the others; a failure that would fail every key alike (the
+   * store, the usage) does. The exit code is the first key's that was not 0, else 0.
+   */
+  int runEach(String arg, StdinArgument.What what, BiFunction<Api, String, CompletionStage<Reply>> call,
+      Function<JsonNode, String> plain, ToIntFunction<Reply> exitCode) {
+    boolean fromStdin = StdinArgument.isStdin(spec.commandLine(), arg);
+    List<String> keys = fromStdin ? StdinArgument.lines(stdin, what) : List.of(arg);
+    if (fromStdin && opId != null) {
+      int room = OperationId.MAX_LENGTH - 1 - Integer.toString(keys.size()).length();
+      if (opId.length() > room) {
+        throw new IllegalArgumentException("--op-id with '-' gets /N appended for line N (here up"
+            + " to /" + keys.size() + "), so it must be at most " + room + " characters, not "
+            + opId.length());
+      }
+    }
+    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
+      List<Api> views = new ArrayList<>(keys.size());
+      for (int i = 0; i < keys.size(); i++) {
+        views.add(opId == null ? api : api.withOperationId(fromStdin ? opId + "/" + (i + 1) : opId));
+      }
+      int code = 0;
+      for (int i = 0; i < keys.size(); i++) {
+        Reply reply = call.apply(views.get(i), keys.get(i)).toCompletableFuture().join();
+        print(reply, plain);
+        int c = exitCode.applyAsInt(reply);
+        code = code == 0 ? c : code;
+        if (!OWN_OUTCOMES.contains(reply.problem() == null ? "" : reply.problem().code())) {
+          break;
+        }
+      }
+      return code;
+    }
+  }
+
+  /** The outcomes that belong to one key: the next key may well fare otherwise. */
+  private static final Set<String> OWN_OUTCOMES = Set.of("", Problem.DENIED.code(),
+      Problem.NOT_FOUND.code(), Problem.CONFLICT.code());
+
+  int runEach(String arg, BiFunction<Api, String, CompletionStage<Reply>> call,
+      Function<JsonNode, String> plain) {
+    return runEach(arg, StdinArgument.What.KEYS, call, plain, Reply::exitCode);
   }
 
   int print(Reply reply, Function<JsonNode, String> plain) {
@@ -87,6 +147,7 @@ final class TallyCommand {
       }
     } else {
       spec.commandLine().getErr().println("tally: " + reply.message());
+      spec.commandLine().getErr().flush();
     }
     out.flush();
     return reply.exitCode();
@@ -98,12 +159,15 @@ final class TallyCommand {
 
   // ------------------------------------------------------------------ counters
 
+  private static final String KEY = "The counter, e.g. views:episode:512; - reads keys from stdin,"
+      + " one per line (-- - for a key named -).";
+
   @Command(mixinStandardHelpOptions = true, name = "incr", description = {
       "Add DELTA (default 1) to a counter and print the new value.",
       "A missing or expired counter starts at --default (0); a live one keeps its expiry.",
       "A decimal DELTA (0.5) makes a floating counter."})
   int incr(
-      @Parameters(index = "0", paramLabel = "KEY", description = "The counter, e.g. views:episode:512") String key,
+      @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "DELTA", arity = "0..1", defaultValue = "1",
           converter = Converters.NumberConverter.class, description = "How much to add (default 1).") Number delta,
       @Option(names = "--default", paramLabel = "N", defaultValue = "0",
@@ -111,14 +175,14 @@ final class TallyCommand {
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
           boolean mustExist) {
-    return run(api -> api.incr(key, delta, dflt, mustExist), TallyCommand::value);
+    return runEach(key, (api, k) -> api.incr(k, delta, dflt, mustExist), TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "decr", description = {
       "Subtract DELTA (default 1) from a counter and print the new value.",
       "A missing counter becomes --default minus DELTA (the default is not negated)."})
   int decr(
-      @Parameters(index = "0", paramLabel = "KEY") String key,
+      @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "DELTA", arity = "0..1", defaultValue = "1",
           converter = Converters.NumberConverter.class, description = "How much to subtract (default 1).")
           Number delta,
@@ -127,82 +191,111 @@ final class TallyCommand {
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
           boolean mustExist) {
-    return run(api -> api.decr(key, delta, dflt, mustExist), TallyCommand::value);
+    return runEach(key, (api, k) -> api.decr(k, delta, dflt, mustExist), TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "get", description = "Print a counter's value; exit 3 if it is missing or expired.")
-  int get(@Parameters(paramLabel = "KEY") String key) {
-    return run(api -> api.get(key), TallyCommand::value);
+  int get(@Parameters(paramLabel = "KEY", description = KEY) String key) {
+    return runEach(key, Api::get, TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "put", description = "Set a counter, with no expiry unless --ttl is given.")
   int put(
-      @Parameters(index = "0", paramLabel = "KEY") String key,
+      @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "VALUE", converter = Converters.NumberConverter.class)
           Number value,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long: 500ms, 30s, 5m, 2h, 40d, 1h30m.") Duration ttl) {
-    return run(api -> api.put(key, value, ttl), body -> null);
+    return runEach(key, (api, k) -> api.put(k, value, ttl), body -> null);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "add", description = {
       "Set a counter only if it is missing or expired (one winner among concurrent callers).",
       "Prints 'added' (exit 0) or 'exists' (exit 1)."})
   int add(
-      @Parameters(index = "0", paramLabel = "KEY") String key,
+      @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "VALUE", converter = Converters.NumberConverter.class)
           Number value,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long, e.g. 40d.") Duration ttl) {
-    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
-      Reply reply = (opId == null ? api : api.withOperationId(opId)).add(key, value, ttl)
-          .toCompletableFuture().join();
-      int code = print(reply, body -> body.get("added").asBoolean() ? "added" : "exists");
-      return code == 0 && !reply.body().get("added").asBoolean() ? 1 : code;
-    }
+    return runEach(key, StdinArgument.What.KEYS, (api, k) -> api.add(k, value, ttl),
+        body -> body.get("added").asBoolean() ? "added" : "exists",
+        reply -> reply.exitCode() == 0 && !reply.body().get("added").asBoolean() ? 1 : reply.exitCode());
   }
 
   @Command(mixinStandardHelpOptions = true, name = "pop", description = "Print a counter's value and delete it, in one atomic step.")
-  int pop(@Parameters(paramLabel = "KEY") String key) {
-    return run(api -> api.pop(key), TallyCommand::value);
+  int pop(@Parameters(paramLabel = "KEY", description = KEY) String key) {
+    return runEach(key, Api::pop, TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "del", aliases = "delete", description = "Delete a counter; exit 3 if there was none.")
-  int del(@Parameters(paramLabel = "KEY") String key) {
-    return run(api -> api.delete(key), body -> null);
+  int del(@Parameters(paramLabel = "KEY", description = KEY) String key) {
+    return runEach(key, Api::delete, body -> null);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "ttl", description = {
       "Print the time left before a counter expires (e.g. 39d23h), or 'never'.",
       "Exit 3 if the counter is missing."})
-  int ttl(@Parameters(paramLabel = "KEY") String key) {
-    return run(api -> api.ttl(key), body -> body.get("ttl").isNull() ? "never" : body.get("ttl").asText());
+  int ttl(@Parameters(paramLabel = "KEY", description = KEY) String key) {
+    return runEach(key, Api::ttl, body -> body.get("ttl").isNull() ? "never" : body.get("ttl").asText());
   }
 
   @Command(mixinStandardHelpOptions = true, name = "touch", description = "Set the expiry of an existing counter; exit 3 if it is missing.")
   int touch(
-      @Parameters(paramLabel = "KEY") String key,
+      @Parameters(paramLabel = "KEY", description = KEY) String key,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "The new expiry, e.g. 1h.") Duration ttl,
       @Option(names = "--never", description = "Make the counter permanent instead.") boolean never) {
     if ((ttl == null) == !never) {
       return usage("touch", "give either --ttl DURATION (e.g. --ttl 1h) or --never");
     }
-    return run(api -> api.touch(key, ttl), body -> null);
+    return runEach(key, (api, k) -> api.touch(k, ttl), body -> null);
   }
 
-  @Command(mixinStandardHelpOptions = true, name = "keys", description = "List live counters whose key starts with PREFIX, sorted, one per line.")
-  int keys(@Parameters(paramLabel = "PREFIX", arity = "0..1", defaultValue = "",
-      description = "Key prefix (default: every key).") String prefix) {
-    return run(api -> api.keys(prefix, Integer.MAX_VALUE), body -> {
+  @Command(mixinStandardHelpOptions = true, name = "keys", description = {
+      "List live counters whose key starts with PREFIX, sorted, one per line.",
+      "(PREFIX is taken as written: 'tally keys -' lists the keys that start with '-'.)"})
+  int keys(
+      @Parameters(paramLabel = "PREFIX", arity = "0..1", defaultValue = "",
+          description = "Key prefix (default: every key).") String prefix,
+      @Option(names = "--limit", paramLabel = "N",
+          description = "List at most N keys (the first N in order); a note on stderr says when"
+              + " more match.") Integer limit) {
+    if (limit != null && limit < 1) {
+      return usage("keys", "--limit must be 1 or more, not " + limit);
+    }
+    return run(api -> api.keys(prefix, limit == null ? Integer.MAX_VALUE : limit), body -> {
       StringBuilder b = new StringBuilder();
       body.get("keys").forEach(k -> b.append(b.length() == 0 ? "" : "\n").append(k.asText()));
+      if (body.get("truncated").asBoolean()) {
+        spec.commandLine().getErr().println("tally keys: more keys"
+            + (prefix.isEmpty() ? "" : " start with '" + prefix + "'") + " than the " + limit
+            + " listed; raise --limit to see them");
+        spec.commandLine().getErr().flush();
+      }
       return b.length() == 0 ? null : b.toString();
     });
   }
 
+  // ------------------------------------------------------------------ store
+
+  @Command(mixinStandardHelpOptions = true, name = "health", description = {
+      "Read one key from the store, as the server's /healthz does, and print how long it took.",
+      "Exit 4 if the store cannot be reached."})
+  int health() {
+    return run(Api::health, body -> "ok store=" + body.get("store").asText() + " latency="
+        + Specs.format(Duration.ofNanos(body.get("latencyMicros").asLong() * 1000)));
+  }
+
+  /** A usage error found by a command itself: one line on stderr, or with --json the body. */
   int usage(String command, String message) {
-    spec.commandLine().getErr().println("tally " + command + ": " + message);
+    if (json) {
+      spec.commandLine().getOut().println(Reply.error(Problem.BAD_REQUEST, message).json());
+      spec.commandLine().getOut().flush();
+    } else {
+      spec.commandLine().getErr().println("tally " + command + ": " + message);
+      spec.commandLine().getErr().flush();
+    }
     return Problem.BAD_REQUEST.exitCode();
   }
 }

@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -223,13 +224,107 @@ class CliIT {
     assertThat(table.out().lines().findFirst().orElseThrow())
         .contains("workload").contains("ops/s").contains("p50").contains("p99").contains("p99.9");
     assertThat(table.out()).contains("incr-many").contains("mem");
-    assertThat(table.err()).contains("\r");
+    assertThat(table.err()).as("stderr is a file here: no progress redraws in it").isEmpty();
     Run json = tally("bench", "--workload", "limiter", "--duration", "1s", "--warmup", "0s", "--json");
     assertThat(json.exit()).isZero();
     JsonNode j = json.json();
     assertThat(j.get("ops").asLong()).isPositive();
     assertThat(j.get("allowed").asLong() + j.get("denied").asLong()).isEqualTo(j.get("ops").asLong());
     assertThat(j.get("latencyNanos").get("p999").asLong()).isPositive();
+  }
+
+  @Test
+  void benchDrawsProgressOnATerminal() throws Exception {
+    Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/script")), "script(1) gives a terminal");
+    // script(1) runs the bench on a pseudo-terminal and copies what it shows to our pipe
+    Process p = new ProcessBuilder("/usr/bin/script", "-qec", LAUNCHER + " bench --store mem:"
+        + " --duration 2s --warmup 0s", "/dev/null")
+        .redirectInput(ProcessBuilder.Redirect.PIPE).redirectErrorStream(true).start();
+    p.getOutputStream().close();
+    String shown = read(p.getInputStream());
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(shown).contains("\r").contains("incr-one");
+  }
+
+  @Test
+  void benchWithoutAStoreUsesATemporaryOneAndDeletesIt(@TempDir Path dir) throws Exception {
+    Path tmp = Files.createDirectories(dir.resolve("tmp"));
+    Path work = Files.createDirectories(dir.resolve("work"));
+    for (String workload : new String[] {"incr-one", "incr-many", "limiter"}) {
+      Run r = tallyIn(work, Map.of("TALLY_JAVA_OPTS", "-Djava.io.tmpdir=" + tmp), "bench",
+          "--workload", workload, "--duration", "300ms", "--warmup", "0s", "--keys", "50");
+      assertThat(r.exit()).as(r.err()).isZero();
+      assertThat(r.out()).as("a file store, as the default is").contains(workload + " ").contains(" file ");
+      try (var left = Files.list(tmp)) {
+        assertThat(left).as("the temporary store is gone").isEmpty();
+      }
+      try (var made = Files.list(work)) {
+        assertThat(made).as("./tally-data is not touched").isEmpty();
+      }
+    }
+  }
+
+  @Test
+  void benchOnAGivenStoreDeletesItsKeysAndNoOther(@TempDir Path dir) throws Exception {
+    Map<String, String> file = Map.of("TALLY_STORE", "file:" + dir.resolve("data"));
+    assertThat(tally(file, "put", "bench:one", "7").exit()).isZero(); // a key of the user's
+    for (String workload : new String[] {"incr-one", "incr-many", "limiter"}) {
+      Run r = tally(file, "bench", "--workload", workload, "--duration", "300ms", "--warmup", "0s",
+          "--keys", "50");
+      assertThat(r.exit()).as(r.err()).isZero();
+      assertThat(r.out()).contains(workload + " ");
+      assertThat(tally(file, "keys").out()).as("after " + workload).isEqualTo("bench:one\n");
+    }
+    assertThat(tally(file, "get", "bench:one").out()).isEqualTo("7\n");
+    // given with --store rather than $TALLY_STORE, the same
+    Run r = tally(Map.of(), "--store", "file:" + dir.resolve("data"), "bench", "--duration", "300ms",
+        "--warmup", "0s");
+    assertThat(r.out()).contains(" file ");
+    assertThat(tally(file, "keys").out()).isEqualTo("bench:one\n");
+  }
+
+  @Test
+  void benchStoppedBySigtermPrintsWhatItMeasuredAndStillCleansUp(@TempDir Path dir)
+      throws Exception {
+    Path tmp = Files.createDirectories(dir.resolve("tmp"));
+    Path out = dir.resolve("out");
+    ProcessBuilder pb = new ProcessBuilder(LAUNCHER.toString(), "bench", "--duration", "10m",
+        "--warmup", "0s").directory(Files.createDirectories(dir.resolve("work")).toFile())
+        .redirectErrorStream(true).redirectOutput(out.toFile());
+    pb.environment().remove("TALLY_STORE");
+    pb.environment().put("TALLY_JAVA_OPTS", "-Djava.io.tmpdir=" + tmp);
+    Process bench = pb.start();
+    try {
+      // measuring once its store file exists
+      for (int i = 0; i < 600 && !hasStoreFile(tmp); i++) {
+        assertThat(bench.isAlive()).as(Files.readString(out)).isTrue();
+        Thread.sleep(100);
+      }
+      assertThat(hasStoreFile(tmp)).as("the bench opened its temporary store").isTrue();
+    } finally {
+      bench.destroy(); // SIGTERM
+    }
+    assertThat(bench.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(Files.readString(out)).contains("workload").contains("incr-one");
+    try (var left = Files.list(tmp)) {
+      assertThat(left).as("the temporary store is gone").isEmpty();
+    }
+  }
+
+  private static boolean hasStoreFile(Path tmp) throws IOException {
+    try (var dirs = Files.list(tmp)) {
+      return dirs.anyMatch(d -> Files.exists(d.resolve("store.tally")));
+    }
+  }
+
+  @Test
+  void aDashReadsKeysFromAPipe(@TempDir Path dir) throws Exception {
+    Process p = new ProcessBuilder("bash", "-c", "printf 'views\\nviews\\n' | \"$0\" incr -"
+        + " && \"$0\" keys", LAUNCHER.toString()).directory(dir.toFile()).redirectErrorStream(true)
+        .start();
+    String shown = read(p.getInputStream());
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(shown).isEqualTo("1\n2\nviews\n");
   }
 
   @Test

@@ -1,0 +1,52 @@
+package dev.tally.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tally.server.InProcess.Run;
+import java.nio.file.Path;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What {@code GET /v1/counters?limit=} and {@code GET /healthz} are on the command line. */
+class CounterCommandsTest {
+  @TempDir
+  Path dir;
+  InProcess tally;
+
+  @BeforeEach
+  void store() {
+    tally = new InProcess(dir);
+  }
+
+  @Test
+  void keysLimitListsTheFirstAndSaysWhenMoreMatch() {
+    tally.withStdin("v:3\nv:1\nv:2\nw\n", "incr", "-");
+    assertThat(tally.run("keys", "v:", "--limit", "2")).isEqualTo(new Run(0, "v:1\nv:2\n",
+        "tally keys: more keys start with 'v:' than the 2 listed; raise --limit to see them\n"));
+    assertThat(tally.run("keys", "v:", "--limit", "3")).isEqualTo(new Run(0, "v:1\nv:2\nv:3\n", ""));
+    assertThat(tally.run("--json", "keys", "--limit", "1").out())
+        .isEqualTo("{\"prefix\":\"\",\"keys\":[\"v:1\"],\"truncated\":true}\n");
+    Run zero = tally.run("keys", "--limit", "0");
+    assertThat(zero).isEqualTo(new Run(2, "", "tally keys: --limit must be 1 or more, not 0\n"));
+  }
+
+  @Test
+  void healthReadsTheStore() {
+    Run r = tally.run("health");
+    assertThat(r.exit()).isZero();
+    assertThat(r.out()).matches("ok store=file latency=\\d+(\\.\\d+)?(us|ms|s)\n");
+    assertThat(tally.run("--json", "health").out()).startsWith("{\"status\":\"ok\",\"store\":\"file\"");
+    assertThat(tally.keys()).as("a read writes nothing").isEmpty();
+  }
+
+  @Test
+  void healthOfAStoreThatCannotBeReachedExits4() {
+    java.io.StringWriter out = new java.io.StringWriter();
+    java.io.StringWriter err = new java.io.StringWriter();
+    int code = Main.run(new String[] {"--store", "redis://127.0.0.1:1?timeout=1s", "health"},
+        new java.io.PrintWriter(out, true), new java.io.PrintWriter(err, true));
+    assertThat(code).as(err.toString()).isEqualTo(4);
+    assertThat(err.toString()).startsWith("tally: ");
+  }
+}

@@ -1,0 +1,102 @@
+package dev.tally.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tally.server.InProcess.Run;
+import java.nio.file.Path;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code tally limit reconfigure} and {@code top-up}, the limiter routes the command line lacked,
+ * and how a command hears that stored limits decided. The limits refill slowly (per hour, per
+ * month), so what is left does not move between two commands.
+ */
+class LimitCommandTest {
+  @TempDir
+  Path dir;
+  InProcess tally;
+
+  @BeforeEach
+  void store() {
+    tally = new InProcess(dir);
+  }
+
+  private static String decision(Run r) {
+    return r.out().replaceAll(" reset-after=\\S+| retry-after=\\S+", "");
+  }
+
+  @Test
+  void reconfigureStoresNewLimitsKeepingWhatWasConsumed() {
+    assertThat(decision(tally.run("limit", "try", "api", "--token-bucket", "10/1h", "--permits", "4")))
+        .isEqualTo("allowed remaining=6 limit=10\n");
+    Run r = tally.run("limit", "reconfigure", "api", "--token-bucket", "20/1h");
+    assertThat(r.exit()).isZero();
+    assertThat(decision(r)).isEqualTo("allowed remaining=16 limit=20\n");
+    assertThat(r.err()).isEmpty();
+    // the stored limits decide now, and a command giving the old ones hears it
+    Run stale = tally.run("limit", "try", "api", "--token-bucket", "10/1h");
+    assertThat(decision(stale)).isEqualTo("allowed remaining=15 limit=20\n");
+    assertThat(stale.err()).isEqualTo("tally: note: limiter 'api' has stored limits that decided,"
+        + " not the ones given; 'tally limit reconfigure' changes them\n");
+    Run json = tally.run("--json", "limit", "peek", "api", "--token-bucket", "20/1h");
+    assertThat(json.out()).contains("\"remaining\":15").doesNotContain("storedLimits");
+  }
+
+  @Test
+  void reconfigureNeedsLimits() {
+    Run r = tally.run("limit", "reconfigure", "api");
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err()).isEqualTo("tally: give a limit, e.g. --token-bucket 100/1m\n");
+  }
+
+  @Test
+  void topUpAddsUnitsToThisPeriodOfAQuota() {
+    tally.run("limit", "try", "mail", "--quota", "2/day", "--permits", "2");
+    assertThat(decision(tally.run("limit", "try", "mail", "--quota", "2/day")))
+        .isEqualTo("denied remaining=0 limit=2\n");
+    Run r = tally.run("limit", "top-up", "mail", "--quota", "2/day", "--units", "5");
+    assertThat(r.exit()).isZero();
+    assertThat(decision(r)).isEqualTo("allowed remaining=5 limit=7\n");
+    assertThat(r.err()).as("its own answer's larger limit is no news").isEmpty();
+    assertThat(decision(tally.run("limit", "try", "mail", "--quota", "2/day")))
+        .isEqualTo("allowed remaining=4 limit=7\n");
+    assertThat(tally.run("--json", "limit", "top-up", "mail", "--quota", "2/day", "--units", "1").out())
+        .contains("\"toppedUp\":1").contains("\"remaining\":5");
+  }
+
+  @Test
+  void aBadTopUpSaysWhatToGiveAndChangesNothing() {
+    tally.run("limit", "try", "mail", "--quota", "10/month", "--permits", "3");
+    String[][] bad = {
+        {"limit", "top-up", "mail", "--quota", "10/month"},
+        {"limit", "top-up", "mail", "--quota", "10/month", "--units", "0"},
+        {"limit", "top-up", "mail", "--quota", "10/month", "--units", "-5"},
+        {"limit", "top-up", "mail", "--token-bucket", "10/1h", "--units", "5"},
+        {"limit", "top-up", "mail", "--quota", "10/month", "--quota", "5/day", "--units", "5"},
+        {"limit", "top-up", "mail", "--units", "5"}};
+    String[] messages = {
+        "tally limit top-up: missing required option: '--units=N' (see 'tally limit top-up --help')\n",
+        "tally: top-up units must be positive, not 0\n",
+        "tally: top-up units must be positive, not -5\n",
+        "tally: top-up needs exactly one quota limit, e.g. --quota 1000/month\n",
+        "tally: top-up needs exactly one quota limit, e.g. --quota 1000/month\n",
+        "tally: give a limit, e.g. --token-bucket 100/1m\n"};
+    for (int i = 0; i < bad.length; i++) {
+      Run r = tally.run(bad[i]);
+      assertThat(r.exit()).as(String.join(" ", bad[i])).isEqualTo(2);
+      assertThat(r.out()).as(String.join(" ", bad[i])).isEmpty();
+      assertThat(r.err()).as(String.join(" ", bad[i])).isEqualTo(messages[i]);
+    }
+    assertThat(decision(tally.run("limit", "peek", "mail", "--quota", "10/month")))
+        .isEqualTo("allowed remaining=7 limit=10\n");
+  }
+
+  @Test
+  void theJsonAnswersAreTheHttpBodies() {
+    assertThat(tally.run("--json", "limit", "reconfigure", "api", "--token-bucket", "5/1h").out())
+        .isEqualTo("{\"name\":\"api\",\"allowed\":true,\"permits\":0,\"remaining\":5,\"limit\":5,"
+            + "\"retryAfterMillis\":0,\"resetAfterMillis\":0}\n");
+  }
+}
