@@ -1,5 +1,6 @@
 package dev.tally;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
@@ -53,6 +54,9 @@ final class Failures {
    * asynchronous API wraps in a {@link CompletionException}); any other failure passes on.
    */
   static <T> CompletionStage<T> onStoreFailure(CompletionStage<T> stage, Function<StoreException, T> answer) {
+    if (stage instanceof CompletableFuture<T> f && f.isDone() && !f.isCompletedExceptionally()) {
+      return stage; // an inline store's answer: nothing can fail any more, so no stage to add
+    }
     return stage.exceptionally(failure -> {
       Throwable cause = failure instanceof CompletionException && failure.getCause() != null
           ? failure.getCause() : failure;

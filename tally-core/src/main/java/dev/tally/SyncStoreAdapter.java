@@ -16,21 +16,25 @@ import java.util.function.Supplier;
 /**
  * The asynchronous API for a store that only implements {@link Store}. Non-blocking stores run
  * inline and return completed stages, which costs nothing; blocking ones run on an executor so
- * the caller's thread (perhaps an event loop) is never held.
+ * the caller's thread (perhaps an event loop) is never held. {@link #keys} runs on the executor
+ * for every store: it scans the whole store, which takes as long as the store is large.
  */
 final class SyncStoreAdapter implements AsyncStore {
   private final Store store;
-  private final Executor executor; // null: run inline
+  private final Executor executor;
+  private final boolean inline;
 
   SyncStoreAdapter(Store store, Executor executor) {
     this.store = store;
-    this.executor = store.blocking() ? executor : null;
+    this.executor = executor;
+    this.inline = !store.blocking();
   }
 
   private <T> CompletionStage<T> run(Supplier<T> op) {
-    if (executor != null) {
-      return CompletableFuture.supplyAsync(op, executor);
-    }
+    return inline ? now(op) : CompletableFuture.supplyAsync(op, executor);
+  }
+
+  private static <T> CompletionStage<T> now(Supplier<T> op) {
     try {
       return CompletableFuture.completedFuture(op.get());
     } catch (RuntimeException e) {
@@ -88,7 +92,7 @@ final class SyncStoreAdapter implements AsyncStore {
 
   @Override
   public CompletionStage<List<String>> keys(String prefix) {
-    return run(() -> store.keys(prefix));
+    return CompletableFuture.supplyAsync(() -> store.keys(prefix), executor);
   }
 
   @Override

@@ -9,7 +9,7 @@ import java.util.concurrent.CompletionStage;
  * The asynchronous form of {@link Store}, for stores with a non-blocking client (Lettuce, the
  * AWS SDK's async client), handed to Tally by {@link Store#async()}. A store that has none is
  * adapted by Tally: its calls run inline when it is not {@link Store#blocking() blocking}, on an
- * executor otherwise.
+ * executor otherwise (and {@code keys}, a scan, always on the executor).
  * Each method has the semantics of its {@link Store} namesake; failures complete the stage
  * exceptionally with the same exceptions.
  */

@@ -123,7 +123,10 @@ public interface Store extends AutoCloseable {
 
   /**
    * Whether operations may block on I/O. The default asynchronous adapter runs blocking stores'
-   * operations on an executor and non-blocking ones (memory) inline.
+   * operations on an executor and non-blocking ones inline, on the caller's thread (which may be
+   * an event loop serving many connections). A store whose operations only touch memory, and wait
+   * at most for another caller's short locked section, is not blocking: memory, and the file store
+   * unless it forces every write to the device. {@link #keys} runs on the executor either way.
    */
   default boolean blocking() {
     return true;

@@ -759,6 +759,20 @@ final class LocalStore implements Store {
     return sweep(cursor, total);
   }
 
+  /**
+   * Blocking only with {@code sync=always}, where every write waits for an {@code msync}. Otherwise
+   * an operation is a few hundred nanoseconds of work on mapped memory, less than the two thread
+   * switches of running it on an executor: its waits are for another thread's or process's locked
+   * section, which is as short, or for the recovery of a dead holder's lock (about a millisecond,
+   * see {@link Locks}), and the rare growth of the table appends a segment. So the asynchronous API
+   * runs it on the caller's thread, an event loop included; {@code keys} is a scan and runs on the
+   * executor whatever this says.
+   */
+  @Override
+  public boolean blocking() {
+    return options.sync() == LocalOptions.Sync.ALWAYS;
+  }
+
   @Override
   public void close() {
     if (closed) {

@@ -118,7 +118,7 @@ public final class Api implements AutoCloseable {
       timings.failed(operation, e, start);
       return CompletableFuture.completedFuture(failed.apply(e));
     }
-    return stage.handle((value, failure) -> {
+    return Stages.handle(stage, (value, failure) -> {
       if (failure != null) {
         Throwable e = unwrap(failure);
         timings.failed(operation, e, start);
@@ -517,7 +517,7 @@ public final class Api implements AutoCloseable {
         waits().schedule(() -> attempt(limiter, limits, permits, deadline, n + 1, result),
             Math.max(wait, 1_000), TimeUnit.NANOSECONDS);
       } catch (RejectedExecutionException closing) {
-        result.complete(Reply.error(Problem.SHUTTING_DOWN, "the server is shutting down"));
+        result.complete(Reply.shuttingDown());
       } catch (RuntimeException e) {
         result.complete(Reply.error(e));
       }
@@ -685,7 +685,7 @@ public final class Api implements AutoCloseable {
       w.shutdownNow(); // the attempts it held will never run: answer their callers here
     }
     for (CompletableFuture<Reply> result : waiting) {
-      result.complete(Reply.error(Problem.SHUTTING_DOWN, "the server is shutting down"));
+      result.complete(Reply.shuttingDown());
     }
     limiters.close();
   }

@@ -1,23 +1,15 @@
 package dev.tally.server.http;
 
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.handler.codec.http.DefaultFullHttpResponse;
-import io.netty.handler.codec.http.FullHttpResponse;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMessage;
-import io.netty.handler.codec.http.HttpObjectAggregator;
-import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerUpgradeHandler;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http2.CleartextHttp2ServerUpgradeHandler;
 import io.netty.handler.codec.http2.Http2CodecUtil;
@@ -32,32 +24,32 @@ import io.netty.handler.ssl.ApplicationProtocolNames;
 import io.netty.handler.ssl.ApplicationProtocolNegotiationHandler;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateEvent;
-import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.AsciiString;
 import io.netty.util.AttributeKey;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The pipelines of a connection. Cleartext: HTTP/1.1, upgraded to HTTP/2 by {@code Upgrade: h2c}
  * or spoken from the first byte by a client with prior knowledge (the connection preface). TLS:
- * HTTP/2 or HTTP/1.1 as ALPN settles. Either way every request ends up as one
- * {@code FullHttpRequest} before {@link HttpHandler}, its size bounded: the request line, the
- * header fields and the body each have a limit, answered 414, 431 and 413.
+ * HTTP/2 or HTTP/1.1 as ALPN settles. Either way {@link HttpHandler} reads each request whole,
+ * its size bounded: the request line, the header fields and the body each have a limit, answered
+ * 414, 431 and 413.
  */
 final class Channels extends ChannelInitializer<SocketChannel> {
   private static final AttributeKey<AtomicInteger> OPEN_STREAMS =
       AttributeKey.valueOf("tally.openStreams");
 
   private final Router router;
+  private final Gate gate;
   private final SslContext tls;
   private final int maxBodyBytes;
   private final long requestTimeoutNanos;
   private final long idleTimeoutNanos;
 
-  Channels(Router router, SslContext tls, int maxBodyBytes, long requestTimeoutNanos,
+  Channels(Router router, Gate gate, SslContext tls, int maxBodyBytes, long requestTimeoutNanos,
       long idleTimeoutNanos) {
     this.router = router;
+    this.gate = gate;
     this.tls = tls;
     this.maxBodyBytes = maxBodyBytes;
     this.requestTimeoutNanos = requestTimeoutNanos;
@@ -67,7 +59,7 @@ final class Channels extends ChannelInitializer<SocketChannel> {
   @Override
   protected void initChannel(SocketChannel ch) {
     ChannelPipeline p = ch.pipeline();
-    p.addLast("idle", new IdleStateHandler(0, 0, idleTimeoutNanos, TimeUnit.NANOSECONDS));
+    p.addLast("idle", new IdleTimer(idleTimeoutNanos));
     if (tls != null) {
       p.addLast(tls.newHandler(ch.alloc()));
       p.addLast(new ApplicationProtocolNegotiationHandler(ApplicationProtocolNames.HTTP_1_1) {
@@ -120,12 +112,11 @@ final class Channels extends ChannelInitializer<SocketChannel> {
   }
 
   /** The HTTP/1.1 handlers after the decoder, by name: an upgrade to HTTP/2 removes them. */
-  private static final String[] HTTP1_TAIL = {"http1-aggregator", "http1-handler"};
+  private static final String[] HTTP1_TAIL = {"http1-handler"};
 
   private void addHttp1Tail(ChannelPipeline p, RequestTimer timer) {
     p.addLast(new RequestEnd(timer));
-    p.addLast(HTTP1_TAIL[0], new BoundedAggregator(maxBodyBytes));
-    p.addLast(HTTP1_TAIL[1], new HttpHandler(router));
+    p.addLast(HTTP1_TAIL[0], new HttpHandler(router, gate, maxBodyBytes));
   }
 
   private Http2FrameCodec http2FrameCodec() {
@@ -145,7 +136,7 @@ final class Channels extends ChannelInitializer<SocketChannel> {
         open.incrementAndGet();
         stream.closeFuture().addListener(f -> open.decrementAndGet());
         stream.pipeline().addLast(new Http2StreamFrameToHttpObjectCodec(true),
-            new BoundedAggregator(maxBodyBytes), new HttpHandler(router));
+            new HttpHandler(router, gate, maxBodyBytes));
       }
     });
   }
@@ -199,26 +190,6 @@ final class Channels extends ChannelInitializer<SocketChannel> {
         return;
       }
       ctx.fireUserEventTriggered(evt);
-    }
-  }
-
-  /** The body bound, answered as a problem (413) and the connection closed: the rest is unread. */
-  private static final class BoundedAggregator extends HttpObjectAggregator {
-    BoundedAggregator(int maxBodyBytes) {
-      super(maxBodyBytes, true);
-    }
-
-    @Override
-    protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
-      Reply reply = Reply.error(Problem.TOO_LARGE, "the request body is too large: the limit is "
-          + maxContentLength() + " bytes (tally serve --max-body)");
-      byte[] body = reply.bytes();
-      FullHttpResponse resp = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-          HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, io.netty.buffer.Unpooled.wrappedBuffer(body));
-      resp.headers().set(HttpHeaderNames.CONTENT_TYPE, reply.contentType())
-          .setInt(HttpHeaderNames.CONTENT_LENGTH, body.length)
-          .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-      ctx.writeAndFlush(resp).addListener(ChannelFutureListener.CLOSE);
     }
   }
 }

@@ -1,14 +1,25 @@
 package dev.tally.server.http;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Counts requests in flight, from the handler's first line to the response's last byte
- * (including acquires that are waiting), so that shutdown can close the gate and wait for them.
+ * Counts requests in flight, from their admission to the moment their answer is handed to the
+ * connection (including acquires that are waiting), so that shutdown can close the gate and
+ * wait for them; and knows every open connection's (or HTTP/2 stream's) handler, so that
+ * shutdown can answer what is left and close them before the event loops stop.
  */
 final class Gate {
   private final AtomicInteger inFlight = new AtomicInteger();
+  private final Set<HttpHandler> handlers = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   /** Admits a request; false once closing (the caller answers 503 and does not {@link #exit}). */
@@ -33,6 +44,19 @@ final class Gate {
     return inFlight.get();
   }
 
+  /** Whether shutdown has begun: answers then close their connections. */
+  boolean closed() {
+    return closed;
+  }
+
+  void register(HttpHandler handler) {
+    handlers.add(handler);
+  }
+
+  void unregister(HttpHandler handler) {
+    handlers.remove(handler);
+  }
+
   /** Refuses new requests, then waits up to {@code grace} for those in flight; true if all ended. */
   boolean closeAndDrain(Duration grace) throws InterruptedException {
     closed = true;
@@ -47,5 +71,25 @@ final class Gate {
       }
     }
     return true;
+  }
+
+  /**
+   * Has every handler answer what it still owes (503) and close its connection once what was
+   * written has gone out; waits up to {@code bound} for them. True if all closed in time.
+   */
+  boolean finishAll(Duration bound) throws InterruptedException {
+    List<CompletableFuture<Void>> closedAll = new ArrayList<>();
+    for (HttpHandler h : handlers) {
+      CompletableFuture<Void> done = new CompletableFuture<>();
+      closedAll.add(done);
+      h.runOnLoop(() -> h.finish(done), done);
+    }
+    try {
+      CompletableFuture.allOf(closedAll.toArray(CompletableFuture[]::new))
+          .get(bound.toNanos(), TimeUnit.NANOSECONDS);
+      return true;
+    } catch (TimeoutException | ExecutionException e) {
+      return false;
+    }
   }
 }

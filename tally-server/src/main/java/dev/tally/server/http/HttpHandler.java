@@ -1,6 +1,6 @@
 package dev.tally.server.http;
 
-import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
@@ -8,44 +8,94 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
-import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.util.AsciiString;
 import io.netty.util.ReferenceCountUtil;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * Answers the requests of one HTTP/1.1 connection, or of one HTTP/2 stream, in the order they
- * came. Requests pipelined behind one still being answered wait in a short queue; when it is
- * full the connection stops reading, so a client cannot make the server buffer without bound.
+ * came. It reads each request whole, within the body bound, straight from the decoder's parts
+ * into one byte array (413 and the connection closed beyond the bound, checked on
+ * {@code Content-Length} before the body and while a chunked body arrives; {@code 100 Continue}
+ * when asked). Requests pipelined behind one still being answered wait in a short queue; when it
+ * is full the connection stops reading, so a client cannot make the server buffer without bound.
  * Responses that complete while a read is being handled are flushed once, at the end of the read.
+ *
+ * <p>A request counts in the {@link Gate} from its admission until its answer is handed to the
+ * connection (or the connection is gone), so that shutdown waits for the answer, not only for
+ * the call.
  */
 final class HttpHandler extends ChannelInboundHandlerAdapter {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
   /** Pipelined requests held per connection before it stops reading. */
   static final int MAX_QUEUED = 16;
+  private static final AsciiString[] LENGTHS = new AsciiString[1024];
+  private static final Map<String, AsciiString> CONTENT_TYPES = Map.of(
+      Router.JSON, AsciiString.cached(Router.JSON),
+      "application/problem+json", AsciiString.cached("application/problem+json"),
+      Router.PROMETHEUS, AsciiString.cached(Router.PROMETHEUS));
+
+  static {
+    for (int i = 0; i < LENGTHS.length; i++) {
+      LENGTHS[i] = AsciiString.cached(Integer.toString(i));
+    }
+  }
+
+  /** A request read whole, or the answer to one that could not be read. */
+  private record Received(Router.Request request, boolean keepAlive, Answer malformed) {}
 
   private final Router router;
-  private final ArrayDeque<FullHttpRequest> queue = new ArrayDeque<>();
+  private final Gate gate;
+  private final int maxBodyBytes;
+  private final ArrayDeque<Received> queue = new ArrayDeque<>();
+  /**
+   * The header fields of every response, cleared and refilled: the encoder (HTTP/1.1) or the
+   * conversion to HTTP/2 frames reads them within the {@code write} call, on this event loop,
+   * and keeps nothing of them after.
+   */
+  private final HttpHeaders responseHeaders = DefaultHttpHeadersFactory.headersFactory().newHeaders();
+  private ChannelHandlerContext ctx;
+  private String remote;
+
+  // the request being read
+  private HttpRequest head;
+  private byte[] body;
+  private int bodyLength;
+
   private boolean busy;
+  /** Whether the request being answered was admitted by the gate (and must leave it). */
+  private boolean admitted;
   private boolean inRead;
   private boolean flushPending;
   private boolean closing;
 
-  HttpHandler(Router router) {
+  HttpHandler(Router router, Gate gate, int maxBodyBytes) {
     this.router = router;
+    this.gate = gate;
+    this.maxBodyBytes = maxBodyBytes;
   }
 
   /** Whether a request is being answered (an idle timeout must not cut it). */
@@ -54,28 +104,137 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   }
 
   @Override
+  public void handlerAdded(ChannelHandlerContext ctx) {
+    this.ctx = ctx;
+    gate.register(this);
+  }
+
+  @Override
+  public void handlerRemoved(ChannelHandlerContext ctx) {
+    gate.unregister(this);
+    leaveGate();
+    drain();
+    discardHead();
+  }
+
+  @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
-    if (!(msg instanceof FullHttpRequest req)) {
-      ReferenceCountUtil.release(msg);
-      return;
-    }
-    if (closing) {
-      req.release();
-      return;
-    }
-    inRead = true;
     try {
-      if (busy) {
-        queue.add(req);
-        if (queue.size() >= MAX_QUEUED) {
-          ctx.channel().config().setAutoRead(false);
-        }
+      if (closing) {
         return;
       }
-      process(ctx, req);
+      inRead = true;
+      try {
+        if (msg instanceof HttpRequest req) {
+          start(ctx, req);
+        }
+        if (msg instanceof HttpContent content && head != null) {
+          append(ctx, content);
+        }
+      } finally {
+        inRead = false;
+      }
     } finally {
-      inRead = false;
+      ReferenceCountUtil.release(msg);
     }
+  }
+
+  private void start(ChannelHandlerContext ctx, HttpRequest req) {
+    discardHead();
+    if (req.decoderResult().isFailure()) {
+      received(ctx, new Received(null, false, malformed(req.decoderResult().cause())));
+      return;
+    }
+    String expect = req.headers().get(HttpHeaderNames.EXPECT);
+    if (expect != null && req.protocolVersion().compareTo(HttpVersion.HTTP_1_1) >= 0
+        && !HttpHeaderValues.CONTINUE.contentEqualsIgnoreCase(expect)) {
+      FullHttpResponse failed = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+          HttpResponseStatus.EXPECTATION_FAILED, Unpooled.EMPTY_BUFFER);
+      failed.headers().set(HttpHeaderNames.CONTENT_LENGTH, LENGTHS[0])
+          .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+      refuseAndClose(ctx, failed);
+      return;
+    }
+    long length = HttpUtil.getContentLength(req, -1L);
+    if (length > maxBodyBytes) {
+      tooLarge(ctx);
+      return;
+    }
+    if (expect != null && HttpUtil.is100ContinueExpected(req)) {
+      FullHttpResponse go = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+          HttpResponseStatus.CONTINUE, Unpooled.EMPTY_BUFFER);
+      ctx.writeAndFlush(go, ctx.voidPromise());
+    }
+    head = req;
+    body = length == 0 ? Answer.EMPTY : new byte[length > 0 ? (int) length : 256];
+    bodyLength = 0;
+  }
+
+  private void append(ChannelHandlerContext ctx, HttpContent content) {
+    ByteBuf part = content.content();
+    int n = part.readableBytes();
+    if (n > 0) {
+      if ((long) bodyLength + n > maxBodyBytes) {
+        tooLarge(ctx);
+        return;
+      }
+      if (bodyLength + n > body.length) {
+        body = Arrays.copyOf(body, Math.min(maxBodyBytes, Math.max(body.length * 2, bodyLength + n)));
+      }
+      part.getBytes(part.readerIndex(), body, bodyLength, n);
+      bodyLength += n;
+    }
+    if (!(content instanceof LastHttpContent last)) {
+      return;
+    }
+    HttpRequest req = head;
+    head = null;
+    if (last.decoderResult().isFailure()) {
+      received(ctx, new Received(null, false, malformed(last.decoderResult().cause())));
+      return;
+    }
+    byte[] bytes = bodyLength == body.length ? body : Arrays.copyOf(body, bodyLength);
+    body = null;
+    Router.Request r = new Router.Request(req.method().name(), req.uri(),
+        req.protocolVersion().text(), req.headers(), bytes, remote(ctx));
+    received(ctx, new Received(r, HttpUtil.isKeepAlive(req), null));
+  }
+
+  private void discardHead() {
+    head = null;
+    body = null;
+  }
+
+  /** The body bound, answered as a problem (413) and the connection closed: the rest is unread. */
+  private void tooLarge(ChannelHandlerContext ctx) {
+    Reply reply = Reply.error(Problem.TOO_LARGE, "the request body is too large: the limit is "
+        + maxBodyBytes + " bytes (tally serve --max-body)");
+    byte[] bytes = reply.bytes();
+    FullHttpResponse resp = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+        HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, Unpooled.wrappedBuffer(bytes));
+    resp.headers().set(HttpHeaderNames.CONTENT_TYPE, reply.contentType())
+        .setInt(HttpHeaderNames.CONTENT_LENGTH, bytes.length)
+        .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+    refuseAndClose(ctx, resp);
+  }
+
+  private void refuseAndClose(ChannelHandlerContext ctx, FullHttpResponse resp) {
+    discardHead();
+    closing = true;
+    drain();
+    flushPending = false;
+    ctx.writeAndFlush(resp).addListener(ChannelFutureListener.CLOSE);
+  }
+
+  private void received(ChannelHandlerContext ctx, Received r) {
+    if (busy) {
+      queue.add(r);
+      if (queue.size() >= MAX_QUEUED) {
+        ctx.channel().config().setAutoRead(false);
+      }
+      return;
+    }
+    process(ctx, r);
   }
 
   @Override
@@ -87,33 +246,35 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     ctx.fireChannelReadComplete();
   }
 
-  private void process(ChannelHandlerContext ctx, FullHttpRequest req) {
+  private void process(ChannelHandlerContext ctx, Received received) {
     busy = true;
-    if (req.decoderResult().isFailure()) {
-      Throwable cause = req.decoderResult().cause();
-      req.release();
-      write(ctx, malformed(cause), false);
+    if (received.malformed() != null) {
+      write(ctx, received.malformed(), false);
       return;
     }
-    boolean keepAlive = HttpUtil.isKeepAlive(req);
-    HttpHeaders headers = req.headers();
-    byte[] body = ByteBufUtil.getBytes(req.content());
-    Router.Request r = new Router.Request(req.method().name(), req.uri(),
-        req.protocolVersion().text(), headers, body, remote(ctx.channel()));
-    req.release();
-    router.handle(r).whenComplete((answer, failure) -> {
-      Answer a = answer;
-      if (failure != null) { // Router answers everything; this is a bug's last resort
-        Reply reply = Reply.error(Api.unwrap(failure));
-        a = Answer.of(reply, reply.bytes());
-      }
-      Answer out = a;
-      if (ctx.executor().inEventLoop()) {
-        write(ctx, out, keepAlive);
-      } else {
-        ctx.executor().execute(() -> write(ctx, out, keepAlive));
-      }
-    });
+    admitted = gate.enter();
+    boolean keepAlive = received.keepAlive();
+    CompletionStage<Answer> stage = router.handle(received.request(), admitted);
+    if (stage instanceof CompletableFuture<Answer> f && f.isDone()) {
+      answered(ctx, Stages.now(f, HttpHandler::lastResort), keepAlive);
+      return;
+    }
+    stage.whenComplete((answer, failure) -> answered(ctx,
+        failure == null ? answer : lastResort(failure), keepAlive));
+  }
+
+  /** Router answers everything; this is a bug's last resort. */
+  private static Answer lastResort(Throwable failure) {
+    Reply reply = Reply.error(Api.unwrap(failure));
+    return Answer.of(reply, reply.bytes());
+  }
+
+  private void answered(ChannelHandlerContext ctx, Answer a, boolean keepAlive) {
+    if (ctx.executor().inEventLoop()) {
+      write(ctx, a, keepAlive);
+    } else {
+      ctx.executor().execute(() -> write(ctx, a, keepAlive));
+    }
   }
 
   /** The answer to a request the decoder could not read: too long a line or header, bad framing. */
@@ -133,15 +294,23 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     return Answer.of(reply, reply.bytes());
   }
 
+  private void leaveGate() {
+    if (admitted) {
+      admitted = false;
+      gate.exit();
+    }
+  }
+
   private void write(ChannelHandlerContext ctx, Answer a, boolean keepAlive) {
-    if (!ctx.channel().isActive()) {
+    if (closing || !ctx.channel().isActive()) {
+      busy = false;
+      leaveGate();
       drain();
       return;
     }
-    FullHttpResponse resp = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-        HttpResponseStatus.valueOf(a.status()), Unpooled.wrappedBuffer(a.body()));
-    HttpHeaders h = resp.headers();
-    boolean close = !keepAlive;
+    HttpHeaders h = responseHeaders;
+    h.clear();
+    boolean close = !keepAlive || gate.closed();
     for (Map.Entry<String, String> e : a.headers()) {
       if (e.getKey().equalsIgnoreCase("Connection") && e.getValue().equalsIgnoreCase("close")) {
         close = true;
@@ -150,17 +319,26 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
       }
     }
     if (a.contentType() != null) {
-      h.set(HttpHeaderNames.CONTENT_TYPE, a.contentType());
+      AsciiString known = CONTENT_TYPES.get(a.contentType());
+      h.set(HttpHeaderNames.CONTENT_TYPE, known != null ? known : a.contentType());
     }
-    h.set(HttpHeaderNames.CONTENT_LENGTH, a.contentLength());
+    int length = a.contentLength();
+    h.set(HttpHeaderNames.CONTENT_LENGTH, length < LENGTHS.length ? LENGTHS[length]
+        : Integer.toString(length));
     if (close) {
       h.set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
     }
+    FullHttpResponse resp = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+        HttpResponseStatus.valueOf(a.status()),
+        a.body().length == 0 ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(a.body()), h,
+        EmptyHttpHeaders.INSTANCE);
     if (close) {
       closing = true;
       drain();
       flushPending = false;
       ctx.writeAndFlush(resp).addListener(ChannelFutureListener.CLOSE);
+      busy = false;
+      leaveGate();
       return;
     }
     // The void promise: no listener to allocate; a failed write reaches exceptionCaught.
@@ -171,7 +349,8 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
       ctx.writeAndFlush(resp, ctx.voidPromise());
     }
     busy = false;
-    FullHttpRequest next = queue.poll();
+    leaveGate();
+    Received next = queue.poll();
     if (queue.size() < MAX_QUEUED / 2 && !ctx.channel().config().isAutoRead()) {
       ctx.channel().config().setAutoRead(true);
     }
@@ -191,9 +370,44 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   }
 
   private void drain() {
-    FullHttpRequest r;
-    while ((r = queue.poll()) != null) {
-      r.release();
+    queue.clear(); // the requests hold no buffers: their bodies were copied out
+  }
+
+  /**
+   * At shutdown, once requests in flight have had their grace: a request still being answered
+   * gets 503 now (its own answer, should it come, is dropped), and the connection is closed once
+   * what was written has gone out. Runs on the event loop; completes {@code done} when closed.
+   */
+  void finish(CompletableFuture<Void> done) {
+    ChannelHandlerContext c = ctx;
+    if (c == null || !c.channel().isOpen()) {
+      done.complete(null);
+      return;
+    }
+    c.channel().closeFuture().addListener(f -> done.complete(null));
+    if (closing) {
+      return; // closing already, after an answer
+    }
+    if (busy) {
+      Reply reply = Reply.shuttingDown();
+      write(c, Answer.of(reply, reply.bytes()), false);
+      return;
+    }
+    closing = true;
+    c.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+  }
+
+  /** Runs {@code task} on this handler's event loop; completes {@code done} if it cannot. */
+  void runOnLoop(Runnable task, CompletableFuture<Void> done) {
+    ChannelHandlerContext c = ctx;
+    if (c == null) {
+      done.complete(null);
+      return;
+    }
+    try {
+      c.executor().execute(task);
+    } catch (RejectedExecutionException stopped) {
+      done.complete(null);
     }
   }
 
@@ -209,6 +423,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   @Override
   public void channelInactive(ChannelHandlerContext ctx) {
     drain();
+    discardHead();
     ctx.fireChannelInactive();
   }
 
@@ -216,6 +431,15 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
     LOG.log(Level.DEBUG, "connection closed after: {0}", cause.toString());
     ctx.close();
+  }
+
+  /** The client's address, worked out once per connection (the access log names it). */
+  private String remote(ChannelHandlerContext ctx) {
+    String r = remote;
+    if (r == null) {
+      remote = r = remote(ctx.channel());
+    }
+    return r;
   }
 
   static String remote(Channel ch) {

@@ -1,6 +1,7 @@
 package dev.tally.server.http;
 
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.util.AsciiString;
 import java.util.List;
 
 /**
@@ -14,12 +15,13 @@ import java.util.List;
  */
 final class IdempotencyKey {
   static final String FIELD = "Idempotency-Key";
+  private static final AsciiString NAME = AsciiString.cached("idempotency-key");
 
   private IdempotencyKey() {}
 
   /** The key of a request, or null if it has none (and none is required). */
   static String of(HttpHeaders headers, boolean required) {
-    List<String> all = headers.getAll(FIELD);
+    List<String> all = headers.contains(NAME) ? headers.getAll(NAME) : List.of();
     if (all.isEmpty()) {
       if (required) {
         throw new RequestException("this server requires an Idempotency-Key on every request that"

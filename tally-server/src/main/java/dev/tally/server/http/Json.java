@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 
 /** The one JSON configuration: strict on input (no duplicates, no trailing data), compact out. */
 final class Json {
@@ -31,6 +32,10 @@ final class Json {
   static ObjectNode parseObject(byte[] body, String example) {
     if (body.length == 0 || isBlank(body)) {
       return object();
+    }
+    ObjectNode fast = FastJson.parseObject(body);
+    if (fast != null) {
+      return fast;
     }
     JsonNode node;
     try (JsonParser p = MAPPER.createParser(body)) {
@@ -64,6 +69,10 @@ final class Json {
   }
 
   static byte[] bytes(JsonNode node) {
+    byte[] fast = FastJson.write(node);
+    if (fast != null) {
+      return fast;
+    }
     try {
       return MAPPER.writeValueAsBytes(node);
     } catch (JsonProcessingException e) {
@@ -72,6 +81,10 @@ final class Json {
   }
 
   static String string(JsonNode node) {
+    byte[] fast = FastJson.write(node);
+    if (fast != null) {
+      return new String(fast, StandardCharsets.US_ASCII); // the fast form is ASCII
+    }
     try {
       return MAPPER.writeValueAsString(node);
     } catch (JsonProcessingException e) {

@@ -65,6 +65,16 @@ public final class Reply {
     return new Reply(problem.status(), problem, problemMembers(problem, message));
   }
 
+  /**
+   * 503 {@code shutting_down}, with {@code Retry-After: 1}: the request was not carried out (an
+   * acquire cut short took no permits), so the client may send it again, to another instance or
+   * to this one once it is back.
+   */
+  static Reply shuttingDown() {
+    return error(Problem.SHUTTING_DOWN, "the server is shutting down; retry elsewhere")
+        .header("Retry-After", "1");
+  }
+
   private static ObjectNode problemMembers(Problem problem, String detail) {
     ObjectNode body = Json.object();
     body.put("type", problem.type());
@@ -150,7 +160,7 @@ public final class Reply {
 
   /** Header fields to send with it, in order. */
   public Map<String, String> headers() {
-    return Collections.unmodifiableMap(headers);
+    return headers.isEmpty() ? headers : Collections.unmodifiableMap(headers);
   }
 
   /** The body as compact JSON text. */

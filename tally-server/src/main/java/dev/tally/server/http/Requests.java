@@ -59,10 +59,10 @@ final class Requests {
 
   /** The query parameters, decoded; a repeated name is refused. */
   static Map<String, String> query(String rawQuery) {
-    Map<String, String> params = new HashMap<>();
     if (rawQuery == null || rawQuery.isEmpty()) {
-      return params;
+      return Map.of();
     }
+    Map<String, String> params = new HashMap<>();
     for (String pair : rawQuery.split("&", -1)) {
       if (pair.isEmpty()) {
         continue;

@@ -4,9 +4,12 @@ import dev.tally.server.http.Api.LimiterAction;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.util.AsciiString;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -25,7 +28,12 @@ final class Router {
   private static final System.Logger ACCESS = System.getLogger("dev.tally.server.access");
   private static final byte[] PONG = "{\"pong\":true}".getBytes(StandardCharsets.US_ASCII);
   static final String JSON = "application/json";
-  private static final String PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8";
+  static final String PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8";
+  private static final AsciiString ORIGIN = HttpHeaderNames.ORIGIN;
+  private static final AsciiString HOST = HttpHeaderNames.HOST;
+  private static final AsciiString AUTHORIZATION = HttpHeaderNames.AUTHORIZATION;
+  private static final AsciiString CONTENT_TYPE = HttpHeaderNames.CONTENT_TYPE;
+  private static final AsciiString SEC_FETCH_SITE = AsciiString.cached("sec-fetch-site");
   private static final int MAX_KEYS_LIMIT = 100_000;
   /** Past this many policy names, decisions are counted under "other": tags stay bounded. */
   private static final int MAX_POLICY_TAGS = 200;
@@ -49,20 +57,18 @@ final class Router {
   private final Api api;
   private final Auth auth;
   private final BrowserGuard guard;
-  private final Gate gate;
   private final PrometheusMeterRegistry registry;
   private final boolean accessLog;
   private final boolean requireIdempotencyKey;
-  private final Map<String, Timer> requestTimers = new ConcurrentHashMap<>();
-  private final Map<String, Counter> decisions = new ConcurrentHashMap<>();
+  private final Meters<Timer> requestTimers = new Meters<>();
+  private final Map<String, Counter[]> decisions = new ConcurrentHashMap<>();
 
-  Router(Api api, Auth auth, BrowserGuard guard, Gate gate, PrometheusMeterRegistry registry,
+  Router(Api api, Auth auth, BrowserGuard guard, PrometheusMeterRegistry registry,
       boolean accessLog, boolean requireIdempotencyKey) {
     this.requireIdempotencyKey = requireIdempotencyKey;
     this.api = api;
     this.auth = auth;
     this.guard = guard;
-    this.gate = gate;
     this.registry = registry;
     this.accessLog = accessLog;
   }
@@ -71,8 +77,50 @@ final class Router {
   record Request(String method, String uri, String protocol, HttpHeaders headers, byte[] body,
       String remote) {}
 
-  /** Where a path leads: its template (for metrics), the methods it takes, what it does. */
-  private record Route(String template, String allow, String key, String action) {}
+  /** A kind of path: its template (for metrics), the methods it takes, what it does. */
+  private record Endpoint(String template, String allow, Set<String> methods, String action) {
+    Endpoint(String template, String allow, String action) {
+      this(template, allow, Set.of(allow.split(", ")), action);
+    }
+  }
+
+  /** Where a path leads: its endpoint, and the key or limiter name it names. */
+  private record Route(Endpoint endpoint, String key) {
+    String template() {
+      return endpoint.template();
+    }
+
+    String allow() {
+      return endpoint.allow();
+    }
+
+    String action() {
+      return endpoint.action();
+    }
+  }
+
+  private static final Route PING = fixed("/ping", "GET");
+  private static final Route HEALTHZ = fixed("/healthz", "GET");
+  private static final Route METRICS = fixed("/metrics", "GET");
+  private static final Route KEYS = fixed("/v1/counters", "GET");
+  private static final Route TRANSACTIONS = fixed("/v1/transactions", "POST");
+  private static final Endpoint COUNTER = new Endpoint("/v1/counters/{key}", "GET, PUT, DELETE", null);
+  private static final Map<String, Endpoint> COUNTER_ENDPOINTS = endpoints("/v1/counters/{key}/",
+      COUNTER_ACTIONS);
+  private static final Map<String, Endpoint> LIMITER_ENDPOINTS = endpoints("/v1/limiters/{name}/",
+      LIMITER_ACTIONS);
+
+  private static Route fixed(String template, String allow) {
+    return new Route(new Endpoint(template, allow, null), null);
+  }
+
+  private static Map<String, Endpoint> endpoints(String prefix, Set<String> actions) {
+    Map<String, Endpoint> m = new HashMap<>();
+    for (String a : actions) {
+      m.put(a, new Endpoint(prefix + a, a.equals("ttl") ? "GET" : "POST", a));
+    }
+    return Map.copyOf(m);
+  }
 
   /** A refusal found before any call: its reply, and any header fields that go with it. */
   private static final class Refused extends RuntimeException {
@@ -85,14 +133,16 @@ final class Router {
     }
   }
 
-  /** Answers {@code r}; the stage always completes normally. */
-  CompletionStage<Answer> handle(Request r) {
+  /**
+   * Answers {@code r}, or, if the server's gate did not admit it (shutting down), says 503; the
+   * stage always completes normally.
+   */
+  CompletionStage<Answer> handle(Request r, boolean admitted) {
     long start = System.nanoTime();
     String method = KNOWN_METHODS.contains(r.method()) ? r.method() : "OTHER";
-    if (!gate.enter()) {
-      Answer a = answer(Reply.error(Problem.SHUTTING_DOWN,
-          "the server is shutting down; retry elsewhere"), false).header("Connection", "close");
-      return CompletableFuture.completedFuture(done(r, method, "shutdown", start, a, false));
+    if (!admitted) {
+      Answer a = answer(Reply.shuttingDown(), false).header("Connection", "close");
+      return CompletableFuture.completedFuture(done(r, method, "shutdown", start, a));
     }
     String template = "unmatched";
     CompletionStage<Answer> answer;
@@ -105,11 +155,11 @@ final class Router {
       strings = Int64.asStrings(query);
       Route route = resolve(path);
       template = route.template();
-      checkQuery(query, route.template().equals("/v1/counters") ? LIST_PARAMETERS : INT64);
-      String origin = r.headers().get("Origin");
+      checkQuery(query, route.template().equals(KEYS.template()) ? LIST_PARAMETERS : INT64);
+      String origin = r.headers().get(ORIGIN);
       if (!auth.required()) {
-        String refusal = guard.refusal(r.headers().get("Host"), origin,
-            r.headers().get("Sec-Fetch-Site"));
+        String refusal = guard.refusal(r.headers().get(HOST), origin,
+            r.headers().get(SEC_FETCH_SITE));
         if (refusal != null) {
           throw new Refused(Reply.error(Problem.FORBIDDEN, refusal));
         }
@@ -117,14 +167,15 @@ final class Router {
       if (r.method().equals("OPTIONS")) {
         answer = CompletableFuture.completedFuture(options(r, route));
       } else {
-        boolean isPublic = route.template().equals("/ping") || route.template().equals("/healthz");
-        if (!isPublic && !auth.allows(r.headers().get("Authorization"))) {
+        boolean isPublic = route.template().equals(PING.template())
+            || route.template().equals(HEALTHZ.template());
+        if (!isPublic && auth.required() && !auth.allows(r.headers().get(AUTHORIZATION))) {
           throw new Refused(Reply.error(Problem.UNAUTHORIZED,
                   "missing or wrong bearer token: send 'Authorization: Bearer <token>'")
               .header("WWW-Authenticate", "Bearer realm=\"tally\""));
         }
         String m = r.method().equals("HEAD") ? "GET" : r.method();
-        if (!(", " + route.allow() + ",").contains(", " + m + ",")) {
+        if (!route.endpoint().methods().contains(m)) {
           throw new Refused(Reply.error(Problem.METHOD_NOT_ALLOWED, r.method()
                   + " is not allowed on " + route.template() + "; use " + route.allow())
               .header("Allow", allowHeader(route.allow())));
@@ -138,7 +189,7 @@ final class Router {
           }
         }
         boolean s = strings;
-        answer = call(r, m, route, calls).thenApply(x -> x.answer(s));
+        answer = Stages.map(call(r, m, route, calls), x -> x.answer(s));
       }
     } catch (Refused e) {
       answer = CompletableFuture.completedFuture(answer(e.reply, strings));
@@ -146,10 +197,10 @@ final class Router {
       answer = CompletableFuture.completedFuture(answer(Reply.error(e), strings));
     }
     String t = template;
-    return answer.handle((a, failure) -> {
+    return Stages.handle(answer, (a, failure) -> {
       Answer out = failure != null
           ? answer(Reply.error(Api.unwrap(failure)), false) : a;
-      return done(r, method, t, start, out, true);
+      return done(r, method, t, start, out);
     });
   }
 
@@ -165,29 +216,22 @@ final class Router {
     return Answer.of(reply, body);
   }
 
-  private Answer done(Request r, String method, String template, long start, Answer a,
-      boolean entered) {
-    try {
-      String origin = r.headers().get("Origin");
-      if (guard.corsAllowed(origin)) {
-        a.header("Access-Control-Allow-Origin", origin)
-            .header("Access-Control-Expose-Headers",
-                "RateLimit, RateLimit-Policy, Retry-After, Tally-Limits")
-            .header("Vary", "Origin");
-      }
-      long nanos = System.nanoTime() - start;
-      timer(method, template, a.status()).record(nanos, TimeUnit.NANOSECONDS);
-      if (accessLog && ACCESS.isLoggable(Level.INFO)) {
-        ACCESS.log(Level.INFO, r.remote() + " \"" + r.method() + " " + r.uri() + " "
-            + r.protocol() + "\" " + a.status() + " " + a.body().length + " "
-            + nanos / 1000 + "us");
-      }
-      return r.method().equals("HEAD") ? a.withoutBody() : a;
-    } finally {
-      if (entered) {
-        gate.exit();
-      }
+  private Answer done(Request r, String method, String template, long start, Answer a) {
+    String origin = r.headers().get(ORIGIN);
+    if (origin != null && guard.corsAllowed(origin)) {
+      a.header("Access-Control-Allow-Origin", origin)
+          .header("Access-Control-Expose-Headers",
+              "RateLimit, RateLimit-Policy, Retry-After, Tally-Limits")
+          .header("Vary", "Origin");
     }
+    long nanos = System.nanoTime() - start;
+    timer(method, template, a.status()).record(nanos, TimeUnit.NANOSECONDS);
+    if (accessLog && ACCESS.isLoggable(Level.INFO)) {
+      ACCESS.log(Level.INFO, r.remote() + " \"" + r.method() + " " + r.uri() + " "
+          + r.protocol() + "\" " + a.status() + " " + a.body().length + " "
+          + nanos / 1000 + "us");
+    }
+    return r.method().equals("HEAD") ? a.withoutBody() : a;
   }
 
   private static String allowHeader(String allow) {
@@ -196,7 +240,7 @@ final class Router {
 
   private Answer options(Request r, Route route) {
     Answer a = Answer.of(204, null, Answer.EMPTY).header("Allow", allowHeader(route.allow()));
-    String origin = r.headers().get("Origin");
+    String origin = r.headers().get(ORIGIN);
     if (guard.corsAllowed(origin) && r.headers().contains("Access-Control-Request-Method")) {
       a.header("Access-Control-Allow-Methods", allowHeader(route.allow()))
           .header("Access-Control-Allow-Headers",
@@ -207,6 +251,9 @@ final class Router {
   }
 
   private static void checkQuery(Map<String, String> query, Set<String> allowed) {
+    if (query.isEmpty()) {
+      return;
+    }
     for (String name : query.keySet()) {
       if (!allowed.contains(name)) {
         String takes = allowed.size() == 1 ? "this route takes only " + Int64.PARAMETER
@@ -222,7 +269,7 @@ final class Router {
    * send {@code text/plain} or a form without asking first, but not {@code application/json}.
    */
   private static void checkMediaType(Request r) {
-    String type = r.headers().get("Content-Type");
+    String type = r.headers().get(CONTENT_TYPE);
     if (type == null && r.body().length == 0) {
       return;
     }
@@ -242,47 +289,52 @@ final class Router {
   private static Route resolve(String path) {
     switch (path) {
       case "/ping" -> {
-        return new Route("/ping", "GET", null, null);
+        return PING;
       }
       case "/healthz" -> {
-        return new Route("/healthz", "GET", null, null);
+        return HEALTHZ;
       }
       case "/metrics" -> {
-        return new Route("/metrics", "GET", null, null);
+        return METRICS;
       }
       case "/v1/counters", "/v1/counters/" -> {
-        return new Route("/v1/counters", "GET", null, null);
+        return KEYS;
       }
       case "/v1/transactions" -> {
-        return new Route("/v1/transactions", "POST", null, null);
+        return TRANSACTIONS;
       }
       default -> { }
     }
-    String[] seg = path.split("/", -1);
-    // seg[0] is "" (the path starts with '/')
-    if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1")
-        && (seg[2].equals("counters") || seg[2].equals("limiters")) && seg[3].isEmpty()) {
-      throw new RequestException("empty " + (seg[2].equals("counters") ? "key" : "limiter name")
-          + " in " + path + "; name it, e.g. /v1/" + seg[2] + "/views/...");
-    }
-    if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1")) {
-      if (seg[2].equals("counters")) {
-        String key = Requests.decode(seg[3], "key");
-        if (seg.length == 4) {
-          return new Route("/v1/counters/{key}", "GET, PUT, DELETE", key, null);
+    boolean counters = path.startsWith("/v1/counters/");
+    if (counters || path.startsWith("/v1/limiters/")) {
+      String kind = counters ? "counters" : "limiters";
+      int from = "/v1/counters/".length(); // as long as "/v1/limiters/"
+      int slash = path.indexOf('/', from);
+      String raw = slash < 0 ? path.substring(from) : path.substring(from, slash);
+      if (raw.isEmpty()) {
+        throw new RequestException("empty " + (counters ? "key" : "limiter name") + " in " + path
+            + "; name it, e.g. /v1/" + kind + "/views/...");
+      }
+      String action = slash < 0 ? null : path.substring(slash + 1);
+      boolean oneMore = action != null && action.indexOf('/') < 0;
+      if (counters) {
+        String key = Requests.decode(raw, "key");
+        if (action == null) {
+          return new Route(COUNTER, key);
         }
-        if (seg.length == 5 && COUNTER_ACTIONS.contains(seg[4])) {
-          return new Route("/v1/counters/{key}/" + seg[4], seg[4].equals("ttl") ? "GET" : "POST",
-              key, seg[4]);
+        Endpoint e = oneMore ? COUNTER_ENDPOINTS.get(action) : null;
+        if (e != null) {
+          return new Route(e, key);
         }
-      } else if (seg[2].equals("limiters") && seg.length == 5) {
-        String name = Requests.decode(seg[3], "limiter name");
-        if (!LIMITER_ACTIONS.contains(seg[4])) {
-          throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + seg[4]
+      } else if (oneMore) {
+        String name = Requests.decode(raw, "limiter name");
+        Endpoint e = LIMITER_ENDPOINTS.get(action);
+        if (e == null) {
+          throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + action
               + "'; limiter actions are " + String.join(", ", LIMITER_ACTIONS.stream().sorted()
               .toList()));
         }
-        return new Route("/v1/limiters/{name}/" + seg[4], "POST", name, seg[4]);
+        return new Route(e, name);
       }
     }
     throw new RequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
@@ -354,7 +406,7 @@ final class Router {
   }
 
   private CompletionStage<Result> replied(CompletionStage<Reply> reply) {
-    return reply.thenApply(r -> {
+    return Stages.map(reply, r -> {
       countDecision(r);
       return new Result(r, null);
     });
@@ -437,24 +489,28 @@ final class Router {
     if (policy == null) {
       return;
     }
-    String outcome = r.problem() == null ? "allowed" : "denied";
-    String id = policy + ' ' + outcome;
-    Counter c = decisions.get(id);
-    if (c == null) {
-      String tag = decisions.size() < 2 * MAX_POLICY_TAGS ? policy : "other";
-      c = decisions.computeIfAbsent(id, k -> Counter.builder("tally.decisions")
-          .description("Limiter decisions over HTTP, by the policy that decided and outcome")
-          .tags("policy", tag, "outcome", outcome)
-          .register(registry));
+    boolean allowed = r.problem() == null;
+    Counter[] byOutcome = decisions.get(policy);
+    if (byOutcome == null) {
+      // past the bound every new name shares "other", and is not kept: the map stays bounded too
+      String name = decisions.size() < MAX_POLICY_TAGS ? policy : "other";
+      byOutcome = decisions.computeIfAbsent(name, k -> new Counter[] {
+          decisionCounter(k, "allowed"), decisionCounter(k, "denied")});
     }
-    c.increment();
+    byOutcome[allowed ? 0 : 1].increment();
+  }
+
+  private Counter decisionCounter(String policy, String outcome) {
+    return Counter.builder("tally.decisions")
+        .description("Limiter decisions over HTTP, by the policy that decided and outcome")
+        .tags("policy", policy, "outcome", outcome)
+        .register(registry);
   }
 
   private Timer timer(String method, String route, int status) {
-    String id = method + ' ' + route + ' ' + status;
-    Timer t = requestTimers.get(id);
+    Timer t = requestTimers.get(route, method, status);
     if (t == null) {
-      t = requestTimers.computeIfAbsent(id, k -> Timer.builder("http.server.requests")
+      t = requestTimers.add(route, method, status, Timer.builder("http.server.requests")
           .description("HTTP requests, by route template and status")
           .tags("method", method, "uri", route, "status", Integer.toString(status))
           .publishPercentileHistogram()

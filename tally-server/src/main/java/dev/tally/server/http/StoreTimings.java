@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.Timer;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * Times the server's store calls from their start to the completion of their stage, under the
@@ -17,9 +18,12 @@ import java.util.concurrent.TimeUnit;
  * {@code TallyMetrics} cannot time an asynchronous call: it would measure only its dispatch.
  */
 final class StoreTimings {
+  private static final String[] OUTCOMES = {"ok", "denied", "rejected", "error"};
+
   private final MeterRegistry registry;
   private final String store;
-  private final Map<String, Timer> timers = new ConcurrentHashMap<>();
+  /** By operation (constant names, their hashes cached), then by outcome, as in OUTCOMES. */
+  private final Map<String, AtomicReferenceArray<Timer>> timers = new ConcurrentHashMap<>();
 
   StoreTimings(MeterRegistry registry, String store) {
     this.registry = registry;
@@ -29,7 +33,7 @@ final class StoreTimings {
   void done(String operation, Object result, long startNanos) {
     if (registry != null) {
       boolean denied = result instanceof Decision d && !d.allowed();
-      timer(operation, denied ? "denied" : "ok").record(System.nanoTime() - startNanos,
+      timer(operation, denied ? 1 : 0).record(System.nanoTime() - startNanos,
           TimeUnit.NANOSECONDS);
     }
   }
@@ -40,7 +44,7 @@ final class StoreTimings {
     }
     boolean rejected = !(e instanceof StoreException)
         && (e instanceof IllegalArgumentException || e instanceof TallyException);
-    timer(operation, rejected ? "rejected" : "error").record(System.nanoTime() - startNanos,
+    timer(operation, rejected ? 2 : 3).record(System.nanoTime() - startNanos,
         TimeUnit.NANOSECONDS);
     Counter.builder("tally.errors")
         .description("Operations that ended with an exception, by exception class")
@@ -49,14 +53,20 @@ final class StoreTimings {
         .increment();
   }
 
-  private Timer timer(String operation, String outcome) {
-    String id = operation + ' ' + outcome;
-    Timer t = timers.get(id);
+  private Timer timer(String operation, int outcome) {
+    AtomicReferenceArray<Timer> byOutcome = timers.get(operation);
+    if (byOutcome == null) {
+      byOutcome = timers.computeIfAbsent(operation,
+          k -> new AtomicReferenceArray<>(OUTCOMES.length));
+    }
+    Timer t = byOutcome.get(outcome);
     if (t == null) {
-      t = timers.computeIfAbsent(id, k -> Timer.builder("tally.operations")
+      // registering twice is harmless: the registry hands back the meter it has
+      t = Timer.builder("tally.operations")
           .description("Tally operations, by how they ended")
-          .tags("store", store, "operation", operation, "outcome", outcome)
-          .register(registry));
+          .tags("store", store, "operation", operation, "outcome", OUTCOMES[outcome])
+          .register(registry);
+      byOutcome.set(outcome, t);
     }
     return t;
   }

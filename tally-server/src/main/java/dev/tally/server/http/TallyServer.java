@@ -68,6 +68,8 @@ public final class TallyServer implements AutoCloseable {
   static final int MAX_LINE_BYTES = 8 * 1024;
   /** The most bytes of header fields in one request; more get 431. */
   static final int MAX_HEADER_BYTES = 16 * 1024;
+  /** How long shutdown gives answers already decided to reach their connections. */
+  private static final Duration ANSWER_BOUND = Duration.ofSeconds(2);
 
   /**
    * How to serve.
@@ -207,7 +209,7 @@ public final class TallyServer implements AutoCloseable {
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)
           .description("HTTP requests being handled, including acquires that wait")
           .register(registry);
-      Router router = new Router(api, auth, guard, gate, registry, settings.accessLog(),
+      Router router = new Router(api, auth, guard, registry, settings.accessLog(),
           settings.requireIdempotencyKey());
       boolean epoll = Epoll.isAvailable();
       IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
@@ -222,7 +224,7 @@ public final class TallyServer implements AutoCloseable {
           .option(ChannelOption.SO_BACKLOG, 1024)
           .childOption(ChannelOption.TCP_NODELAY, true)
           .childOption(ChannelOption.SO_KEEPALIVE, true)
-          .childHandler(new Channels(router, sslContext, settings.maxBodyBytes(),
+          .childHandler(new Channels(router, gate, sslContext, settings.maxBodyBytes(),
               settings.requestTimeout().toNanos(), settings.idleTimeout().toNanos()));
       Channel listener;
       try {
@@ -300,8 +302,10 @@ public final class TallyServer implements AutoCloseable {
 
   /**
    * Stops gracefully: the listener closes, new requests on open connections get 503, requests
-   * in flight (acquires waiting included) get up to the shutdown grace to finish, then the event
-   * loops and the store close. Idempotent; a second caller waits for the first to finish.
+   * in flight (acquires waiting included) get up to the shutdown grace to be answered; then the
+   * acquires still waiting are answered 503, and so is anything else still unanswered, every
+   * connection is closed once its answers have gone out, and the event loops and the store close.
+   * Idempotent; a second caller waits for the first to finish.
    */
   @Override
   public void close() {
@@ -325,8 +329,19 @@ public final class TallyServer implements AutoCloseable {
     } finally {
       try {
         api.close(); // answers acquires still waiting, while their connections are open
-        // a moment for those answers to be written, then the loops stop
-        workers.shutdownGracefully(100, 2000, TimeUnit.MILLISECONDS).awaitUninterruptibly(3,
+        try {
+          // those answers reach their connections; then whatever is still unanswered gets 503,
+          // and each connection closes once what was written has gone out
+          gate.closeAndDrain(ANSWER_BOUND);
+          if (!gate.finishAll(ANSWER_BOUND)) {
+            LOG.log(Level.WARNING, "some connections did not close in {0}",
+                Specs.format(ANSWER_BOUND));
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        // Netty closes what is still open at once when a loop stops; nothing is owed any more
+        workers.shutdownGracefully(0, 2000, TimeUnit.MILLISECONDS).awaitUninterruptibly(3,
             TimeUnit.SECONDS);
         boss.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(2, TimeUnit.SECONDS);
       } finally {

@@ -8,7 +8,6 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /** SIGTERM lets the requests in flight finish before the process exits. */
@@ -32,9 +31,6 @@ class ShutdownIT {
     return waiting;
   }
 
-  @Disabled("Known bug in the Netty server, open in issue 15: on SIGTERM an acquire still waiting"
-      + " for its next attempt gets no answer (the connection closes empty) instead of its decision"
-      + " or a 503; reproduced with curl against tally.jar")
   @Test
   void sigtermCompletesARequestInFlight() throws Exception {
     ServerProcess server = ServerProcess.start("--store", "mem:", "--shutdown-grace", "10s");
@@ -55,9 +51,6 @@ class ShutdownIT {
     }
   }
 
-  @Disabled("Known bug in the Netty server, open in issue 15: on SIGTERM an acquire still waiting"
-      + " for its next attempt gets no answer (the connection closes empty) instead of its decision"
-      + " or a 503; reproduced with curl against tally.jar")
   @Test
   void anAcquireStillWaitingWhenTheGraceRunsOutIsAnswered503() throws Exception {
     ServerProcess server = ServerProcess.start("--store", "mem:", "--shutdown-grace", "1s");

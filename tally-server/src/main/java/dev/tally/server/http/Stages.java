@@ -1,0 +1,58 @@
+package dev.tally.server.http;
+
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.function.BiFunction;
+import java.util.function.Function;
+
+/**
+ * {@code thenApply} and {@code handle} for stages that are most often complete already (every
+ * call on an in-process store): the function runs at once, without the dependent stage and the
+ * completion machinery {@code CompletableFuture} builds for a stage that might still be running.
+ */
+final class Stages {
+  private Stages() {}
+
+  /** {@code stage}'s value, or {@code failed}'s answer to its failure; {@code stage} is done. */
+  static <T> T now(CompletableFuture<T> stage, Function<Throwable, T> failed) {
+    try {
+      return stage.join();
+    } catch (CompletionException | CancellationException e) {
+      return failed.apply(e);
+    }
+  }
+
+  /** As {@link CompletionStage#thenApply}. */
+  static <T, U> CompletionStage<U> map(CompletionStage<T> stage, Function<? super T, ? extends U> fn) {
+    if (stage instanceof CompletableFuture<T> f && f.isDone() && !f.isCompletedExceptionally()) {
+      try {
+        return CompletableFuture.completedFuture(fn.apply(f.join()));
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    return stage.thenApply(fn);
+  }
+
+  /** As {@link CompletionStage#handle}: the failure, if any, as the stage would give it. */
+  static <T, U> CompletionStage<U> handle(CompletionStage<T> stage,
+      BiFunction<? super T, Throwable, ? extends U> fn) {
+    if (stage instanceof CompletableFuture<T> f && f.isDone()) {
+      T value = null;
+      Throwable failure = null;
+      try {
+        value = f.join();
+      } catch (CompletionException | CancellationException e) {
+        failure = e;
+      }
+      try {
+        return CompletableFuture.completedFuture(fn.apply(value, failure));
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+    }
+    return stage.handle(fn);
+  }
+}
