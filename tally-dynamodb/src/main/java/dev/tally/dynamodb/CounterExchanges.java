@@ -380,11 +380,13 @@ final class CounterExchanges {
     }
 
     Number value() {
+      checkNotLimiter(key, result(), now);
       return Items.liveValue(result(), now);
     }
 
     long ttl() {
       Map<String, AttributeValue> item = result();
+      checkNotLimiter(key, item, now);
       if (Items.liveValue(item, now) == null) {
         return Store.TTL_MISSING;
       }
@@ -512,10 +514,11 @@ final class CounterExchanges {
   /** {@code add}: the counter, if the key is missing or expired: exactly one concurrent caller wins. */
   static final class Add extends Exchange<Boolean> {
     private final DynamoDbRequest request;
+    private final long now;
 
     Add(Table t, String key, Number value, long ttlNanos) {
       super(key, t.items.key(key), t.conflictTries);
-      long now = t.now();
+      this.now = t.now();
       this.request = replace(t, key, value, Items.expiry(now, ttlNanos),
           "(attribute_not_exists(#v) AND attribute_not_exists(#r)) OR #e <= :now", // expired: of either kind
           values(":now", n(now)));
@@ -531,13 +534,10 @@ final class CounterExchanges {
       finish(true);
     }
 
-    @Override
-    boolean needsItemOnConditionFailure() {
-      return false;
-    }
-
+    /** The item that failed the condition says whether the name is a live limiter's. */
     @Override
     void conditionFailed(Map<String, AttributeValue> current) {
+      checkNotLimiter(key, current, now);
       finish(false);
     }
   }
@@ -622,10 +622,11 @@ final class CounterExchanges {
   /** {@code touch}: sets or removes the expiry of a live counter. */
   static final class Touch extends Exchange<Boolean> {
     private final DynamoDbRequest request;
+    private final long now;
 
     Touch(Table t, String key, long ttlNanos) {
       super(key, t.items.key(key), t.conflictTries);
-      long now = t.now();
+      this.now = t.now();
       String cond = "attribute_exists(#v) AND " + LIVE;
       if (ttlNanos == Store.NO_TTL) {
         request = t.update(key, "REMOVE #e, #t", cond, values(":now", n(now)), ReturnValue.NONE);
@@ -646,13 +647,10 @@ final class CounterExchanges {
       finish(true);
     }
 
-    @Override
-    boolean needsItemOnConditionFailure() {
-      return false;
-    }
-
+    /** As for {@code add}: a live limiter's item refuses the name. */
     @Override
     void conditionFailed(Map<String, AttributeValue> current) {
+      checkNotLimiter(key, current, now);
       finish(false);
     }
   }

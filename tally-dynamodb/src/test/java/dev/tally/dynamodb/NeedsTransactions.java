@@ -23,7 +23,8 @@ final class NeedsTransactions implements ExecutionCondition {
       "Async", Set.of("everyOperationHasTheSameSemantics"),
       "CounterConcurrencyContract", Set.of("transactionsAreNeverSeenHalfApplied",
           "transactionsOnOverlappingKeysDoNotDeadlock"),
-      "OperationIdContract", Set.of("aTransactionWithAnIdAppliesOnceAndReplaysItsResults"));
+      "OperationIdContract", Set.of("aTransactionWithAnIdAppliesOnceAndReplaysItsResults"),
+      "LimiterContract", Set.of("aTransactionOnALimitersNameIsRefusedAndChangesNothing"));
 
   @Override
   public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {

@@ -566,12 +566,25 @@ public abstract class LimiterContract extends TallyFixture {
     calls.put("incr", () -> c.incr(limiter));
     calls.put("incrExisting", () -> c.incrExisting(limiter, 1));
     calls.put("incr (double)", () -> c.incr(limiter, 0.5));
-    calls.put("a transaction", () -> c.transaction(tx -> tx.incr(limiter)));
     calls.forEach((what, call) -> assertThatThrownBy(call).as(what)
         .isInstanceOfSatisfying(WrongKindException.class,
             e -> assertThat(e.held()).isEqualTo(WrongKindException.Kind.LIMITER)));
     assertThat(c.keys(limiter)).as("keys lists counters").isEmpty();
     assertThat(l.available()).as("the limiter, untouched").isEqualTo(4);
+  }
+
+  /** A transaction that names a live limiter is refused whole, and changes nothing. */
+  @Test
+  public void aTransactionOnALimitersNameIsRefusedAndChangesNothing() {
+    String limiter = name();
+    String counter = name();
+    RateLimiter l = tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    assertThat(l.tryAcquire()).isTrue();
+    assertThatThrownBy(() -> tally.counters().transaction(tx -> tx.incr(counter).get(limiter)))
+        .isInstanceOfSatisfying(WrongKindException.class,
+            e -> assertThat(e.held()).isEqualTo(WrongKindException.Kind.LIMITER));
+    assertThat(tally.counters().get(counter)).as("all or none").isEmpty();
+    assertThat(l.available()).isEqualTo(4);
   }
 
   /** Every limiter operation on a live counter's name is refused, and the counter stays. */
