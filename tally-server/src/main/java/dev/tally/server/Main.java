@@ -37,6 +37,7 @@ public final class Main {
     CommandLine cli = new CommandLine(new TallyCommand());
     // After the counter commands (the @Command methods), so --help lists those first.
     cli.addSubcommand(new LimitCommand());
+    cli.addSubcommand(new RateLimitCommand());
     cli.addSubcommand(new ServeCommand());
     cli.addSubcommand(new BenchCommand());
     cli.addSubcommand(new SchemaCommand());

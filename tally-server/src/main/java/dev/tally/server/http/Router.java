@@ -1,6 +1,7 @@
 package dev.tally.server.http;
 
 import dev.tally.server.http.Api.LimiterAction;
+import dev.tally.server.ratelimit.NamedLimits;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -55,9 +56,17 @@ final class Router {
   private final boolean requireIdempotencyKey;
   private final Map<String, Timer> requestTimers = new ConcurrentHashMap<>();
   private final Map<String, Counter> decisions = new ConcurrentHashMap<>();
+  /** The operator's rules ({@code --rules}), or null. */
+  private final NamedLimits namedLimits;
 
   Router(Api api, Auth auth, BrowserGuard guard, Gate gate, PrometheusMeterRegistry registry,
       boolean accessLog, boolean requireIdempotencyKey) {
+    this(api, auth, guard, gate, registry, accessLog, requireIdempotencyKey, null);
+  }
+
+  Router(Api api, Auth auth, BrowserGuard guard, Gate gate, PrometheusMeterRegistry registry,
+      boolean accessLog, boolean requireIdempotencyKey, NamedLimits namedLimits) {
+    this.namedLimits = namedLimits;
     this.requireIdempotencyKey = requireIdempotencyKey;
     this.api = api;
     this.auth = auth;
@@ -256,6 +265,9 @@ final class Router {
       case "/v1/transactions" -> {
         return new Route("/v1/transactions", "POST", null, null);
       }
+      case "/v1/ratelimit", "/v1/ratelimit/" -> {
+        return new Route("/v1/ratelimit", "GET", null, null);
+      }
       default -> { }
     }
     String[] seg = path.split("/", -1);
@@ -264,6 +276,11 @@ final class Router {
         && (seg[2].equals("counters") || seg[2].equals("limiters")) && seg[3].isEmpty()) {
       throw new RequestException("empty " + (seg[2].equals("counters") ? "key" : "limiter name")
           + " in " + path + "; name it, e.g. /v1/" + seg[2] + "/views/...");
+    }
+    if (seg.length == 4 && seg[0].isEmpty() && seg[1].equals("v1")
+        && seg[2].equals("ratelimit")) {
+      return new Route("/v1/ratelimit/{domain}", "POST", Requests.decode(seg[3], "domain"),
+          null);
     }
     if (seg.length >= 4 && seg[0].isEmpty() && seg[1].equals("v1")) {
       if (seg[2].equals("counters")) {
@@ -319,6 +336,17 @@ final class Router {
       case "/v1/transactions" -> {
         Body b = body(r, "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"));
         return replied(api.transaction(Requests.ops(b)));
+      }
+      case "/v1/ratelimit" -> {
+        body(r, "{}", Set.of());
+        return replied(CompletableFuture.completedFuture(NamedLimitCalls.rules(namedLimits)));
+      }
+      case "/v1/ratelimit/{domain}" -> {
+        if (key.isEmpty()) {
+          throw new RequestException("empty domain in /v1/ratelimit/; name it, e.g."
+              + " /v1/ratelimit/envoy");
+        }
+        return replied(NamedLimitCalls.check(namedLimits, key, r.body()));
       }
       case "/v1/counters/{key}" -> {
         switch (method) {
