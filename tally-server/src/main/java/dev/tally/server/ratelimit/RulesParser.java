@@ -185,7 +185,8 @@ final class RulesParser {
       boolean shadow = bool(d, "shadow_mode");
       bool(d, "detailed_metric"); // checked, then ignored: Tally keeps no per-descriptor metrics
       Value rl = d.values().get("rate_limit");
-      Rule rule = rl == null || rl.value() == null ? null : rule(rl, shadow, path);
+      Rule rule = rl == null || rl.value() == null ? null
+          : rule(rl, d.keyLines().get("rate_limit"), shadow, path);
       Value nested = d.values().get("descriptors");
       Level children = nested == null || nested.value() == null ? Level.EMPTY
           : level(list(nested, "descriptors"), path);
@@ -218,7 +219,8 @@ final class RulesParser {
     return keys;
   }
 
-  private Rule rule(Value rl, boolean shadow, String path) throws RulesException {
+  /** {@code line}: where the {@code rate_limit:} key is, which errors and sources name. */
+  private Rule rule(Value rl, int line, boolean shadow, String path) throws RulesException {
     Mapping m = mapping(rl, "rate_limit", "'unit:' and 'requests_per_unit:'");
     checkKeys(m, RATE_LIMIT_KEYS, "in a rate_limit");
     boolean unlimited = bool(m, "unlimited");
@@ -226,16 +228,16 @@ final class RulesParser {
     Value rpuValue = m.values().get("requests_per_unit");
     String name = m.values().get("name") == null ? null : scalar(m.values().get("name"), "name");
     List<String> replaces = replaces(m.values().get("replaces"), name);
-    String source = file + ":" + rl.line();
+    String source = file + ":" + line;
     if (unlimited) {
       if (unitValue != null || rpuValue != null) {
-        throw error(rl.line(), "a rate_limit with 'unlimited: true' takes neither 'unit' nor"
+        throw error(line, "a rate_limit with 'unlimited: true' takes neither 'unit' nor"
             + " 'requests_per_unit'; remove them, or remove 'unlimited'");
       }
       return new Rule(0, null, true, shadow, name, replaces, path, source);
     }
     if (unitValue == null) {
-      throw error(rl.line(), "rate_limit of " + path + " has no 'unit'; give one of second,"
+      throw error(line, "rate_limit of " + path + " has no 'unit'; give one of second,"
           + " minute, hour, day, month, year (or 'unlimited: true')");
     }
     String unitName = scalar(unitValue, "unit");
@@ -245,7 +247,7 @@ final class RulesParser {
           + " day, month, year");
     }
     if (rpuValue == null) {
-      throw error(rl.line(), "rate_limit of " + path + " has no 'requests_per_unit'; give the"
+      throw error(line, "rate_limit of " + path + " has no 'requests_per_unit'; give the"
           + " number of requests allowed per " + unit.yamlName() + " (0 refuses every request)");
     }
     if (!(rpuValue.value() instanceof BigInteger n) || n.signum() < 0
