@@ -5,6 +5,7 @@ import dev.tally.Tally;
 import dev.tally.server.http.NamedLimitCalls;
 import dev.tally.server.http.Problem;
 import dev.tally.server.http.Reply;
+import dev.tally.server.http.Specs;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
@@ -12,6 +13,7 @@ import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -29,10 +31,11 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "ratelimit", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
-        "Check descriptors of a domain against rules files in envoyproxy/ratelimit's format,",
-        "taking --hits units (default 1) from each limit that matches and has room.",
-        "One DESCRIPTOR per argument, its entries key=value joined by commas (a=1,b=2).",
-        "Exit 0 when every descriptor is under its limit, 1 when one is over (see docs/envoy.md)."})
+        "Check descriptors of a domain against rules files in envoyproxy/ratelimit's",
+        "YAML format, taking --hits units (default 1) from each limit that matches and",
+        "has room. One DESCRIPTOR per argument, its entries key=value joined by commas.",
+        "Exit 0 when every descriptor is under its limit, 1 when one is over, 2 for a",
+        "rules file it refuses, 3 for a domain no file defines (see docs/envoy.md)."})
 final class RateLimitCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;
@@ -59,6 +62,12 @@ final class RateLimitCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     PrintWriter err = spec.commandLine().getErr();
+    if (root.opId != null) {
+      err.println("tally ratelimit: --op-id is not supported here: a named limit's decision"
+          + " cannot be replayed; leave it out");
+      err.flush();
+      return Problem.BAD_REQUEST.exitCode();
+    }
     Rules loaded;
     try {
       loaded = Rules.load(rules);
@@ -117,7 +126,8 @@ final class RateLimitCommand implements Callable<Integer> {
       b.append(s.get("limitRemaining").asLong()).append(" of ")
           .append(limit.get("requestsPerUnit").asLong()).append(" per ")
           .append(limit.get("unit").asText().toLowerCase(java.util.Locale.ROOT))
-          .append(" left, resets in ").append(s.get("durationUntilReset").asText())
+          .append(" left, resets in ")
+          .append(Specs.format(Duration.ofMillis(s.get("durationUntilResetMillis").asLong())))
           .append(" (").append(s.get("rule").asText())
           .append(s.has("shadowMode") ? ", shadow mode" : "").append(')');
     }
