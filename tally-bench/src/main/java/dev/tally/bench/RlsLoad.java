@@ -1,9 +1,12 @@
 package dev.tally.bench;
 
+import dev.tally.Tally;
 import dev.tally.server.envoy.Rls;
 import dev.tally.server.envoy.RlsCodec;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
+import dev.tally.server.ratelimit.NamedLimits;
+import dev.tally.server.ratelimit.Rules;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -42,7 +45,8 @@ import java.util.concurrent.atomic.LongAdder;
  * a store call that allows) and stops it at the end. Against a server already running, give
  * {@code --target HOST:PORT --pid PID} and a rules file holding that domain. Each call carries one
  * descriptor {@code (client, cN)}, N cycling over {@code --keys} values (default 1000), so the
- * store holds that many limiters. The first round warms the JIT up and is not counted in the
+ * store holds that many limiters. {@code --in-process URI} measures Tally's own part instead:
+ * the same checks called in a loop in this process, without gRPC. The first round warms the JIT up and is not counted in the
  * summary; it lasts {@code --warmup} seconds (default 20: on a busy machine the server's JIT
  * takes that long before the cost per decision settles).
  */
@@ -67,6 +71,10 @@ public final class RlsLoad {
     int keys = Integer.parseInt(o.getOrDefault("keys", "1000"));
     int channels = Integer.parseInt(o.getOrDefault("channels", "1"));
     double warmup = Double.parseDouble(o.getOrDefault("warmup", "20"));
+    if (o.containsKey("in-process")) {
+      inProcess(o.get("in-process"), keys, seconds, rounds);
+      return;
+    }
     Process server = null;
     String target = o.get("target");
     long pid;
@@ -153,6 +161,33 @@ public final class RlsLoad {
       if (dir != null) {
         Files.deleteIfExists(dir.resolve("bench.yaml"));
         Files.deleteIfExists(dir);
+      }
+    }
+  }
+
+  /**
+   * Tally's own part of a decision, without gRPC: {@code NamedLimits.check} in a loop on one
+   * thread of this process, over the store {@code uri} ({@code --in-process mem:}).
+   */
+  static void inProcess(String uri, int keys, double seconds, int rounds) throws Exception {
+    Rules rules = Rules.of("bench.yaml", RULES);
+    try (Tally tally = Tally.open(uri)) {
+      NamedLimits limits = new NamedLimits(tally, rules);
+      List<List<Descriptor>> requests = new ArrayList<>(keys);
+      for (int k = 0; k < keys; k++) {
+        requests.add(List.of(new Descriptor(List.of(new Entry("client", "c" + k)), null)));
+      }
+      for (int r = 0; r <= rounds; r++) {
+        long start = System.nanoTime();
+        long deadline = start + (long) (seconds * 1e9);
+        long n = 0;
+        while (System.nanoTime() < deadline) {
+          for (int i = 0; i < 1000; i++, n++) {
+            limits.check("bench", requests.get((int) (n % keys)), 0).toCompletableFuture().join();
+          }
+        }
+        System.out.printf(Locale.ROOT, "%s %d: %.0f ns per NamedLimits.check on %s%n",
+            r == 0 ? "warm-up" : "round", r, (System.nanoTime() - start) / (double) n, uri);
       }
     }
   }

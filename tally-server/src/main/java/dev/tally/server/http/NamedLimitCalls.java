@@ -11,10 +11,8 @@ import dev.tally.server.ratelimit.NamedLimits.Outcome;
 import dev.tally.server.ratelimit.NamedLimits.Status;
 import dev.tally.server.ratelimit.Rule;
 import dev.tally.server.ratelimit.Rules;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -180,14 +178,19 @@ public final class NamedLimitCalls {
     return reply;
   }
 
-  /** A duration as proto3 JSON writes one: {@code "42s"}, {@code "0.250s"}. */
-  private static String protoDuration(long nanos) {
-    Duration d = Duration.ofNanos(nanos);
-    if (d.toNanosPart() == 0) {
-      return d.toSeconds() + "s";
+  /** A duration as proto3 JSON writes one: {@code "42s"}, {@code "0.25s"}. */
+  static String protoDuration(long nanos) {
+    long seconds = nanos / 1_000_000_000L;
+    int fraction = (int) (nanos % 1_000_000_000L);
+    if (fraction == 0) {
+      return seconds + "s";
     }
-    return String.format(Locale.ROOT, "%d.%09ds", d.toSeconds(), d.toNanosPart())
-        .replaceAll("0+s$", "s");
+    String digits = Integer.toString(1_000_000_000 + fraction); // "1" and nine digits
+    int end = digits.length();
+    while (digits.charAt(end - 1) == '0') {
+      end--;
+    }
+    return seconds + "." + digits.substring(1, end) + "s";
   }
 
   /** {@code GET /v1/ratelimit}: the rules in force, where from, and the last refused reload. */
