@@ -62,12 +62,6 @@ final class RateLimitCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     PrintWriter err = spec.commandLine().getErr();
-    if (root.opId != null) {
-      err.println("tally ratelimit: --op-id is not supported here: a named limit's decision"
-          + " cannot be replayed; leave it out");
-      err.flush();
-      return Problem.BAD_REQUEST.exitCode();
-    }
     Rules loaded;
     try {
       loaded = Rules.load(rules);
@@ -87,8 +81,8 @@ final class RateLimitCommand implements Callable<Integer> {
       parsed.add(descriptor(d));
     }
     try (Tally tally = Tally.open(root.store)) {
-      Reply reply = NamedLimitCalls.check(new NamedLimits(tally, loaded), domain, parsed, hits)
-          .toCompletableFuture().join();
+      Reply reply = NamedLimitCalls.check(new NamedLimits(tally, loaded), domain, parsed, hits,
+          root.opId).toCompletableFuture().join();
       return root.print(reply, RateLimitCommand::plain);
     }
   }

@@ -82,11 +82,11 @@ public final class NamedLimitCalls {
   }
 
   /**
-   * Checks {@code descriptors} of {@code domain}; {@code limits} null means the server has no
-   * rules. The stage always completes normally.
+   * Checks {@code descriptors} of {@code domain}, with an operation id or null; {@code limits}
+   * null means the server has no rules. The stage always completes normally.
    */
   public static CompletionStage<Reply> check(NamedLimits limits, String domain,
-      List<Descriptor> descriptors, long hitsAddend) {
+      List<Descriptor> descriptors, long hitsAddend, String operationId) {
     if (limits == null) {
       return CompletableFuture.completedFuture(Reply.error(Problem.NOT_FOUND, "this server has"
           + " no named limits: start it with --rules FILE_OR_DIRECTORY (see docs/envoy.md)"));
@@ -97,7 +97,7 @@ public final class NamedLimitCalls {
     }
     CompletionStage<Outcome> stage;
     try {
-      stage = limits.check(domain, descriptors, hitsAddend);
+      stage = limits.check(domain, descriptors, hitsAddend, operationId);
     } catch (RuntimeException e) {
       return CompletableFuture.completedFuture(Reply.error(e));
     }
@@ -110,9 +110,10 @@ public final class NamedLimitCalls {
     return d.isEmpty() ? "no domain yet" : "domains " + String.join(", ", d);
   }
 
-  static CompletionStage<Reply> check(NamedLimits limits, String domain, byte[] body) {
+  static CompletionStage<Reply> check(NamedLimits limits, String domain, byte[] body,
+      String operationId) {
     Request r = parse(body);
-    return check(limits, domain, r.descriptors(), r.hitsAddend());
+    return check(limits, domain, r.descriptors(), r.hitsAddend(), operationId);
   }
 
   private static Reply reply(Outcome o, List<Descriptor> descriptors) {

@@ -346,7 +346,9 @@ final class Router {
           throw new RequestException("empty domain in /v1/ratelimit/; name it, e.g."
               + " /v1/ratelimit/envoy");
         }
-        return replied(NamedLimitCalls.check(namedLimits, key, r.body()));
+        // the Idempotency-Key again (handle() checked it): each descriptor's decision carries it
+        return replied(NamedLimitCalls.check(namedLimits, key, r.body(),
+            IdempotencyKey.of(r.headers(), requireIdempotencyKey)));
       }
       case "/v1/counters/{key}" -> {
         switch (method) {

@@ -121,6 +121,20 @@ public final class NamedLimits {
    */
   public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
       long hitsAddend) {
+    return check(domain, descriptors, hitsAddend, null);
+  }
+
+  /**
+   * {@link #check(String, List, long)} carrying an operation id (HTTP's {@code Idempotency-Key},
+   * the command line's {@code --op-id}): descriptor {@code i} decides with the id
+   * {@code ID/i}, so a repeat within the store's retention takes nothing again and answers
+   * what the first call answered, and the same id on another request is refused
+   * ({@link dev.tally.OperationIdConflictException}).
+   *
+   * @param operationId the id, or null for none
+   */
+  public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
+      long hitsAddend, String operationId) {
     Objects.requireNonNull(domain, "domain");
     if (descriptors.isEmpty()) {
       throw new IllegalArgumentException("no descriptors: send at least one, e.g."
@@ -159,12 +173,13 @@ public final class NamedLimits {
     }
     boolean known = set.hasDomain(domain);
     if (n == 1) {
-      return status(domain, descriptors.get(0), matched[0], hits)
+      return status(domain, descriptors.get(0), matched[0], hits, partId(operationId, 0))
           .thenApply(s -> outcome(domain, known, List.of(s)));
     }
     List<CompletableFuture<Status>> parts = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      parts.add(status(domain, descriptors.get(i), matched[i], hits).toCompletableFuture());
+      parts.add(status(domain, descriptors.get(i), matched[i], hits, partId(operationId, i))
+          .toCompletableFuture());
     }
     return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
       List<Status> statuses = new ArrayList<>(n);
@@ -198,7 +213,18 @@ public final class NamedLimits {
         "limit override", "the request");
   }
 
-  private CompletionStage<Status> status(String domain, Descriptor d, Rule rule, long hits) {
+  /** {@code ID/i}, shortened to the 128 characters an id may have by cutting the id's end. */
+  private static String partId(String id, int i) {
+    if (id == null) {
+      return null;
+    }
+    String suffix = "/" + i;
+    return (id.length() + suffix.length() <= 128 ? id : id.substring(0, 128 - suffix.length()))
+        + suffix;
+  }
+
+  private CompletionStage<Status> status(String domain, Descriptor d, Rule rule, long hits,
+      String operationId) {
     if (rule == null) {
       return CompletableFuture.completedFuture(new Status(Code.OK, null, 0, 0, null, -1));
     }
@@ -215,6 +241,9 @@ public final class NamedLimits {
     try {
       limiter = tally.limiter(name, Limit.fixedWindow(rule.requestsPerUnit(),
           rule.unit().window()));
+      if (operationId != null) {
+        limiter = limiter.withOperationId(operationId);
+      }
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
