@@ -156,6 +156,11 @@ final class ServeCommand implements Callable<Integer> {
           + " --rules FILE_OR_DIR (see docs/envoy.md)");
       return Problem.BAD_REQUEST.exitCode();
     }
+    if (grpcPort != null && tlsCert != null) {
+      err.println("tally serve: warning: --tls-cert applies to HTTP only; the gRPC port serves"
+          + " HTTP/2 in cleartext (keep it on a private network, see docs/envoy.md)");
+      err.flush();
+    }
     Rules loaded = null;
     if (!rules.isEmpty()) {
       try {

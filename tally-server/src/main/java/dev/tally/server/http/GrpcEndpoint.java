@@ -2,6 +2,7 @@ package dev.tally.server.http;
 
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
+import dev.tally.TallyException;
 import dev.tally.server.envoy.Rls;
 import dev.tally.server.envoy.RlsCodec;
 import dev.tally.server.ratelimit.NamedLimits;
@@ -54,7 +55,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Failures map onto gRPC status codes Envoy treats as errors (it then applies its own
  * {@code failure_mode_deny}): a store that cannot be reached is {@code UNAVAILABLE}, a store
  * timeout {@code DEADLINE_EXCEEDED}, a request Tally cannot check (no domain, too many
- * descriptors, a limiter name over 1024 bytes) {@code INVALID_ARGUMENT}.
+ * descriptors, a limiter name over 1024 bytes) {@code INVALID_ARGUMENT}, a limiter name that
+ * holds a counter {@code FAILED_PRECONDITION}.
  */
 final class GrpcEndpoint implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
@@ -228,6 +230,9 @@ final class GrpcEndpoint implements AutoCloseable {
       }
       if (e instanceof IllegalArgumentException) {
         return io.grpc.Status.INVALID_ARGUMENT.withDescription(e.getMessage());
+      }
+      if (e instanceof TallyException) { // the name holds a counter, an id reused...
+        return io.grpc.Status.FAILED_PRECONDITION.withDescription(e.getMessage());
       }
       LOG.log(Level.ERROR, "ShouldRateLimit failed", e);
       return io.grpc.Status.INTERNAL.withDescription("internal error ("

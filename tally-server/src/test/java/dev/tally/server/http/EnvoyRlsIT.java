@@ -31,14 +31,18 @@ import org.junit.jupiter.api.io.TempDir;
  * refused, and {@code tally ratelimit} on the command line.
  */
 class EnvoyRlsIT {
+  /**
+   * Year-long windows: these processes run on the wall clock, and a window that ended between
+   * two calls would make a count start again (the in-process tests drive time by hand).
+   */
   static final String RULES = """
       domain: edge
       descriptors:
         - key: tenant
-          rate_limit: {unit: minute, requests_per_unit: 2}
+          rate_limit: {unit: year, requests_per_unit: 2}
         - key: canary
           shadow_mode: true
-          rate_limit: {unit: minute, requests_per_unit: 1}
+          rate_limit: {unit: year, requests_per_unit: 1}
       """;
   static final String BODY = "{\"descriptors\": [{\"entries\": [{\"key\": \"tenant\", \"value\":"
       + " \"%s\"}]}]}";
@@ -87,7 +91,7 @@ class EnvoyRlsIT {
         JsonNode s = first.get("statuses").get(0);
         assertThat(s.get("code").asText()).isEqualTo("OK");
         assertThat(s.get("currentLimit").toString())
-            .isEqualTo("{\"requestsPerUnit\":2,\"unit\":\"MINUTE\"}");
+            .isEqualTo("{\"requestsPerUnit\":2,\"unit\":\"YEAR\"}");
         assertThat(s.get("limitRemaining").asLong()).isEqualTo(1);
         assertThat(s.get("rule").asText()).isEqualTo("tenant");
         assertThat(s.get("source").asText()).isEqualTo(file + ":4");
@@ -96,7 +100,7 @@ class EnvoyRlsIT {
         JsonNode denied = HttpApiIT.status(429, over);
         assertThat(denied.get("overallCode").asText()).isEqualTo("OVER_LIMIT");
         assertThat(denied.get("detail").asText()).isEqualTo("domain 'edge': (tenant=acme) is over"
-            + " its limit of 2 per minute (" + file + ":4)");
+            + " its limit of 2 per year (" + file + ":4)");
         assertThat(over.headers().firstValue("Retry-After")).isPresent();
         // shadow mode: the status says over, the answer is still 200
         server.post("/v1/ratelimit/edge", "{\"descriptors\": [{\"entries\": [{\"key\":"
@@ -132,7 +136,7 @@ class EnvoyRlsIT {
           load.add(thread);
         }
         await("load", () -> calls.get() >= 200);
-        write(file, RULES.replace("{unit: minute, requests_per_unit: 2}", "{unit: minute}"));
+        write(file, RULES.replace("{unit: year, requests_per_unit: 2}", "{unit: year}"));
         await("the refusal", () -> !HttpApiIT.ok(server.get("/v1/ratelimit")).get("lastError")
             .isNull());
         int refusedAt = calls.get();
@@ -167,15 +171,15 @@ class EnvoyRlsIT {
     try (ServerProcess server = ServerProcess.start("--store", "mem:", "--rules",
         file.toString())) {
       // the limiter the rule counts in, written first with another limit through /v1/limiters
-      HttpApiIT.ok(server.post("/v1/limiters/" + HttpApiIT.path("rls:edge:tenant=acme:2/minute")
-          + "/try", "{\"limit\": {\"fixedWindow\": \"7/1m\"}}"));
+      HttpApiIT.ok(server.post("/v1/limiters/" + HttpApiIT.path("rls:edge:tenant=acme:2/year")
+          + "/try", "{\"limit\": {\"fixedWindow\": \"7/365d\"}}"));
       HttpResponse<String> r = server.post("/v1/ratelimit/edge", BODY.formatted("acme"));
       JsonNode s = HttpApiIT.ok(r).get("statuses").get(0);
       assertThat(s.get("limitRemaining").asLong()).isEqualTo(5);
       assertThat(s.get("storedLimits").asText()).startsWith("differ: the limiter"
-          + " 'rls:edge:tenant=acme:2/minute' holds a limit of 7");
+          + " 'rls:edge:tenant=acme:2/year' holds a limit of 7");
       assertThat(r.headers().firstValue("Tally-Limits")).hasValue("stored-differ");
-      assertThat(server.stderr()).contains("holds a stored limit of 7, not the 2 per minute of "
+      assertThat(server.stderr()).contains("holds a stored limit of 7, not the 2 per year of "
           + file + ":4");
     }
   }
@@ -221,12 +225,12 @@ class EnvoyRlsIT {
     Run first = run(dir, "--store", store, "ratelimit", "edge", "tenant=acme", "canary=x",
         "--rules", file.toString());
     assertThat(first.exit()).as(first.err()).isZero();
-    assertThat(first.out()).startsWith("OK\nOK (tenant=acme): 1 of 2 per minute left, resets in ")
-        .contains("\nOK (canary=x): 0 of 1 per minute left");
+    assertThat(first.out()).startsWith("OK\nOK (tenant=acme): 1 of 2 per year left, resets in ")
+        .contains("\nOK (canary=x): 0 of 1 per year left");
     Run second = run(dir, "--store", store, "ratelimit", "edge", "tenant=acme", "--rules",
         file.toString(), "--hits", "2");
     assertThat(second.exit()).isEqualTo(1);
-    assertThat(second.out()).startsWith("OVER_LIMIT\nOVER_LIMIT (tenant=acme): 1 of 2 per minute");
+    assertThat(second.out()).startsWith("OVER_LIMIT\nOVER_LIMIT (tenant=acme): 1 of 2 per year");
     Run json = run(dir, "--store", store, "--json", "ratelimit", "edge", "tenant=acme",
         "--rules", file.toString());
     assertThat(json.exit()).isZero();

@@ -63,13 +63,14 @@ class OpenApiConformanceIT {
         domain: edge
         descriptors:
           - key: tenant
-            rate_limit: {name: per_tenant, unit: minute, requests_per_unit: 2}
+            rate_limit: {name: per_tenant, unit: year, requests_per_unit: 2}
           - key: ldap
             rate_limit: {unlimited: true}
           - key: canary
             shadow_mode: true
-            rate_limit: {unit: hour, requests_per_unit: 1}
+            rate_limit: {unit: year, requests_per_unit: 1}
         """);
+    // year-long windows: a window ending between two calls would restart a count
     named = ServerProcess.start("--store", "mem:", "--rules", dir.resolve("edge.yaml").toString());
   }
 
@@ -464,8 +465,8 @@ class OpenApiConformanceIT {
     call(named, 422, "POST", check, descriptors("tenant", "other"), "Idempotency-Key", key);
 
     // a limiter of the same name stored with other limits decides, and the answer says so
-    call(named, 200, "POST", "/v1/limiters/rls:edge:tenant%3Dstored:2%2Fminute/try",
-        "{\"limit\":{\"fixedWindow\":\"7/1m\"}}");
+    call(named, 200, "POST", "/v1/limiters/rls:edge:tenant%3Dstored:2%2Fyear/try",
+        "{\"limit\":{\"fixedWindow\":\"7/365d\"}}");
     HttpResponse<String> differ = call(named, 200, "POST", check, descriptors("tenant", "stored"));
     assertThat(differ.headers().firstValue("Tally-Limits")).hasValue("stored-differ");
 
