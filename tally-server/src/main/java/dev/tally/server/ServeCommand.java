@@ -3,8 +3,12 @@ package dev.tally.server;
 import dev.tally.FailurePolicy;
 import dev.tally.server.http.Problem;
 import dev.tally.server.http.TallyServer;
+import dev.tally.server.ratelimit.Rules;
+import dev.tally.server.ratelimit.RulesException;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.Inet6Address;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
@@ -28,7 +32,10 @@ import picocli.CommandLine.TypeConversionException;
         "Serve the store over HTTP/JSON (see docs/http.md and docs/openapi.yaml).",
         "Prints 'listening on http://HOST:PORT' once ready. On SIGTERM or Ctrl-C, finishes the",
         "requests in flight (up to --shutdown-grace), then exits.",
-        "Listening on any address but loopback requires a bearer token."})
+        "Listening on any address but loopback requires a bearer token.",
+        "With --rules, also checks an operator's named limits (POST /v1/ratelimit/DOMAIN) and,",
+        "with --grpc-port, serves them as Envoy's rate limit service, printing",
+        "'grpc listening on HOST:PORT' (see docs/envoy.md)."})
 final class ServeCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;
@@ -103,6 +110,27 @@ final class ServeCommand implements Callable<Integer> {
           + " default+delta, limiters allow) or fail-closed (limiters deny).")
   FailurePolicy failurePolicy;
 
+  @Option(names = "--rules", paramLabel = "FILE_OR_DIR",
+      description = "Rules in envoyproxy/ratelimit's YAML format: a file, or a directory whose"
+          + " *.yaml files are read (repeatable). Read again when they change; a bad file is"
+          + " refused and the rules in force stay.")
+  List<Path> rules = new ArrayList<>();
+
+  @Option(names = "--grpc-port", paramLabel = "PORT",
+      description = "Serve the rules as Envoy's rate limit service (gRPC) on this port of"
+          + " --bind (0 picks a free one). Needs --rules.")
+  Integer grpcPort;
+
+  @Option(names = "--rules-poll", paramLabel = "DURATION", defaultValue = "1s",
+      converter = Converters.DurationConverter.class,
+      description = "How often the rules files are checked for changes (default 1s).")
+  Duration rulesPoll;
+
+  @Option(names = "--no-rls-headers",
+      description = "Leave out the x-ratelimit-limit, -remaining and -reset header fields that"
+          + " gRPC answers carry for Envoy to add to its responses.")
+  boolean noRlsHeaders;
+
   static final class PolicyConverter implements ITypeConverter<FailurePolicy> {
     @Override
     public FailurePolicy convert(String value) {
@@ -123,22 +151,56 @@ final class ServeCommand implements Callable<Integer> {
         threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace,
         requestTimeout, idleTimeout, allowHosts, corsOrigins, accessLog, tlsCert, tlsKey,
         requireIdempotencyKey);
+    if (grpcPort != null && rules.isEmpty()) {
+      err.println("tally serve: --grpc-port serves the named limits of rules files: add"
+          + " --rules FILE_OR_DIR (see docs/envoy.md)");
+      return Problem.BAD_REQUEST.exitCode();
+    }
+    if (grpcPort != null && tlsCert != null) {
+      err.println("tally serve: warning: --tls-cert applies to HTTP only; the gRPC port serves"
+          + " HTTP/2 in cleartext (keep it on a private network, see docs/envoy.md)");
+      err.flush();
+    }
+    Rules loaded = null;
+    if (!rules.isEmpty()) {
+      try {
+        loaded = Rules.load(rules);
+      } catch (RulesException e) {
+        err.println("tally serve: " + e.getMessage());
+        return Problem.BAD_REQUEST.exitCode();
+      }
+      loaded.watch(rulesPoll);
+    }
+    Rules named = loaded;
     TallyServer server;
     try {
-      server = TallyServer.start(root.store, failurePolicy, settings);
+      server = TallyServer.start(root.store, failurePolicy, settings, named == null ? null
+          : new TallyServer.NamedLimitSettings(named, grpcPort, !noRlsHeaders));
     } catch (IOException e) {
+      if (named != null) {
+        named.close();
+      }
       err.println("tally serve: cannot listen on " + bind + ":" + port + ": " + e.getMessage()
           + "; choose another --port or --bind");
       return Problem.BAD_REQUEST.exitCode();
     }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
+      if (named != null) {
+        named.close();
+      }
       // Not through the logger: java.util.logging closes its handlers during shutdown.
       err.println("tally serve: stopped");
       err.flush();
     }, "tally-shutdown"));
     PrintWriter out = spec.commandLine().getOut();
     out.println("listening on " + server.uri());
+    InetSocketAddress grpc = server.grpcAddress();
+    if (grpc != null) {
+      String host = grpc.getAddress() instanceof Inet6Address
+          ? "[" + grpc.getAddress().getHostAddress() + "]" : grpc.getAddress().getHostAddress();
+      out.println("grpc listening on " + host + ":" + grpc.getPort());
+    }
     out.flush();
     server.awaitClosed();
     return 0;

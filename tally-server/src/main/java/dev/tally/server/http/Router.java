@@ -1,6 +1,7 @@
 package dev.tally.server.http;
 
 import dev.tally.server.http.Api.LimiterAction;
+import dev.tally.server.ratelimit.NamedLimits;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -62,9 +63,17 @@ final class Router {
   private final boolean requireIdempotencyKey;
   private final Meters<Timer> requestTimers = new Meters<>();
   private final Map<String, Counter[]> decisions = new ConcurrentHashMap<>();
+  /** The operator's rules ({@code --rules}), or null. */
+  private final NamedLimits namedLimits;
 
   Router(Api api, Auth auth, BrowserGuard guard, PrometheusMeterRegistry registry,
       boolean accessLog, boolean requireIdempotencyKey) {
+    this(api, auth, guard, registry, accessLog, requireIdempotencyKey, null);
+  }
+
+  Router(Api api, Auth auth, BrowserGuard guard, PrometheusMeterRegistry registry,
+      boolean accessLog, boolean requireIdempotencyKey, NamedLimits namedLimits) {
+    this.namedLimits = namedLimits;
     this.requireIdempotencyKey = requireIdempotencyKey;
     this.api = api;
     this.auth = auth;
@@ -104,6 +113,8 @@ final class Router {
   private static final Route METRICS = fixed("/metrics", "GET");
   private static final Route KEYS = fixed("/v1/counters", "GET");
   private static final Route TRANSACTIONS = fixed("/v1/transactions", "POST");
+  private static final Route RULES = fixed("/v1/ratelimit", "GET");
+  private static final Endpoint DOMAIN = new Endpoint("/v1/ratelimit/{domain}", "POST", null);
   private static final Endpoint COUNTER = new Endpoint("/v1/counters/{key}", "GET, PUT, DELETE", null);
   private static final Map<String, Endpoint> COUNTER_ENDPOINTS = endpoints("/v1/counters/{key}/",
       COUNTER_ACTIONS);
@@ -303,7 +314,13 @@ final class Router {
       case "/v1/transactions" -> {
         return TRANSACTIONS;
       }
+      case "/v1/ratelimit", "/v1/ratelimit/" -> {
+        return RULES;
+      }
       default -> { }
+    }
+    if (path.startsWith("/v1/ratelimit/") && path.indexOf('/', "/v1/ratelimit/".length()) < 0) {
+      return new Route(DOMAIN, Requests.decode(path.substring("/v1/ratelimit/".length()), "domain"));
     }
     boolean counters = path.startsWith("/v1/counters/");
     if (counters || path.startsWith("/v1/limiters/")) {
@@ -371,6 +388,15 @@ final class Router {
       case "/v1/transactions" -> {
         Body b = body(r, "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"));
         return replied(api.transaction(Requests.ops(b)));
+      }
+      case "/v1/ratelimit" -> {
+        body(r, "{}", Set.of());
+        return replied(CompletableFuture.completedFuture(NamedLimitCalls.rules(namedLimits)));
+      }
+      case "/v1/ratelimit/{domain}" -> {
+        // the Idempotency-Key again (handle() checked it): each descriptor's decision carries it
+        return replied(NamedLimitCalls.check(namedLimits, key, r.body(),
+            IdempotencyKey.of(r.headers(), requireIdempotencyKey)));
       }
       case "/v1/counters/{key}" -> {
         switch (method) {

@@ -3,6 +3,8 @@ package dev.tally.server.http;
 import dev.tally.FailurePolicy;
 import dev.tally.Tally;
 import dev.tally.TallyMetrics;
+import dev.tally.server.ratelimit.NamedLimits;
+import dev.tally.server.ratelimit.Rules;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
@@ -134,8 +136,19 @@ public final class TallyServer implements AutoCloseable {
     }
   }
 
+  /**
+   * The operator's named limits, served over HTTP ({@code /v1/ratelimit}) and, with a port, as
+   * Envoy's rate limit service over gRPC (docs/envoy.md).
+   *
+   * @param rules the rules in force (the caller watches and closes them)
+   * @param grpcPort the gRPC port (0: any free one), or null for no gRPC
+   * @param responseHeaders whether gRPC answers carry x-ratelimit-limit, -remaining, -reset
+   */
+  public record NamedLimitSettings(Rules rules, Integer grpcPort, boolean responseHeaders) {}
+
   private final Tally tally;
   private final Api api;
+  private volatile GrpcEndpoint grpc;
   private final Channel listener;
   private final EventLoopGroup boss;
   private final EventLoopGroup workers;
@@ -171,6 +184,17 @@ public final class TallyServer implements AutoCloseable {
    */
   public static TallyServer start(String storeUri, FailurePolicy policy, Settings settings)
       throws IOException {
+    return start(storeUri, policy, settings, null);
+  }
+
+  /**
+   * Opens the store and starts serving it, with the named limits of {@code named} (null: none).
+   *
+   * @throws IllegalArgumentException as {@link #start(String, FailurePolicy, Settings)}
+   * @throws IOException if the HTTP or the gRPC address cannot be listened on
+   */
+  public static TallyServer start(String storeUri, FailurePolicy policy, Settings settings,
+      NamedLimitSettings named) throws IOException {
     Objects.requireNonNull(settings, "settings");
     InetAddress address;
     try {
@@ -209,8 +233,9 @@ public final class TallyServer implements AutoCloseable {
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)
           .description("HTTP requests being handled, including acquires that wait")
           .register(registry);
+      NamedLimits namedLimits = named == null ? null : new NamedLimits(tally, named.rules());
       Router router = new Router(api, auth, guard, registry, settings.accessLog(),
-          settings.requireIdempotencyKey());
+          settings.requireIdempotencyKey(), namedLimits);
       boolean epoll = Epoll.isAvailable();
       IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
       boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("tally-accept", true), io);
@@ -241,6 +266,16 @@ public final class TallyServer implements AutoCloseable {
       }
       TallyServer s = new TallyServer(tally, api, listener, boss, workers, gate, settings,
           registry, gc, sslContext != null);
+      if (named != null && named.grpcPort() != null) {
+        try {
+          s.grpc = GrpcEndpoint.start(namedLimits, address, named.grpcPort(), auth,
+              settings.threads(), settings.maxBodyBytes(), named.responseHeaders(), registry);
+        } catch (IOException e) {
+          listener.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
+          throw new IOException("gRPC port " + named.grpcPort() + ": " + e.getMessage(), e);
+        }
+        LOG.log(Level.INFO, "Envoy rate limit service (gRPC) on {0}", s.grpcAddress());
+      }
       LOG.log(Level.INFO, "serving {0} on {1} ({2} event loops, {3}{4})", tally.uri(), s.uri(),
           settings.threads(), epoll ? "epoll" : "nio",
           auth.required() ? ", bearer token required" : "");
@@ -285,6 +320,11 @@ public final class TallyServer implements AutoCloseable {
     return URI.create((tls ? "https://" : "http://") + host + ":" + a.getPort());
   }
 
+  /** Where Envoy's rate limit service listens over gRPC, or null if it does not. */
+  public InetSocketAddress grpcAddress() {
+    return grpc == null ? null : grpc.address();
+  }
+
   /** The port listened on (useful with port 0). */
   public int port() {
     return ((InetSocketAddress) listener.localAddress()).getPort();
@@ -319,6 +359,9 @@ public final class TallyServer implements AutoCloseable {
     }
     try {
       listener.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
+      if (grpc != null) {
+        grpc.close(settings.shutdownGrace()); // calls in flight finish first
+      }
       boolean drained = gate.closeAndDrain(settings.shutdownGrace());
       if (!drained) {
         LOG.log(Level.WARNING, "{0} requests still in flight after {1}; closing them",

@@ -48,6 +48,8 @@ class OpenApiConformanceIT {
   static ServerProcess guarded;
   /** The file store, whose reads of a limiter's key are 409 (the memory store answers 404). */
   static ServerProcess files;
+  /** With named limits ({@code --rules}). */
+  static ServerProcess named;
 
   @TempDir
   static Path dir;
@@ -57,11 +59,24 @@ class OpenApiConformanceIT {
     server = ServerProcess.start("--store", "mem:", "--cors-origin", ORIGIN);
     guarded = ServerProcess.start(Map.of("TALLY_TOKEN", TOKEN), "--store", "mem:");
     files = ServerProcess.start("--store", "file:" + dir.resolve("store"));
+    java.nio.file.Files.writeString(dir.resolve("edge.yaml"), """
+        domain: edge
+        descriptors:
+          - key: tenant
+            rate_limit: {name: per_tenant, unit: year, requests_per_unit: 2}
+          - key: ldap
+            rate_limit: {unlimited: true}
+          - key: canary
+            shadow_mode: true
+            rate_limit: {unit: year, requests_per_unit: 1}
+        """);
+    // year-long windows: a window ending between two calls would restart a count
+    named = ServerProcess.start("--store", "mem:", "--rules", dir.resolve("edge.yaml").toString());
   }
 
   @AfterAll
   static void stop() {
-    for (ServerProcess s : new ServerProcess[] {server, guarded, files}) {
+    for (ServerProcess s : new ServerProcess[] {server, guarded, files, named}) {
       if (s != null) {
         s.close();
       }
@@ -255,7 +270,8 @@ class OpenApiConformanceIT {
   @Order(6)
   void optionsOnEveryPath() {
     for (String template : SPEC.paths()) {
-      String path = template.replace("{key}", "o").replace("{name}", "o");
+      String path = template.replace("{key}", "o").replace("{name}", "o")
+          .replace("{domain}", "o");
       HttpResponse<String> r = call(server, 204, "OPTIONS", path, null);
       assertThat(r.headers().firstValue("Allow")).as(path).isPresent();
     }
@@ -407,6 +423,59 @@ class OpenApiConformanceIT {
     } finally {
       store.destroyForcibly();
     }
+  }
+
+  static String descriptors(String... kv) {
+    StringBuilder b = new StringBuilder("{\"descriptors\":[");
+    for (int i = 0; i < kv.length; i += 2) {
+      b.append(i == 0 ? "" : ",").append("{\"entries\":[{\"key\":\"").append(kv[i])
+          .append("\",\"value\":\"").append(kv[i + 1]).append("\"}]}");
+    }
+    return b.append("]}").toString();
+  }
+
+  @Test
+  @Order(11)
+  void namedLimits() {
+    String check = "/v1/ratelimit/edge";
+    JsonNode ok = json(call(named, 200, "POST", check, descriptors("tenant", "a", "ldap", "x",
+        "nothing", "y", "canary", "z")));
+    assertThat(ok.get("statuses").get(0).get("limitRemaining").asLong()).isEqualTo(1);
+    assertThat(json(call(named, 200, "POST", check + "?int64=string", descriptors("tenant", "a")))
+        .get("statuses").get(0).get("limitRemaining").textValue()).isEqualTo("0");
+    call(named, 429, "POST", check, descriptors("tenant", "a"));
+    call(named, 429, "POST", check + "?int64=string", descriptors("tenant", "a", "ldap", "x"));
+    // shadow mode: over, and still 200
+    assertThat(json(call(named, 200, "POST", check, descriptors("canary", "z")))
+        .get("statuses").get(0).get("code").asText()).isEqualTo("OVER_LIMIT");
+    call(named, 200, "POST", check, "{\"descriptors\":[{\"entries\":[{\"key\":\"tenant\","
+        + "\"value\":\"h\"}]}],\"hitsAddend\":2}");
+    call(named, 400, "POST", check, "{\"descriptors\":[]}");
+    call(named, 400, "POST", check, "{\"descriptors\":[{\"entries\":[{\"value\":\"x\"}]}]}");
+    call(named, 400, "POST", check, descriptors("tenant", "a") + "x");
+    call(named, 415, "POST", check, descriptors("tenant", "a"), "Content-Type", "text/plain");
+    call(named, 404, "POST", "/v1/ratelimit/elsewhere", descriptors("tenant", "a"));
+    call(server, 404, "POST", check, descriptors("tenant", "a"));
+
+    String key = "\"5f1c2c8e-1d1e-4c3a-9a59-1f7e6f0c2d11\"";
+    call(named, 200, "POST", check, descriptors("tenant", "idem"), "Idempotency-Key", key);
+    assertThat(json(call(named, 200, "POST", check, descriptors("tenant", "idem"),
+        "Idempotency-Key", key)).get("statuses").get(0).get("limitRemaining").asLong())
+        .as("a repeat takes nothing again").isEqualTo(1);
+    call(named, 422, "POST", check, descriptors("tenant", "other"), "Idempotency-Key", key);
+
+    // a limiter of the same name stored with other limits decides, and the answer says so
+    call(named, 200, "POST", "/v1/limiters/rls:edge:tenant%3Dstored:2%2Fyear/try",
+        "{\"limit\":{\"fixedWindow\":\"7/365d\"}}");
+    HttpResponse<String> differ = call(named, 200, "POST", check, descriptors("tenant", "stored"));
+    assertThat(differ.headers().firstValue("Tally-Limits")).hasValue("stored-differ");
+
+    call(named, 200, "GET", "/v1/ratelimit", null);
+    call(named, 200, "GET", "/v1/ratelimit?int64=string", null);
+    call(named, 200, "HEAD", "/v1/ratelimit", null);
+    call(server, 404, "GET", "/v1/ratelimit", null);
+    call(server, 404, "HEAD", "/v1/ratelimit", null);
+    call(named, 400, "GET", "/v1/ratelimit?verbose=1", null);
   }
 
   @Test

@@ -32,11 +32,18 @@ final class ServerProcess implements AutoCloseable {
   final Process process;
   final URI uri;
   private final Path stderr;
+  private final BufferedReader stdout;
 
-  private ServerProcess(Process process, URI uri, Path stderr) {
+  private ServerProcess(Process process, URI uri, Path stderr, BufferedReader stdout) {
     this.process = process;
     this.uri = uri;
     this.stderr = stderr;
+    this.stdout = stdout;
+  }
+
+  /** The next line the server prints after "listening on" (e.g. "grpc listening on"). */
+  String nextLine() throws IOException {
+    return stdout.readLine();
   }
 
   static List<String> command(String... args) {
@@ -64,7 +71,8 @@ final class ServerProcess implements AutoCloseable {
       p.destroyForcibly();
       throw new IllegalStateException("server did not start: " + line + "\n" + Files.readString(err));
     }
-    return new ServerProcess(p, URI.create(line.substring("listening on ".length()).strip()), err);
+    return new ServerProcess(p, URI.create(line.substring("listening on ".length()).strip()), err,
+        out);
   }
 
   static ServerProcess start(String... args) throws IOException {

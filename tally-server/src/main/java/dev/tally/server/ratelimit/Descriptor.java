@@ -1,0 +1,40 @@
+package dev.tally.server.ratelimit;
+
+import java.util.List;
+
+/**
+ * One descriptor of a request: its entries, and optionally a limit the caller sends in place of
+ * the rules' (Envoy's {@code RateLimitDescriptor.limit}).
+ *
+ * @param entries the entries, matched level by level
+ * @param override the caller's own limit, or null to take the rules'
+ */
+public record Descriptor(List<Entry> entries, LimitOverride override) {
+  /** Copies the entries. */
+  public Descriptor {
+    entries = List.copyOf(entries);
+  }
+
+  /** A descriptor without an override. */
+  public static Descriptor of(Entry... entries) {
+    return new Descriptor(List.of(entries), null);
+  }
+
+  /**
+   * A limit Envoy sends with a descriptor ({@code limit: {requests_per_unit, unit}} in its route
+   * configuration): envoyproxy/ratelimit applies it instead of the rules, and so does Tally.
+   *
+   * @param requestsPerUnit requests allowed in each window
+   * @param unit the window, or null if Envoy sent a unit Tally does not know
+   */
+  public record LimitOverride(long requestsPerUnit, Unit unit) {}
+
+  @Override
+  public String toString() {
+    StringBuilder b = new StringBuilder("(");
+    for (Entry e : entries) {
+      b.append(b.length() == 1 ? "" : ", ").append(e);
+    }
+    return b.append(')').toString();
+  }
+}

@@ -1,0 +1,309 @@
+package dev.tally.server.ratelimit;
+
+import dev.tally.Decision;
+import dev.tally.Limit;
+import dev.tally.RateLimiter;
+import dev.tally.Tally;
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Limits named by an operator in rules files, checked for a domain's descriptors: what Envoy's
+ * {@code ShouldRateLimit}, {@code POST /v1/ratelimit/{domain}} and {@code tally ratelimit} all
+ * call, so the three answer alike.
+ *
+ * <p>Each descriptor is matched against the rules in force ({@link RuleSet#match}); the one rule
+ * it matches (or the limit Envoy sent with it, which replaces the rules' as in
+ * envoyproxy/ratelimit) is a {@linkplain Limit#fixedWindow fixed window} of
+ * {@code requests_per_unit} per unit, aligned to the epoch as envoyproxy/ratelimit aligns its
+ * windows, so counts and {@code duration_until_reset} read as Envoy expects. Its limiter is named
+ * after the domain, the descriptor's entries with the values the request carries (so a rule
+ * without a value counts each value apart, e.g. each remote address), and the limit itself:
+ *
+ * <pre>rls:messaging:message_type=marketing:to_number=2061111111:5/day</pre>
+ *
+ * ({@code %}, {@code :} and {@code =} inside the parts are written {@code %25}, {@code %3A},
+ * {@code %3D}). Because the limit is part of the name, a reload that changes a limit takes
+ * effect at once, on a window that starts from zero, while the old window expires by itself.
+ *
+ * <p>A decision takes {@code hits_addend} units (0 means 1) from every matched limit that has
+ * room; a limit without room takes nothing (a difference from envoyproxy/ratelimit, whose
+ * counter counts refused hits too). The request is over limit when any descriptor is, except
+ * one whose rule is in shadow mode: its status says {@code OVER_LIMIT}, and the request still
+ * passes. Limiters are called through Tally's asynchronous API: no thread waits for the store.
+ */
+public final class NamedLimits {
+  private static final System.Logger LOG = System.getLogger("dev.tally.server");
+  /** The largest count Envoy's protocol carries (uint32): an unlimited descriptor's remaining. */
+  public static final long MAX_UINT32 = 0xFFFF_FFFFL;
+  /** The most descriptors one request may carry. */
+  public static final int MAX_DESCRIPTORS = 1000;
+  /** Keys whose stored limits differed, warned about once each, up to this many. */
+  private static final int MAX_WARNED = 1000;
+
+  /** A descriptor's outcome. */
+  public enum Code {
+    /** Under its limit, unlimited, or no limit applies. */
+    OK,
+    /** Over its limit (even in shadow mode: the status says so, the overall code does not). */
+    OVER_LIMIT
+  }
+
+  /**
+   * One descriptor's answer.
+   *
+   * @param code over its limit or not
+   * @param rule the rule that applied (a rules file's, or one made of the request's override),
+   *     or null if none did
+   * @param remaining requests left in the current window ({@link #MAX_UINT32} when unlimited, 0
+   *     without a rule)
+   * @param resetNanos until the current window ends (0 without a limit)
+   * @param limiter the limiter's name, or null if no store was asked
+   * @param storedLimit the limit stored with that limiter, which decided: it differs from the
+   *     rule's only if something other than these rules wrote the same name (-1 if none asked)
+   */
+  public record Status(Code code, Rule rule, long remaining, long resetNanos, String limiter,
+      long storedLimit) {
+    /** Whether this status can make the request over limit: a limit, not in shadow mode. */
+    public boolean enforced() {
+      return rule != null && !rule.unlimited() && !rule.shadowMode();
+    }
+
+    /** Whether the stored limits decided other than the rule says. */
+    public boolean storedDiffers() {
+      return storedLimit >= 0 && rule != null && storedLimit != rule.requestsPerUnit();
+    }
+  }
+
+  /**
+   * The answer to a request.
+   *
+   * @param domain the domain asked
+   * @param knownDomain whether the rules define it (an unknown domain answers OK throughout, as
+   *     envoyproxy/ratelimit does)
+   * @param overall OVER_LIMIT if any enforced descriptor is
+   * @param statuses one per descriptor, in the request's order
+   */
+  public record Outcome(String domain, boolean knownDomain, Code overall, List<Status> statuses) {}
+
+  private final Tally tally;
+  private final Rules rules;
+  private final Set<String> warned = ConcurrentHashMap.newKeySet();
+
+  /**
+   * @param tally the store the limiters live in
+   * @param rules the rules in force, read on each request
+   */
+  public NamedLimits(Tally tally, Rules rules) {
+    this.tally = Objects.requireNonNull(tally, "tally");
+    this.rules = Objects.requireNonNull(rules, "rules");
+  }
+
+  /** The rules this checks against. */
+  public Rules rules() {
+    return rules;
+  }
+
+  /**
+   * Checks {@code descriptors} of {@code domain}, taking {@code hitsAddend} units (0 means 1)
+   * from every limit that has room. The stage fails if the store does (after its failure policy)
+   * or a limiter name is invalid (longer than 1024 bytes).
+   *
+   * @throws IllegalArgumentException if there are no descriptors, or more than
+   *     {@link #MAX_DESCRIPTORS}, or the addend is negative
+   */
+  public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
+      long hitsAddend) {
+    return check(domain, descriptors, hitsAddend, null);
+  }
+
+  /**
+   * {@link #check(String, List, long)} carrying an operation id (HTTP's {@code Idempotency-Key},
+   * the command line's {@code --op-id}): descriptor {@code i} decides with the id
+   * {@code ID/i}, so a repeat within the store's retention takes nothing again and answers
+   * what the first call answered, and the same id on another request is refused
+   * ({@link dev.tally.OperationIdConflictException}).
+   *
+   * @param operationId the id, or null for none
+   */
+  public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
+      long hitsAddend, String operationId) {
+    Objects.requireNonNull(domain, "domain");
+    if (descriptors.isEmpty()) {
+      throw new IllegalArgumentException("no descriptors: send at least one, e.g."
+          + " [{\"key\": \"remote_address\", \"value\": \"10.0.0.1\"}]");
+    }
+    if (descriptors.size() > MAX_DESCRIPTORS) {
+      throw new IllegalArgumentException(descriptors.size() + " descriptors in one request; at"
+          + " most " + MAX_DESCRIPTORS);
+    }
+    if (hitsAddend < 0) {
+      throw new IllegalArgumentException("hits_addend must be zero or more, not " + hitsAddend);
+    }
+    long hits = hitsAddend == 0 ? 1 : hitsAddend;
+    RuleSet set = rules.current();
+    int n = descriptors.size();
+    Rule[] matched = new Rule[n];
+    Set<String> replaced = null;
+    for (int i = 0; i < n; i++) {
+      Descriptor d = descriptors.get(i);
+      Rule r = d.override() != null ? override(domain, d) : null;
+      matched[i] = r != null ? r : set.match(domain, d.entries());
+      if (matched[i] != null && !matched[i].replaces().isEmpty()) {
+        if (replaced == null) {
+          replaced = new HashSet<>();
+        }
+        replaced.addAll(matched[i].replaces());
+      }
+    }
+    if (replaced != null) { // a limit that another matched one replaces is not checked
+      for (int i = 0; i < n; i++) {
+        if (matched[i] != null && matched[i].name() != null
+            && replaced.contains(matched[i].name())) {
+          matched[i] = null;
+        }
+      }
+    }
+    boolean known = set.hasDomain(domain);
+    if (n == 1) {
+      return status(domain, descriptors.get(0), matched[0], hits, partId(operationId, 0))
+          .thenApply(s -> outcome(domain, known, List.of(s)));
+    }
+    List<CompletableFuture<Status>> parts = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      parts.add(status(domain, descriptors.get(i), matched[i], hits, partId(operationId, i))
+          .toCompletableFuture());
+    }
+    return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
+      List<Status> statuses = new ArrayList<>(n);
+      for (CompletableFuture<Status> p : parts) {
+        statuses.add(p.join());
+      }
+      return outcome(domain, known, statuses);
+    });
+  }
+
+  private static Outcome outcome(String domain, boolean known, List<Status> statuses) {
+    Code overall = Code.OK;
+    for (Status s : statuses) {
+      if (s.code() == Code.OVER_LIMIT && s.enforced()) {
+        overall = Code.OVER_LIMIT;
+      }
+    }
+    return new Outcome(domain, known, overall, statuses);
+  }
+
+  /** The rule made of the limit a descriptor carries, or null if Tally cannot apply it. */
+  private Rule override(String domain, Descriptor d) {
+    Descriptor.LimitOverride o = d.override();
+    if (o.unit() == null) {
+      warnOnce("override " + domain + d, "a descriptor of domain '" + domain + "' " + d
+          + " carries a limit override with a unit Tally does not know; its rules apply"
+          + " instead");
+      return null;
+    }
+    return new Rule(o.requestsPerUnit(), o.unit(), false, false, null, List.of(),
+        "limit override", "the request");
+  }
+
+  /** {@code ID/i}, shortened to the 128 characters an id may have by cutting the id's end. */
+  private static String partId(String id, int i) {
+    if (id == null) {
+      return null;
+    }
+    String suffix = "/" + i;
+    return (id.length() + suffix.length() <= 128 ? id : id.substring(0, 128 - suffix.length()))
+        + suffix;
+  }
+
+  private CompletionStage<Status> status(String domain, Descriptor d, Rule rule, long hits,
+      String operationId) {
+    if (rule == null) {
+      return CompletableFuture.completedFuture(new Status(Code.OK, null, 0, 0, null, -1));
+    }
+    if (rule.unlimited()) {
+      return CompletableFuture.completedFuture(
+          new Status(Code.OK, rule, MAX_UINT32, 0, null, -1));
+    }
+    if (rule.requestsPerUnit() == 0) { // refuses everything: nothing to count
+      return CompletableFuture.completedFuture(new Status(Code.OVER_LIMIT, rule, 0,
+          windowLeft(rule.unit()), null, -1));
+    }
+    String name = limiterName(domain, d.entries(), rule);
+    RateLimiter limiter;
+    try {
+      limiter = tally.limiter(name, Limit.fixedWindow(rule.requestsPerUnit(),
+          rule.unit().window()));
+      if (operationId != null) {
+        limiter = limiter.withOperationId(operationId);
+      }
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return limiter.async().decide(hits).thenApply(decision -> decided(name, rule, decision));
+  }
+
+  private Status decided(String name, Rule rule, Decision d) {
+    long reset = d.resetAfterNanos();
+    if (reset <= 0) {
+      reset = !d.allowed() && d.retryAfterNanos() != Decision.NEVER && d.retryAfterNanos() > 0
+          ? d.retryAfterNanos() : windowLeft(rule.unit());
+    }
+    Status s = new Status(d.allowed() ? Code.OK : Code.OVER_LIMIT, rule,
+        Math.min(d.remaining(), MAX_UINT32), reset, name, d.limit());
+    if (s.storedDiffers()) {
+      warnOnce(name, "limiter '" + name + "' holds a stored limit of " + d.limit() + ", not the "
+          + rule.describe() + " of " + rule.source() + ": the stored limits decide, as for every"
+          + " limiter, until that state expires or 'tally limit reconfigure' changes it");
+    }
+    return s;
+  }
+
+  /** Until the current window of {@code unit} ends, on Tally's clock. */
+  private long windowLeft(Unit unit) {
+    long w = unit.window().toNanos();
+    return w - Math.floorMod(tally.timeSource().nanos(), w);
+  }
+
+  private void warnOnce(String id, String message) {
+    if (warned.size() < MAX_WARNED && warned.add(id)) {
+      LOG.log(Level.WARNING, message);
+    }
+  }
+
+  /**
+   * The limiter a rule counts in for these entries:
+   * {@code rls:DOMAIN:KEY=VALUE:...:COUNT/UNIT}.
+   */
+  public static String limiterName(String domain, List<Entry> entries, Rule rule) {
+    StringBuilder b = new StringBuilder(32 + 16 * entries.size()).append("rls:");
+    escape(b, domain);
+    for (Entry e : entries) {
+      b.append(':');
+      escape(b, e.key());
+      b.append('=');
+      escape(b, e.value());
+    }
+    return b.append(':').append(rule.requestsPerUnit()).append('/')
+        .append(rule.unit().yamlName()).toString();
+  }
+
+  private static void escape(StringBuilder b, String s) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      switch (c) {
+        case '%' -> b.append("%25");
+        case ':' -> b.append("%3A");
+        case '=' -> b.append("%3D");
+        default -> b.append(c);
+      }
+    }
+  }
+}

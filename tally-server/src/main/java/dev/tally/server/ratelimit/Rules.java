@@ -1,0 +1,261 @@
+package dev.tally.server.ratelimit;
+
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The rules in force, read from files given as {@code --rules} (files, or directories whose
+ * {@code *.yaml} and {@code *.yml} files are read, dot-files skipped), and read again when they
+ * change.
+ *
+ * <p>The rules are one immutable {@link RuleSet}, swapped whole: a request reads it once and
+ * finishes with it, so a reload never leaves one half-applied, and nothing is read from disk on
+ * the way of a request. A set of files is applied all or nothing: if one file is refused (bad
+ * YAML, an unknown key, a domain defined twice), the error names the file and line, is logged
+ * once, and the rules already in force stay. {@link #watch} checks the files on a timer: their
+ * bytes are read and compared (a digest), so an edit in place, a new file, a removed one and a
+ * symbolic link swapped to another directory (as Kubernetes does with a ConfigMap) are all seen.
+ */
+public final class Rules implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger("dev.tally.server");
+
+  /** What a reload did. */
+  public enum Outcome {
+    /** The files are as they were: nothing to do. */
+    UNCHANGED,
+    /** The files changed and the new rules are in force. */
+    APPLIED,
+    /** The files changed but were refused; the rules in force stay. */
+    REFUSED
+  }
+
+  /** The rules in force and what loaded them. */
+  private record Loaded(RuleSet rules, byte[] digest, Instant at) {}
+
+  /**
+   * What an operator wants to know: the files and domains in force, when they were loaded, how
+   * many reloads were applied and refused, and the last refusal.
+   *
+   * @param lastError the last refusal's message, or null if the files in force are the last read
+   */
+  public record Status(List<String> files, List<String> domains, Instant loadedAt, long applied,
+      long refused, String lastError) {}
+
+  private final List<Path> paths;
+  private volatile Loaded loaded;
+  private final AtomicLong applied = new AtomicLong();
+  private final AtomicLong refused = new AtomicLong();
+  private volatile String lastError;
+  private byte[] lastRefusedDigest;
+  private ScheduledExecutorService poller;
+
+  private Rules(List<Path> paths, Loaded loaded) {
+    this.paths = paths;
+    this.loaded = loaded;
+  }
+
+  /**
+   * Reads the rules; the server does not start with rules it cannot use.
+   *
+   * @param paths files, or directories of {@code *.yaml} files
+   * @throws RulesException naming the file and line of the first problem
+   */
+  public static Rules load(List<Path> paths) throws RulesException {
+    if (paths.isEmpty()) {
+      throw new RulesException("no rules file given; pass --rules FILE_OR_DIRECTORY");
+    }
+    List<Path> copy = List.copyOf(paths);
+    Map<Path, byte[]> files = read(copy);
+    Loaded l = new Loaded(parse(files), digest(files), Instant.now());
+    if (l.rules().domains().isEmpty()) {
+      LOG.log(Level.WARNING, "the rules files {0} define no domain yet: every descriptor is"
+          + " answered OK until one is added", copy);
+    }
+    return new Rules(copy, l);
+  }
+
+  /** Rules held in memory, never reloaded: for tests and tools. */
+  public static Rules of(String file, String yaml) throws RulesException {
+    Map<Path, byte[]> files = Map.of(Path.of(file), yaml.getBytes(StandardCharsets.UTF_8));
+    return new Rules(List.of(), new Loaded(parse(files), digest(files), Instant.now()));
+  }
+
+  /** The rules in force now. */
+  public RuleSet current() {
+    return loaded.rules();
+  }
+
+  /** The state of the rules, for {@code GET /v1/ratelimit}. */
+  public Status status() {
+    Loaded l = loaded;
+    return new Status(l.rules().files(), List.copyOf(l.rules().domains()), l.at(), applied.get(),
+        refused.get(), lastError);
+  }
+
+  /**
+   * Reads the files again and, if they changed and are valid, puts them in force. A refusal is
+   * logged once per content refused, not once per check.
+   */
+  public synchronized Outcome reload() {
+    if (paths.isEmpty()) {
+      return Outcome.UNCHANGED;
+    }
+    Map<Path, byte[]> files;
+    byte[] digest;
+    try {
+      files = read(paths);
+      digest = digest(files);
+    } catch (RulesException e) {
+      return refuse(e.getMessage(), e.getMessage().getBytes(StandardCharsets.UTF_8));
+    }
+    if (Arrays.equals(digest, loaded.digest())) {
+      lastError = null;
+      return Outcome.UNCHANGED;
+    }
+    RuleSet next;
+    try {
+      next = parse(files);
+    } catch (RulesException e) {
+      return refuse(e.getMessage(), digest);
+    }
+    loaded = new Loaded(next, digest, Instant.now());
+    applied.incrementAndGet();
+    lastError = null;
+    lastRefusedDigest = null;
+    LOG.log(Level.INFO, "rules reloaded: domains {0} from {1}", next.domains(), next.files());
+    return Outcome.APPLIED;
+  }
+
+  private Outcome refuse(String message, byte[] digest) {
+    lastError = message;
+    if (!Arrays.equals(digest, lastRefusedDigest)) {
+      lastRefusedDigest = digest;
+      refused.incrementAndGet();
+      LOG.log(Level.WARNING, "rules not reloaded: {0}; the rules loaded at {1} stay in force",
+          message, loaded.at());
+    }
+    return Outcome.REFUSED;
+  }
+
+  /** Checks the files every {@code interval} on a thread of its own, until {@link #close}. */
+  public synchronized void watch(Duration interval) {
+    Objects.requireNonNull(interval, "interval");
+    if (interval.isNegative() || interval.isZero()) {
+      throw new IllegalArgumentException("--rules-poll must be positive, not " + interval);
+    }
+    if (poller != null || paths.isEmpty()) {
+      return;
+    }
+    poller = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tally-rules-watch");
+      t.setDaemon(true);
+      return t;
+    });
+    long nanos = interval.toNanos();
+    poller.scheduleWithFixedDelay(() -> {
+      try {
+        reload();
+      } catch (RuntimeException e) { // a bug must not stop the watching
+        LOG.log(Level.ERROR, "checking the rules files failed", e);
+      }
+    }, nanos, nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** Stops watching. */
+  @Override
+  public synchronized void close() {
+    if (poller != null) {
+      poller.shutdownNow();
+      poller = null;
+    }
+  }
+
+  /** The bytes of every file the paths name, in a stable order. */
+  private static Map<Path, byte[]> read(List<Path> paths) throws RulesException {
+    Map<Path, byte[]> files = new java.util.LinkedHashMap<>();
+    for (Path p : paths) {
+      if (Files.isDirectory(p)) {
+        List<Path> inDir = new ArrayList<>();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(p)) {
+          for (Path f : ds) {
+            String name = f.getFileName().toString();
+            if (!name.startsWith(".") && (name.endsWith(".yaml") || name.endsWith(".yml"))
+                && Files.isRegularFile(f)) {
+              inDir.add(f);
+            }
+          }
+        } catch (IOException e) {
+          throw new RulesException(p + ": cannot list the directory: " + e.getMessage());
+        }
+        inDir.sort(null);
+        for (Path f : inDir) {
+          files.put(f, bytes(f));
+        }
+      } else {
+        files.put(p, bytes(p));
+      }
+    }
+    return files;
+  }
+
+  private static byte[] bytes(Path f) throws RulesException {
+    try {
+      return Files.readAllBytes(f);
+    } catch (NoSuchFileException e) {
+      throw new RulesException(f + ": no such file; --rules takes a rules file or a directory"
+          + " of *.yaml files");
+    } catch (IOException e) {
+      throw new RulesException(f + ": cannot read: " + e.getMessage());
+    }
+  }
+
+  private static RuleSet parse(Map<Path, byte[]> files) throws RulesException {
+    Map<String, RuleSet.Domain> domains = new HashMap<>();
+    List<String> names = new ArrayList<>();
+    for (Map.Entry<Path, byte[]> f : files.entrySet()) {
+      String name = f.getKey().toString();
+      RuleSet.Domain d = RulesParser.parse(name, f.getValue());
+      RuleSet.Domain before = domains.putIfAbsent(d.name(), d);
+      if (before != null) {
+        throw new RulesException(name + ": domain '" + d.name() + "' is already defined in "
+            + before.file() + "; keep each domain in one file");
+      }
+      names.add(name);
+    }
+    return new RuleSet(domains, names);
+  }
+
+  private static byte[] digest(Map<Path, byte[]> files) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      for (Map.Entry<Path, byte[]> f : files.entrySet()) {
+        md.update(f.getKey().toString().getBytes(StandardCharsets.UTF_8));
+        md.update((byte) 0);
+        md.update(f.getValue());
+        md.update((byte) 0);
+      }
+      return md.digest();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is always present", e);
+    }
+  }
+}

@@ -1,0 +1,395 @@
+package dev.tally.server.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.tally.Tally;
+import dev.tally.server.envoy.Rls;
+import dev.tally.server.envoy.RlsCodec;
+import dev.tally.server.ratelimit.Descriptor;
+import dev.tally.server.ratelimit.Entry;
+import dev.tally.server.ratelimit.NamedLimits;
+import dev.tally.server.ratelimit.Rules;
+import dev.tally.server.ratelimit.Unit;
+import dev.tally.tck.ManualTimeSource;
+import io.grpc.CallOptions;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
+import io.grpc.stub.MetadataUtils;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Envoy's {@code ShouldRateLimit} over real gRPC (grpc-java client and server on loopback), on
+ * the memory store and on the file store, with time driven by hand.
+ */
+class RateLimitServiceTest {
+  /** A minute boundary: every window of these rules starts here. */
+  static final Instant START = Instant.parse("2026-11-08T00:00:00Z");
+
+  static final String RULES = """
+      domain: edge
+      descriptors:
+        - key: remote_address
+          rate_limit: {unit: minute, requests_per_unit: 2}
+        - key: remote_address
+          value: 50.0.0.5
+          rate_limit: {unit: minute, requests_per_unit: 0}
+        - key: path
+          value: /api/*
+          rate_limit: {unit: hour, requests_per_unit: 3}
+        - key: ldap
+          rate_limit: {unlimited: true}
+        - key: message_type
+          value: marketing
+          descriptors:
+            - key: to_number
+              rate_limit: {unit: day, requests_per_unit: 2}
+        - key: to_number
+          rate_limit: {unit: day, requests_per_unit: 3}
+        - key: canary
+          shadow_mode: true
+          rate_limit: {unit: minute, requests_per_unit: 1}
+        - key: quota
+          rate_limit: {unit: minute, requests_per_unit: 10}
+        - key: key_1
+          value: value_1
+          descriptors:
+            - key: user
+              rate_limit: {name: specific_limit, unit: minute, requests_per_unit: 1}
+        - key: key_2
+          value: value_2
+          descriptors:
+            - key: user
+              rate_limit:
+                replaces: [{name: specific_limit}]
+                unit: minute
+                requests_per_unit: 5
+      """;
+
+  /** A store, rules files, the gRPC endpoint over them and a client channel. */
+  static final class Env implements AutoCloseable {
+    final ManualTimeSource clock = new ManualTimeSource(START);
+    final Path rulesFile;
+    final Tally tally;
+    final Rules rules;
+    final GrpcEndpoint endpoint;
+    final ManagedChannel channel;
+
+    Env(String store, Path dir, String yaml, Auth auth) throws Exception {
+      String uri = store.equals("file:") ? "file:" + dir.resolve("data") : store;
+      tally = Tally.builder(uri).timeSource(clock).build();
+      Path rulesDir = Files.createDirectories(dir.resolve("rules"));
+      rulesFile = rulesDir.resolve("edge.yaml");
+      Files.writeString(rulesFile, yaml);
+      rules = Rules.load(List.of(rulesDir));
+      endpoint = GrpcEndpoint.start(new NamedLimits(tally, rules), InetAddress.getLoopbackAddress(),
+          0, auth, 1, 64 * 1024, true, null);
+      channel = NettyChannelBuilder.forAddress("127.0.0.1", endpoint.address().getPort())
+          .usePlaintext().build();
+    }
+
+    Rls.Response call(long hits, Descriptor... descriptors) {
+      return ClientCalls.blockingUnaryCall(channel, RlsCodec.SHOULD_RATE_LIMIT,
+          CallOptions.DEFAULT.withDeadlineAfter(20, TimeUnit.SECONDS),
+          new Rls.Request("edge", List.of(descriptors), hits));
+    }
+
+    Rls.Response call(Descriptor... descriptors) {
+      return call(0, descriptors);
+    }
+
+    @Override
+    public void close() {
+      channel.shutdownNow();
+      endpoint.close(Duration.ofSeconds(5));
+      rules.close();
+      tally.close();
+    }
+  }
+
+  static Descriptor d(String... kv) {
+    List<Entry> entries = new ArrayList<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      entries.add(new Entry(kv[i], kv[i + 1]));
+    }
+    return new Descriptor(entries, null);
+  }
+
+  static Rls.Limit limit(long rpu, Unit unit) {
+    return new Rls.Limit("", rpu, unit.number());
+  }
+
+  static Map<String, String> headers(Rls.Response r) {
+    return r.responseHeaders().stream().collect(Collectors.toMap(Rls.Header::key,
+        Rls.Header::value));
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void eachDescriptorGetsItsOwnStatus(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      Rls.Response r = env.call(d("remote_address", "10.0.0.1"), d("ldap", "cn=x"),
+          d("nothing", "matches"));
+      assertThat(r.overallCode()).isEqualTo(Rls.OK);
+      assertThat(r.statuses()).containsExactly(
+          new Rls.Status(Rls.OK, limit(2, Unit.MINUTE), 1, Duration.ofMinutes(1)),
+          new Rls.Status(Rls.OK, null, NamedLimits.MAX_UINT32, null),
+          new Rls.Status(Rls.OK, null, 0, null));
+      assertThat(headers(r)).isEqualTo(Map.of("x-ratelimit-limit", "2",
+          "x-ratelimit-remaining", "1", "x-ratelimit-reset", "60"));
+
+      env.clock.advance(Duration.ofSeconds(20));
+      assertThat(env.call(d("remote_address", "10.0.0.1")).statuses().get(0))
+          .isEqualTo(new Rls.Status(Rls.OK, limit(2, Unit.MINUTE), 0, Duration.ofSeconds(40)));
+      Rls.Response over = env.call(d("remote_address", "10.0.0.1"), d("ldap", "cn=x"));
+      assertThat(over.overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(over.statuses().get(0))
+          .isEqualTo(new Rls.Status(Rls.OVER_LIMIT, limit(2, Unit.MINUTE), 0,
+              Duration.ofSeconds(40)));
+      assertThat(over.statuses().get(1).code()).isEqualTo(Rls.OK);
+      assertThat(headers(over)).containsEntry("x-ratelimit-remaining", "0")
+          .containsEntry("x-ratelimit-reset", "40");
+      // each remote address counts apart
+      assertThat(env.call(d("remote_address", "10.0.0.2")).overallCode()).isEqualTo(Rls.OK);
+
+      env.clock.advance(Duration.ofSeconds(40)); // the next window
+      assertThat(env.call(d("remote_address", "10.0.0.1")).statuses().get(0))
+          .isEqualTo(new Rls.Status(Rls.OK, limit(2, Unit.MINUTE), 1, Duration.ofMinutes(1)));
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void nestedDescriptorsMatchAtTheirOwnDepth(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      Descriptor marketing = d("message_type", "marketing", "to_number", "2061111111");
+      Descriptor number = d("to_number", "2061111111");
+      Rls.Response r = env.call(marketing, number);
+      assertThat(r.statuses().get(0).currentLimit()).isEqualTo(limit(2, Unit.DAY));
+      assertThat(r.statuses().get(0).limitRemaining()).isEqualTo(1);
+      assertThat(r.statuses().get(0).durationUntilReset()).isEqualTo(Duration.ofDays(1));
+      assertThat(r.statuses().get(1).currentLimit()).isEqualTo(limit(3, Unit.DAY));
+      assertThat(r.statuses().get(1).limitRemaining()).isEqualTo(2);
+      env.call(marketing, number);
+      Rls.Response third = env.call(marketing, number);
+      assertThat(third.overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(third.statuses().get(0).code()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(third.statuses().get(1).code()).isEqualTo(Rls.OK);
+      assertThat(third.statuses().get(1).limitRemaining()).isZero();
+      // another number has its own count under both rules
+      assertThat(env.call(d("message_type", "marketing", "to_number", "2062222222"))
+          .statuses().get(0).limitRemaining()).isEqualTo(1);
+      // the parent level alone has no limit
+      assertThat(env.call(d("message_type", "marketing")).statuses().get(0).currentLimit())
+          .isNull();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aValueWinsOverTheKeyAloneAndZeroRefusesEverything(String store, @TempDir Path dir)
+      throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      Rls.Response banned = env.call(d("remote_address", "50.0.0.5"));
+      assertThat(banned.overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(banned.statuses().get(0))
+          .isEqualTo(new Rls.Status(Rls.OVER_LIMIT, limit(0, Unit.MINUTE), 0,
+              Duration.ofMinutes(1)));
+      assertThat(env.call(d("remote_address", "50.0.0.6")).statuses().get(0).currentLimit())
+          .isEqualTo(limit(2, Unit.MINUTE));
+      // a value ending in * matches by prefix
+      assertThat(env.call(d("path", "/api/users")).statuses().get(0).currentLimit())
+          .isEqualTo(limit(3, Unit.HOUR));
+      assertThat(env.call(d("path", "/static/x")).statuses().get(0).currentLimit()).isNull();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void shadowModeCountsAndReportsButNeverRefuses(String store, @TempDir Path dir)
+      throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      assertThat(env.call(d("canary", "a")).statuses().get(0).code()).isEqualTo(Rls.OK);
+      Rls.Response r = env.call(d("canary", "a"), d("remote_address", "10.0.0.9"));
+      assertThat(r.overallCode()).isEqualTo(Rls.OK);
+      assertThat(r.statuses().get(0))
+          .isEqualTo(new Rls.Status(Rls.OVER_LIMIT, limit(1, Unit.MINUTE), 0,
+              Duration.ofMinutes(1)));
+      // the headers tell the client about the limit that is enforced, not the shadow one
+      assertThat(headers(r)).containsEntry("x-ratelimit-limit", "2");
+      assertThat(headers(env.call(d("canary", "a")))).isEmpty();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void hitsAddendTakesThatManyAndZeroMeansOne(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      assertThat(env.call(4, d("quota", "q")).statuses().get(0).limitRemaining()).isEqualTo(6);
+      assertThat(env.call(4, d("quota", "q")).statuses().get(0).limitRemaining()).isEqualTo(2);
+      Rls.Response over = env.call(4, d("quota", "q"));
+      assertThat(over.overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      // a refused request takes nothing: the two left are still there
+      assertThat(over.statuses().get(0).limitRemaining()).isEqualTo(2);
+      assertThat(env.call(0, d("quota", "q")).statuses().get(0).limitRemaining()).isEqualTo(1);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aLimitThatReplacesAnotherLeavesItUnchecked(String store, @TempDir Path dir)
+      throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      Descriptor specific = d("key_1", "value_1", "user", "bk");
+      Descriptor replacing = d("key_2", "value_2", "user", "bk");
+      for (int i = 0; i < 3; i++) {
+        Rls.Response r = env.call(specific, replacing);
+        assertThat(r.overallCode()).isEqualTo(Rls.OK);
+        assertThat(r.statuses().get(0).currentLimit()).isNull();
+        assertThat(r.statuses().get(1).limitRemaining()).isEqualTo(4 - i);
+      }
+      // alone, the replaced limit applies, and it was not touched meanwhile
+      assertThat(env.call(specific).statuses().get(0).limitRemaining()).isZero();
+      assertThat(env.call(specific).overallCode()).isEqualTo(Rls.OVER_LIMIT);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aLimitOverrideFromEnvoyReplacesTheRules(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      Descriptor o = new Descriptor(List.of(new Entry("remote_address", "10.1.1.1")),
+          new Descriptor.LimitOverride(1, Unit.HOUR));
+      assertThat(env.call(o).statuses().get(0))
+          .isEqualTo(new Rls.Status(Rls.OK, limit(1, Unit.HOUR), 0, Duration.ofHours(1)));
+      assertThat(env.call(o).overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      // the rules' own limit for that address is another count
+      assertThat(env.call(d("remote_address", "10.1.1.1")).statuses().get(0).limitRemaining())
+          .isEqualTo(1);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void badRequestsAreRefusedAndAnUnknownDomainAnswersOk(String store, @TempDir Path dir)
+      throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      assertThatThrownBy(() -> ClientCalls.blockingUnaryCall(env.channel,
+          RlsCodec.SHOULD_RATE_LIMIT, CallOptions.DEFAULT,
+          new Rls.Request("", List.of(d("a", "b")), 0)))
+          .isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+            assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+            assertThat(e.getStatus().getDescription()).contains("no domain");
+          });
+      assertThatThrownBy(() -> env.call())
+          .isInstanceOfSatisfying(StatusRuntimeException.class, e ->
+              assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT));
+      Rls.Response unknown = ClientCalls.blockingUnaryCall(env.channel,
+          RlsCodec.SHOULD_RATE_LIMIT, CallOptions.DEFAULT,
+          new Rls.Request("elsewhere", List.of(d("remote_address", "1")), 0));
+      assertThat(unknown.overallCode()).isEqualTo(Rls.OK);
+      assertThat(unknown.statuses().get(0).currentLimit()).isNull();
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void withATokenEveryCallMustCarryIt(String store, @TempDir Path dir) throws Exception {
+    String token = "0123456789abcdef0123";
+    try (Env env = new Env(store, dir, RULES, Auth.bearer(token))) {
+      assertThatThrownBy(() -> env.call(d("remote_address", "1")))
+          .isInstanceOfSatisfying(StatusRuntimeException.class, e ->
+              assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAUTHENTICATED));
+      Metadata m = new Metadata();
+      m.put(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER),
+          "Bearer " + token);
+      io.grpc.Channel withToken = io.grpc.ClientInterceptors.intercept(env.channel,
+          MetadataUtils.newAttachHeadersInterceptor(m));
+      Rls.Response r = ClientCalls.blockingUnaryCall(withToken, RlsCodec.SHOULD_RATE_LIMIT,
+          CallOptions.DEFAULT, new Rls.Request("edge", List.of(d("remote_address", "1")), 0));
+      assertThat(r.overallCode()).isEqualTo(Rls.OK);
+      assertThat(r.statuses().get(0).limitRemaining()).isEqualTo(1);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aReloadUnderLoadFailsNoCallAndTheNewLimitTakesEffect(String store, @TempDir Path dir)
+      throws Exception {
+    String before = "domain: edge\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: minute,"
+        + " requests_per_unit: 5}\n";
+    String after = before.replace("requests_per_unit: 5", "requests_per_unit: 100000");
+    try (Env env = new Env(store, dir, before, Auth.NONE)) {
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicInteger calls = new AtomicInteger();
+      AtomicReference<Throwable> failure = new AtomicReference<>();
+      Set<Long> limitsSeen = ConcurrentHashMap.newKeySet();
+      List<Thread> load = new ArrayList<>();
+      for (int t = 0; t < 4; t++) {
+        Thread thread = new Thread(() -> {
+          // bounded: at most 20,000 calls per thread, and the test stops it far sooner
+          for (int i = 0; i < 20_000 && !stop.get(); i++) {
+            try {
+              Rls.Response r = env.call(d("tenant", "acme"));
+              limitsSeen.add(r.statuses().get(0).currentLimit().requestsPerUnit());
+              calls.incrementAndGet();
+            } catch (RuntimeException e) {
+              failure.compareAndSet(null, e);
+              calls.incrementAndGet();
+            }
+          }
+        });
+        thread.start();
+        load.add(thread);
+      }
+      awaitCalls(calls, 300);
+      Files.writeString(env.rulesFile, "domain: edge\ndescriptors:\n  - key: tenant\n"
+          + "    rate_limit: {unit: minute}\n"); // refused: the old rules stay
+      assertThat(env.rules.reload()).isEqualTo(Rules.Outcome.REFUSED);
+      awaitCalls(calls, calls.get() + 300);
+      assertThat(limitsSeen).containsExactly(5L);
+      Files.writeString(env.rulesFile, after);
+      assertThat(env.rules.reload()).isEqualTo(Rules.Outcome.APPLIED);
+      awaitCalls(calls, calls.get() + 300);
+      stop.set(true);
+      for (Thread thread : load) {
+        thread.join(30_000);
+      }
+      assertThat(failure.get()).as("a call failed during the reload").isNull();
+      assertThat(limitsSeen).containsExactlyInAnyOrder(5L, 100_000L);
+      Rls.Response now = env.call(d("tenant", "acme"));
+      assertThat(now.overallCode()).isEqualTo(Rls.OK);
+      assertThat(now.statuses().get(0).currentLimit()).isEqualTo(limit(100_000, Unit.MINUTE));
+    }
+  }
+
+  /** Waits until {@code n} calls are done (bounded: the load threads stop by themselves). */
+  static void awaitCalls(AtomicInteger calls, int n) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (calls.get() < n && System.nanoTime() < deadline) {
+      Thread.sleep(5);
+    }
+    assertThat(calls.get()).as("calls made").isGreaterThanOrEqualTo(n);
+  }
+}
