@@ -84,6 +84,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * mask before the {@code raw} that uses it, so if the mask read is the validated one, {@code r}
  * was encoded with it, and the decoded value is right. Reading {@code expiry} before {@code raw}
  * likewise pairs the expiry with the value: a successful CAS proves no locked write intervened.
+
  *
  * <p>A successful CAS is thus a correct increment of the right counter, and a failed one
  * changes nothing: no increment is lost, none lands twice. Lock-free reads ({@code get},
@@ -425,6 +426,21 @@ final class Table {
    * slot if {@code create}, else the result is null (and nothing is locked).
    */
   Held lock(Op op, Key key, boolean create) {
+    return lock(op, key, create, false);
+  }
+
+  /**
+   * {@link #lock}, for a key that is most likely missing (a fresh operation id) if
+   * {@code likelyNew}: it goes straight to the claim, whose lookup under the insert stripe tells
+   * whether the key exists, rather than looking it up once more before.
+   */
+  Held lock(Op op, Key key, boolean create, boolean likelyNew) {
+    if (create && likelyNew) {
+      Held h = claim(op, key);
+      if (h != null) {
+        return h;
+      }
+    }
     for (;;) {
       Ref ref = find(key);
       if (ref == null) {
@@ -499,6 +515,14 @@ final class Table {
   /**
    * Claims a free slot for a missing key under its insert stripe, as {@code RESERVED}; returns
    * null if the key turned out to exist after all.
+   *
+   * <p>The first pass looks only at the slots whose fingerprint byte says free (0), one line
+   * per segment, so a page that is full costs one read however many segments the table has
+   * (without it, a table grown to many segments read the meta of every slot of each full page
+   * for every new key). A free slot whose fingerprint is stale (left by a process killed between
+   * a removal's commit and the clearing of its fingerprint) is missed by that pass; the second
+   * pass, which runs only when the first found no room, visits every slot as before, and only
+   * then does the table grow.
    */
   private Held claim(Op op, Key key) {
     long stripe = STRIPES_AT + (key.hash >>> 52) * 8;
@@ -507,43 +531,80 @@ final class Table {
       if (find(key) != null) {
         return null;
       }
+      int first = (int) Long.remainderUnsigned(key.hash, SLOTS_PER_PAGE - 1);
+      int segments = file.segmentCount();
+      for (int s = 0; s < segments; s++) {
+        long page = page(key, s);
+        audit(s, page);
+        long free = freeCells(page);
+        // cells from first + 1 up, then from 1: the order of the exhaustive pass below
+        long[] runs = {free & (-1L << (first + 1)), free & ~(-1L << (first + 1))};
+        for (long run : runs) {
+          for (long m = run; m != 0; m &= m - 1) {
+            Held h = tryClaim(op, key, page + ((long) Long.numberOfTrailingZeros(m) << 6));
+            if (h != null) {
+              return h;
+            }
+          }
+        }
+      }
       for (int s = 0; ; s++) {
         file.ensureSegment(s);
         long page = page(key, s);
         audit(s, page);
-        int first = (int) Long.remainderUnsigned(key.hash, SLOTS_PER_PAGE - 1);
         for (int i = 0; i < SLOTS_PER_PAGE - 1; i++) {
-          long slot = page + ((long) (1 + (first + i) % (SLOTS_PER_PAGE - 1)) << 6);
-          int state = state(map.getLongVolatile(slot + S_META));
-          if (state == LIVE || state == RESERVED || !locks.tryLockSlot(slot, op.entry)) {
-            continue; // a locked free slot is being claimed by someone else: skip it
+          Held h = tryClaim(op, key, page + ((long) (1 + (first + i) % (SLOTS_PER_PAGE - 1)) << 6));
+          if (h != null) {
+            return h;
           }
-          state = state(map.getLongVolatile(slot + S_META));
-          if (state != EMPTY && state != TOMBSTONE) {
-            locks.unlockSlot(slot);
-            continue;
-          }
-          Held h = seal(op, slot, key, state, op.now());
-          int keyRef = heap.allocate(key.bytes);
-          long mask = newMask(0);
-          map.setLong(slot + S_HELD, 0);
-          map.setLong(slot + S_EXPIRY, 0);
-          map.setLong(slot + S_KEY_HASH, key.hash);
-          map.setIntVolatile(slot + S_KEY_REF, keyRef);
-          map.setLongVolatile(slot + S_MASK, mask);
-          map.setByteVolatile(fingerprintAt(slot), fingerprint(key.hash));
-          writeMeta(map, slot, RESERVED);
-          h.state = RESERVED;
-          h.keyRef = keyRef;
-          h.mask = mask;
-          h.present = false;
-          h.claimed = true;
-          return h;
         }
       }
     } finally {
       locks.unlockWord(stripe);
     }
+  }
+
+  /**
+   * The cells of {@code page} whose fingerprint byte has its high bit clear, as a bit set: the
+   * free slots (and any whose fingerprint is damaged, which {@link #tryClaim} checks anyway).
+   */
+  private long freeCells(long page) {
+    long free = 0;
+    for (int w = 0; w < SLOTS_PER_PAGE / 8; w++) {
+      for (long z = ~map.getLongVolatile(page + w * 8L) & HIGHS; z != 0; z &= z - 1) {
+        free |= 1L << (w * 8 + (Long.numberOfTrailingZeros(z) >>> 3));
+      }
+    }
+    return free & ~1L; // cell 0 holds the fingerprints
+  }
+
+  /** Claims {@code slot} for {@code key} if it is free and nobody holds it; else null. */
+  private Held tryClaim(Op op, Key key, long slot) {
+    int state = state(map.getLongVolatile(slot + S_META));
+    if (state == LIVE || state == RESERVED || !locks.tryLockSlot(slot, op.entry)) {
+      return null; // a locked free slot is being claimed by someone else: skip it
+    }
+    state = state(map.getLongVolatile(slot + S_META));
+    if (state != EMPTY && state != TOMBSTONE) {
+      locks.unlockSlot(slot);
+      return null;
+    }
+    Held h = seal(op, slot, key, state, op.now());
+    int keyRef = heap.allocate(key.bytes);
+    long mask = newMask(0);
+    map.setLong(slot + S_HELD, 0);
+    map.setLong(slot + S_EXPIRY, 0);
+    map.setLong(slot + S_KEY_HASH, key.hash);
+    map.setIntVolatile(slot + S_KEY_REF, keyRef);
+    map.setLongVolatile(slot + S_MASK, mask);
+    map.setByteVolatile(fingerprintAt(slot), fingerprint(key.hash));
+    writeMeta(map, slot, RESERVED);
+    h.state = RESERVED;
+    h.keyRef = keyRef;
+    h.mask = mask;
+    h.present = false;
+    h.claimed = true;
+    return h;
   }
 
   /**
