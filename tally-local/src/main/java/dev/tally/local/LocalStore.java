@@ -135,7 +135,8 @@ final class LocalStore implements Store {
       if (refs.size() >= CACHE_LIMIT) {
         refs.clear();
       }
-      refs.put(key, new Table.Ref(h.slot, h.finalMask, LIVE | (h.liveFloating() ? FLOATING : 0)));
+      refs.put(key, new Table.Ref(h.slot, h.finalMask, LIVE | (h.liveFloating() ? FLOATING : 0),
+          h.liveExpiresAt(), h.liveBits() ^ h.finalMask));
     } else {
       refs.remove(key);
     }
@@ -168,6 +169,20 @@ final class LocalStore implements Store {
     Key[] k = new Key[1];
     for (Table.Ref ref; (ref = ref(key, k)) != null && !ref.floating(); ) {
       long slot = ref.slot();
+      long guess = ref.raw;
+      long kept = ref.expiresAt();
+      if (guess != SEALED && (kept == 0 || !Table.expired(kept, time.nanos()))) {
+        // The short way (Table, "The value word"): from the word last seen; an overflow, or a
+        // sum that would read as sealed, is left to the long way, which reads the real value.
+        long v = guess ^ ref.mask();
+        long n = v + delta;
+        long nr = n ^ ref.mask();
+        if (((v ^ n) & (delta ^ n)) >= 0 && nr != SEALED && map.caxLong(slot + S_RAW, guess, nr) == guess) {
+          ref.raw = nr;
+          wrote(slot);
+          return n;
+        }
+      }
       long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
       long r = map.getLongVolatile(slot + S_RAW);
       long mask = map.getLongVolatile(slot + S_MASK);
@@ -185,6 +200,7 @@ final class LocalStore implements Store {
         break;
       }
       if (map.casLong(slot + S_RAW, r, nr)) {
+        ref.raw = nr;
         wrote(slot);
         return n;
       }

@@ -84,7 +84,20 @@ import java.util.concurrent.ThreadLocalRandom;
  * mask before the {@code raw} that uses it, so if the mask read is the validated one, {@code r}
  * was encoded with it, and the decoded value is right. Reading {@code expiry} before {@code raw}
  * likewise pairs the expiry with the value: a successful CAS proves no locked write intervened.
-
+ *
+ * <p>An incarnation's expiry never changes: a locked write that changes a counter's expiry
+ * ({@code touch}, a {@code put} with a ttl) gives the slot a new mask, and so does a rollback
+ * ({@link Journal}), which puts back an expiry that a reader may have seen replaced. So the
+ * expiry read with a validated mask is the expiry of every value word encoded with that mask,
+ * and a process can keep both ({@link Ref}). That gives the increment a shorter way, tried
+ * first: compare-and-swap {@code raw} straight from the word this process last saw there,
+ * {@code r}, to {@code (v + delta) ^ mask}, with {@code v = r ^ mask} and the kept expiry
+ * checked against the clock. If it succeeds, {@code raw} was {@code r}, a word of the kept
+ * incarnation (another incarnation's words equal it with probability 2<sup>-64</sup>, as above),
+ * so {@code v} was the value and the kept expiry the expiry: the same increment as the long way.
+ * If it fails, nothing changed, and the long way runs on the cache line the attempt fetched. On
+ * one hot key shared by processes, this makes an increment one exclusive fetch of the line where
+ * the long way took a shared fetch (its reads) and then an exclusive one (its compare-and-swap).
  *
  * <p>A successful CAS is thus a correct increment of the right counter, and a failed one
  * changes nothing: no increment is lost, none lands twice. Lock-free reads ({@code get},
@@ -239,8 +252,47 @@ final class Table {
 
   // ---------------------------------------------------------------- lookup
 
-  /** Where a key was found: the slot, and the mask and meta its identity was validated with. */
-  record Ref(long slot, long mask, long meta) {
+  /**
+   * Where a key was found: the slot, and the mask, meta and expiry its identity was validated
+   * with (an incarnation's expiry never changes: see "The value word"); and {@link #raw}, the
+   * latest value word this process saw there, which a lock-free increment compares against
+   * first.
+   */
+  static final class Ref {
+    private final long slot;
+    private final long mask;
+    private final long meta;
+    private final long expiresAt;
+    /**
+     * A guess, shared without synchronization by the threads of this process: a compare-and-swap
+     * against it either succeeds, and then it was the slot's word, or fails and changes nothing.
+     */
+    long raw;
+
+    Ref(long slot, long mask, long meta, long expiresAt, long raw) {
+      this.slot = slot;
+      this.mask = mask;
+      this.meta = meta;
+      this.expiresAt = expiresAt;
+      this.raw = raw;
+    }
+
+    long slot() {
+      return slot;
+    }
+
+    long mask() {
+      return mask;
+    }
+
+    long meta() {
+      return meta;
+    }
+
+    long expiresAt() {
+      return expiresAt;
+    }
+
     boolean floating() {
       return Table.floating(meta);
     }
@@ -273,7 +325,9 @@ final class Table {
               continue;
             }
             long mask = map.getLongVolatile(slot + S_MASK);
+            long expiresAt = map.getLongVolatile(slot + S_EXPIRY); // after the mask: see Ref
             boolean same = heap.matches(map.getIntVolatile(slot + S_KEY_REF), key.bytes);
+            long raw = map.getLongVolatile(slot + S_RAW); // before the re-check: a word of this mask, or SEALED
             if (map.getLongVolatile(slot + S_META) != meta || map.getLongVolatile(slot + S_MASK) != mask) {
               if (same) {
                 continue retry; // it changed under us: look again
@@ -281,7 +335,7 @@ final class Table {
               continue;
             }
             if (same) {
-              return new Ref(slot, mask, meta);
+              return new Ref(slot, mask, meta, expiresAt, raw);
             }
           }
         }
@@ -695,7 +749,8 @@ final class Table {
       h.finalMask = mask;
       h.freeRecord = h.record ? (int) h.bits : 0;
     } else if (h.changed && h.nowPresent) {
-      boolean fresh = !h.present || h.record || h.nowFloating != h.floating;
+      // a new incarnation whenever the kind or the expiry changes: see "The value word"
+      boolean fresh = !h.present || h.record || h.nowFloating != h.floating || h.nowExpiresAt != h.expiresAt;
       long mask = fresh ? newMask(h.nowBits) : h.mask;
       if ((h.nowBits ^ mask) == SEALED) {
         mask = newMask(h.nowBits);
