@@ -151,15 +151,6 @@ final class FileMap {
     }
   }
 
-  /** Compare-and-swap that returns the word it found (the new one's expected value if it succeeded). */
-  long caxLong(long at, long expect, long update) {
-    try {
-      return (long) LONG.compareAndExchange(w(at), i(at), expect, update);
-    } catch (IndexOutOfBoundsException e) {
-      throw outside(at, e);
-    }
-  }
-
   int getInt(long at) {
     try {
       return (int) INT.get(w(at), i(at));

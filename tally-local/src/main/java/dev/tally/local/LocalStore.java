@@ -44,9 +44,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * whole, and {@code docs/local-store.md} for the format.
  *
  * <p>Hot paths ({@code incr} of a live counter, {@code get}, {@code ttl}) take no lock: a
- * per-instance cache maps key strings to the slot and mask they were last validated with, so a
- * cached increment is three loads and a compare-and-swap on the mapped file. Everything else
- * locks the key's slot through an {@link Op}.
+ * per-instance cache maps key strings to the slot, mask and expiry they were last validated with
+ * and the value word last seen there, so a cached increment is one compare-and-swap on the mapped
+ * file, or, if another thread or process moved the word since, three loads and another one.
+ * Everything else locks the key's slot through an {@link Op}.
  *
  * <p>Each locked operation has a body that runs inside a given {@link Op} ({@code incrLocked},
  * {@code transactLocked}, {@code limitLocked}, ...), so that {@link OperationIds} can run one
@@ -177,7 +178,7 @@ final class LocalStore implements Store {
         long v = guess ^ ref.mask();
         long n = v + delta;
         long nr = n ^ ref.mask();
-        if (((v ^ n) & (delta ^ n)) >= 0 && nr != SEALED && map.caxLong(slot + S_RAW, guess, nr) == guess) {
+        if (((v ^ n) & (delta ^ n)) >= 0 && nr != SEALED && map.casLong(slot + S_RAW, guess, nr)) {
           ref.raw = nr;
           wrote(slot);
           return n;
