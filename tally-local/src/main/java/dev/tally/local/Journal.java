@@ -274,7 +274,7 @@ final class Journal {
 
   /**
    * Roll back: if the slot was sealed, its fields may have changed, so put the image back and
-   * unseal it. An image of an empty slot comes back as a tombstone, never as empty: while the
+   * unseal it (a counter with a new mask). An image of an empty slot comes back as a tombstone, never as empty: while the
    * slot was claimed, another key may have been inserted past it in the same probe chain.
    */
   private void restore(long slot, long img) {
@@ -290,6 +290,11 @@ final class Journal {
     int flags = (int) map.getLong(img + S_META);
     if ((flags & STATE_BITS) == EMPTY) {
       flags = TOMBSTONE;
+    }
+    if ((flags & STATE_BITS) == LIVE && (flags & Layout.RECORD) == 0) {
+      // A counter rolled back is a new incarnation: a reader may have seen the expiry the dead
+      // holder wrote, with the old mask, and must not take it for the expiry put back (Table).
+      mask = Table.newMask(held);
     }
     map.setLong(slot + S_HELD, held);
     map.setLong(slot + S_MASK, mask);

@@ -44,9 +44,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * whole, and {@code docs/local-store.md} for the format.
  *
  * <p>Hot paths ({@code incr} of a live counter, {@code get}, {@code ttl}) take no lock: a
- * per-instance cache maps key strings to the slot and mask they were last validated with, so a
- * cached increment is three loads and a compare-and-swap on the mapped file. Everything else
- * locks the key's slot through an {@link Op}.
+ * per-instance cache maps key strings to the slot, mask and expiry they were last validated with
+ * and the value word last seen there, so a cached increment is one compare-and-swap on the mapped
+ * file, or, if another thread or process moved the word since, three loads and another one.
+ * Everything else locks the key's slot through an {@link Op}.
  *
  * <p>Each locked operation has a body that runs inside a given {@link Op} ({@code incrLocked},
  * {@code transactLocked}, {@code limitLocked}, ...), so that {@link OperationIds} can run one
@@ -135,7 +136,8 @@ final class LocalStore implements Store {
       if (refs.size() >= CACHE_LIMIT) {
         refs.clear();
       }
-      refs.put(key, new Table.Ref(h.slot, h.finalMask, LIVE | (h.liveFloating() ? FLOATING : 0)));
+      refs.put(key, new Table.Ref(h.slot, h.finalMask, LIVE | (h.liveFloating() ? FLOATING : 0),
+          h.liveExpiresAt(), h.liveBits() ^ h.finalMask));
     } else {
       refs.remove(key);
     }
@@ -168,6 +170,20 @@ final class LocalStore implements Store {
     Key[] k = new Key[1];
     for (Table.Ref ref; (ref = ref(key, k)) != null && !ref.floating(); ) {
       long slot = ref.slot();
+      long guess = ref.raw;
+      long kept = ref.expiresAt();
+      if (guess != SEALED && (kept == 0 || !Table.expired(kept, time.nanos()))) {
+        // The short way (Table, "The value word"): from the word last seen; an overflow, or a
+        // sum that would read as sealed, is left to the long way, which reads the real value.
+        long v = guess ^ ref.mask();
+        long n = v + delta;
+        long nr = n ^ ref.mask();
+        if (((v ^ n) & (delta ^ n)) >= 0 && nr != SEALED && map.casLong(slot + S_RAW, guess, nr)) {
+          ref.raw = nr;
+          wrote(slot);
+          return n;
+        }
+      }
       long expiresAt = map.getLongVolatile(slot + S_EXPIRY);
       long r = map.getLongVolatile(slot + S_RAW);
       long mask = map.getLongVolatile(slot + S_MASK);
@@ -185,6 +201,7 @@ final class LocalStore implements Store {
         break;
       }
       if (map.casLong(slot + S_RAW, r, nr)) {
+        ref.raw = nr;
         wrote(slot);
         return n;
       }

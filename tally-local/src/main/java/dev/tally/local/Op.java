@@ -42,6 +42,11 @@ final class Op implements AutoCloseable {
     return table.lock(this, key, create);
   }
 
+  /** Locks {@code key}, claiming its slot first: see {@link Table#lock(Op, Key, boolean, boolean)}. */
+  Table.Held lockLikelyNew(Key key) {
+    return table.lock(this, key, true, true);
+  }
+
   /** Locks {@code key} for a counter operation: refused if it holds a live rate limiter. */
   Table.Held lockCounter(Key key, boolean create) {
     Table.Held h = table.lock(this, key, create);

@@ -91,7 +91,7 @@ final class OperationIds {
         ? LocalStore.transactionKeys(t.ops(), 1) : null;
     Key idKey = key(id);
     try (Op op = store.begin()) {
-      Table.Held h = op.lock(idKey, true);
+      Table.Held h = op.lockLikelyNew(idKey); // a first attempt is the common case
       if (h.present) {
         return read(h, idKey).replay(id, mutation); // throws for another operation; writes nothing
       }

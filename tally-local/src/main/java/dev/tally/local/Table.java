@@ -85,6 +85,20 @@ import java.util.concurrent.ThreadLocalRandom;
  * was encoded with it, and the decoded value is right. Reading {@code expiry} before {@code raw}
  * likewise pairs the expiry with the value: a successful CAS proves no locked write intervened.
  *
+ * <p>An incarnation's expiry never changes: a locked write that changes a counter's expiry
+ * ({@code touch}, a {@code put} with a ttl) gives the slot a new mask, and so does a rollback
+ * ({@link Journal}), which puts back an expiry that a reader may have seen replaced. So the
+ * expiry read with a validated mask is the expiry of every value word encoded with that mask,
+ * and a process can keep both ({@link Ref}). That gives the increment a shorter way, tried
+ * first: compare-and-swap {@code raw} straight from the word this process last saw there,
+ * {@code r}, to {@code (v + delta) ^ mask}, with {@code v = r ^ mask} and the kept expiry
+ * checked against the clock. If it succeeds, {@code raw} was {@code r}, a word of the kept
+ * incarnation (another incarnation's words equal it with probability 2<sup>-64</sup>, as above),
+ * so {@code v} was the value and the kept expiry the expiry: the same increment as the long way.
+ * If it fails, nothing changed, and the long way runs on the cache line the attempt fetched. On
+ * one hot key shared by processes, this makes an increment one exclusive fetch of the line where
+ * the long way took a shared fetch (its reads) and then an exclusive one (its compare-and-swap).
+ *
  * <p>A successful CAS is thus a correct increment of the right counter, and a failed one
  * changes nothing: no increment is lost, none lands twice. Lock-free reads ({@code get},
  * {@code ttl}) use the same reads without the CAS, and wait on the lock when they see
@@ -238,8 +252,47 @@ final class Table {
 
   // ---------------------------------------------------------------- lookup
 
-  /** Where a key was found: the slot, and the mask and meta its identity was validated with. */
-  record Ref(long slot, long mask, long meta) {
+  /**
+   * Where a key was found: the slot, and the mask, meta and expiry its identity was validated
+   * with (an incarnation's expiry never changes: see "The value word"); and {@link #raw}, the
+   * latest value word this process saw there, which a lock-free increment compares against
+   * first.
+   */
+  static final class Ref {
+    private final long slot;
+    private final long mask;
+    private final long meta;
+    private final long expiresAt;
+    /**
+     * A guess, shared without synchronization by the threads of this process: a compare-and-swap
+     * against it either succeeds, and then it was the slot's word, or fails and changes nothing.
+     */
+    long raw;
+
+    Ref(long slot, long mask, long meta, long expiresAt, long raw) {
+      this.slot = slot;
+      this.mask = mask;
+      this.meta = meta;
+      this.expiresAt = expiresAt;
+      this.raw = raw;
+    }
+
+    long slot() {
+      return slot;
+    }
+
+    long mask() {
+      return mask;
+    }
+
+    long meta() {
+      return meta;
+    }
+
+    long expiresAt() {
+      return expiresAt;
+    }
+
     boolean floating() {
       return Table.floating(meta);
     }
@@ -272,7 +325,9 @@ final class Table {
               continue;
             }
             long mask = map.getLongVolatile(slot + S_MASK);
+            long expiresAt = map.getLongVolatile(slot + S_EXPIRY); // after the mask: see Ref
             boolean same = heap.matches(map.getIntVolatile(slot + S_KEY_REF), key.bytes);
+            long raw = map.getLongVolatile(slot + S_RAW); // before the re-check: a word of this mask, or SEALED
             if (map.getLongVolatile(slot + S_META) != meta || map.getLongVolatile(slot + S_MASK) != mask) {
               if (same) {
                 continue retry; // it changed under us: look again
@@ -280,7 +335,7 @@ final class Table {
               continue;
             }
             if (same) {
-              return new Ref(slot, mask, meta);
+              return new Ref(slot, mask, meta, expiresAt, raw);
             }
           }
         }
@@ -425,6 +480,21 @@ final class Table {
    * slot if {@code create}, else the result is null (and nothing is locked).
    */
   Held lock(Op op, Key key, boolean create) {
+    return lock(op, key, create, false);
+  }
+
+  /**
+   * {@link #lock}, for a key that is most likely missing (a fresh operation id) if
+   * {@code likelyNew}: it goes straight to the claim, whose lookup under the insert stripe tells
+   * whether the key exists, rather than looking it up once more before.
+   */
+  Held lock(Op op, Key key, boolean create, boolean likelyNew) {
+    if (create && likelyNew) {
+      Held h = claim(op, key);
+      if (h != null) {
+        return h;
+      }
+    }
     for (;;) {
       Ref ref = find(key);
       if (ref == null) {
@@ -499,6 +569,14 @@ final class Table {
   /**
    * Claims a free slot for a missing key under its insert stripe, as {@code RESERVED}; returns
    * null if the key turned out to exist after all.
+   *
+   * <p>The first pass looks only at the slots whose fingerprint byte says free (0), one line
+   * per segment, so a page that is full costs one read however many segments the table has
+   * (without it, a table grown to many segments read the meta of every slot of each full page
+   * for every new key). A free slot whose fingerprint is stale (left by a process killed between
+   * a removal's commit and the clearing of its fingerprint) is missed by that pass; the second
+   * pass, which runs only when the first found no room, visits every slot as before, and only
+   * then does the table grow.
    */
   private Held claim(Op op, Key key) {
     long stripe = STRIPES_AT + (key.hash >>> 52) * 8;
@@ -507,43 +585,80 @@ final class Table {
       if (find(key) != null) {
         return null;
       }
+      int first = (int) Long.remainderUnsigned(key.hash, SLOTS_PER_PAGE - 1);
+      int segments = file.segmentCount();
+      for (int s = 0; s < segments; s++) {
+        long page = page(key, s);
+        audit(s, page);
+        long free = freeCells(page);
+        // cells from first + 1 up, then from 1: the order of the exhaustive pass below
+        long[] runs = {free & (-1L << (first + 1)), free & ~(-1L << (first + 1))};
+        for (long run : runs) {
+          for (long m = run; m != 0; m &= m - 1) {
+            Held h = tryClaim(op, key, page + ((long) Long.numberOfTrailingZeros(m) << 6));
+            if (h != null) {
+              return h;
+            }
+          }
+        }
+      }
       for (int s = 0; ; s++) {
         file.ensureSegment(s);
         long page = page(key, s);
         audit(s, page);
-        int first = (int) Long.remainderUnsigned(key.hash, SLOTS_PER_PAGE - 1);
         for (int i = 0; i < SLOTS_PER_PAGE - 1; i++) {
-          long slot = page + ((long) (1 + (first + i) % (SLOTS_PER_PAGE - 1)) << 6);
-          int state = state(map.getLongVolatile(slot + S_META));
-          if (state == LIVE || state == RESERVED || !locks.tryLockSlot(slot, op.entry)) {
-            continue; // a locked free slot is being claimed by someone else: skip it
+          Held h = tryClaim(op, key, page + ((long) (1 + (first + i) % (SLOTS_PER_PAGE - 1)) << 6));
+          if (h != null) {
+            return h;
           }
-          state = state(map.getLongVolatile(slot + S_META));
-          if (state != EMPTY && state != TOMBSTONE) {
-            locks.unlockSlot(slot);
-            continue;
-          }
-          Held h = seal(op, slot, key, state, op.now());
-          int keyRef = heap.allocate(key.bytes);
-          long mask = newMask(0);
-          map.setLong(slot + S_HELD, 0);
-          map.setLong(slot + S_EXPIRY, 0);
-          map.setLong(slot + S_KEY_HASH, key.hash);
-          map.setIntVolatile(slot + S_KEY_REF, keyRef);
-          map.setLongVolatile(slot + S_MASK, mask);
-          map.setByteVolatile(fingerprintAt(slot), fingerprint(key.hash));
-          writeMeta(map, slot, RESERVED);
-          h.state = RESERVED;
-          h.keyRef = keyRef;
-          h.mask = mask;
-          h.present = false;
-          h.claimed = true;
-          return h;
         }
       }
     } finally {
       locks.unlockWord(stripe);
     }
+  }
+
+  /**
+   * The cells of {@code page} whose fingerprint byte has its high bit clear, as a bit set: the
+   * free slots (and any whose fingerprint is damaged, which {@link #tryClaim} checks anyway).
+   */
+  private long freeCells(long page) {
+    long free = 0;
+    for (int w = 0; w < SLOTS_PER_PAGE / 8; w++) {
+      for (long z = ~map.getLongVolatile(page + w * 8L) & HIGHS; z != 0; z &= z - 1) {
+        free |= 1L << (w * 8 + (Long.numberOfTrailingZeros(z) >>> 3));
+      }
+    }
+    return free & ~1L; // cell 0 holds the fingerprints
+  }
+
+  /** Claims {@code slot} for {@code key} if it is free and nobody holds it; else null. */
+  private Held tryClaim(Op op, Key key, long slot) {
+    int state = state(map.getLongVolatile(slot + S_META));
+    if (state == LIVE || state == RESERVED || !locks.tryLockSlot(slot, op.entry)) {
+      return null; // a locked free slot is being claimed by someone else: skip it
+    }
+    state = state(map.getLongVolatile(slot + S_META));
+    if (state != EMPTY && state != TOMBSTONE) {
+      locks.unlockSlot(slot);
+      return null;
+    }
+    Held h = seal(op, slot, key, state, op.now());
+    int keyRef = heap.allocate(key.bytes);
+    long mask = newMask(0);
+    map.setLong(slot + S_HELD, 0);
+    map.setLong(slot + S_EXPIRY, 0);
+    map.setLong(slot + S_KEY_HASH, key.hash);
+    map.setIntVolatile(slot + S_KEY_REF, keyRef);
+    map.setLongVolatile(slot + S_MASK, mask);
+    map.setByteVolatile(fingerprintAt(slot), fingerprint(key.hash));
+    writeMeta(map, slot, RESERVED);
+    h.state = RESERVED;
+    h.keyRef = keyRef;
+    h.mask = mask;
+    h.present = false;
+    h.claimed = true;
+    return h;
   }
 
   /**
@@ -634,7 +749,8 @@ final class Table {
       h.finalMask = mask;
       h.freeRecord = h.record ? (int) h.bits : 0;
     } else if (h.changed && h.nowPresent) {
-      boolean fresh = !h.present || h.record || h.nowFloating != h.floating;
+      // a new incarnation whenever the kind or the expiry changes: see "The value word"
+      boolean fresh = !h.present || h.record || h.nowFloating != h.floating || h.nowExpiresAt != h.expiresAt;
       long mask = fresh ? newMask(h.nowBits) : h.mask;
       if ((h.nowBits ^ mask) == SEALED) {
         mask = newMask(h.nowBits);

@@ -126,6 +126,41 @@ class RecoveryTest {
   }
 
   @Test
+  void aCounterRolledBackGetsANewMaskSoAnExpiryReadMidChangeIsNeverTrusted() {
+    store = open();
+    store.put("k", 5L, Store.NO_TTL);
+    long slot = slotOf("k");
+    FileMap m = store.file().map;
+    long mask = m.getLong(slot + S_MASK);
+    dieHolding(deadOwner(), slot, 7);
+    m.setLong(slot + S_EXPIRY, 123); // the touch it was doing: expiry written, new mask not yet
+    // A lookup in this instant pairs the old mask with the expiry the dead holder wrote...
+    assertThat(store.file().table.find(new Key("k")).expiresAt()).isEqualTo(123);
+
+    assertThat(store.incr("k", 1, 0, true)).isEqualTo(6); // ...and the rollback puts back "never"
+    assertThat(store.ttl("k")).isEqualTo(Store.TTL_PERMANENT);
+    // under a new mask, so no word of the old one, which that lookup could compare against, returns
+    assertThat(m.getLong(slot + S_MASK)).isNotEqualTo(mask);
+    assertThat(m.getLong(slot + S_RAW) ^ m.getLong(slot + S_MASK)).isEqualTo(6);
+  }
+
+  @Test
+  void anIncrementCachedWithoutExpiryRestartsACounterAnotherInstanceMadeExpire() {
+    store = open();
+    LocalStore other = open(); // its own cache, as another process has
+    try {
+      assertThat(store.incr("k", 1, 0, true)).isEqualTo(1);
+      assertThat(store.incr("k", 1, 0, true)).isEqualTo(2); // cached, with no expiry
+      assertThat(other.touch("k", TimeUnit.SECONDS.toNanos(1))).isTrue(); // same value, new expiry
+      clock.advanceNanos(TimeUnit.SECONDS.toNanos(2));
+      assertThat(store.incr("k", 1, 0, true)).isEqualTo(1); // expired: it starts afresh
+      assertThat(other.get("k")).isEqualTo(1L);
+    } finally {
+      other.close();
+    }
+  }
+
+  @Test
   void aCommittedChangeOfADeadHolderIsRolledForward() {
     store = open();
     store.put("k", 5L, Store.NO_TTL);
