@@ -114,8 +114,8 @@ class BadInputTest {
           .hasMessageContaining("rate limiter's state");
       assertThatThrownBy(() -> tally.counters().put(other, 1)).isInstanceOf(dev.tally.TallyException.class);
       assertThatThrownBy(() -> tally.counters().delete(other)).isInstanceOf(dev.tally.TallyException.class);
-      assertThat(tally.counters().get(other)).isEmpty();
-      assertThat(tally.counters().add(other, 1, null)).isFalse();
+      assertThatThrownBy(() -> tally.counters().get(other)).isInstanceOf(dev.tally.WrongKindException.class);
+      assertThatThrownBy(() -> tally.counters().add(other, 1, null)).isInstanceOf(dev.tally.WrongKindException.class);
       assertThat(tally.limiter(other, Limit.tokenBucket(5, Duration.ofMinutes(1))).available()).isEqualTo(4);
     }
   }

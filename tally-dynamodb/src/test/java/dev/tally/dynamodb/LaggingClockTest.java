@@ -1,6 +1,7 @@
 package dev.tally.dynamodb;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
@@ -32,7 +33,8 @@ class LaggingClockTest {
       assertThat(lb.tryAcquire()).isTrue(); // decided at a's instant: the 00:01 window
       assertThat(lb.tryAcquire()).isTrue();
       assertThat(la.tryAcquire()).as("the 00:01 window already granted its 2").isFalse();
-      assertThat(a.counters().get(name)).as("the name is no counter's").isEmpty();
+      assertThatThrownBy(() -> a.counters().get(name)).as("the name is a live limiter's, no counter's")
+          .isInstanceOf(dev.tally.WrongKindException.class);
     }
   }
 }

@@ -576,8 +576,9 @@ public abstract class LimiterContract extends TallyFixture {
   /** A transaction that names a live limiter is refused whole, and changes nothing. */
   @Test
   public void aTransactionOnALimitersNameIsRefusedAndChangesNothing() {
-    String limiter = name();
-    String counter = name();
+    String tag = "{" + name() + "}"; // one hash slot, for stores that need a transaction's keys together
+    String limiter = tag + ":limiter";
+    String counter = tag + ":counter";
     RateLimiter l = tally.limiter(limiter, Limit.tokenBucket(5, Duration.ofMinutes(1)));
     assertThat(l.tryAcquire()).isTrue();
     assertThatThrownBy(() -> tally.counters().transaction(tx -> tx.incr(counter).get(limiter)))
