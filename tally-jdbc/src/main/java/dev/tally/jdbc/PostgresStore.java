@@ -546,7 +546,7 @@ final class PostgresStore implements Store {
     } else if (m instanceof Mutation.Transact t) {
       return transactIn(c, t.ops());
     } else if (m instanceof Mutation.LimiterStep l) {
-      return limit(c, l.call(), l.operation(), l.permits(), clock.nanos());
+      return limit(c, limit, l.call(), l.operation(), l.permits(), clock.nanos());
     }
     throw new IllegalArgumentException("unknown mutation " + m);
   }
@@ -580,11 +580,6 @@ final class PostgresStore implements Store {
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     long clientNow = clock.nanos();
     return run("rate limiter '" + call.key() + "'", c -> limit(c, plainLimit, call, operation, permits, clientNow));
-  }
-
-  private Decision limit(Connection c, LimiterCall call, LimiterOperation operation, long permits, long clientNow)
-      throws SQLException {
-    return limit(c, limit, call, operation, permits, clientNow);
   }
 
   private Decision limit(Connection c, Sql statement, LimiterCall call, LimiterOperation operation, long permits,

@@ -14,6 +14,7 @@ import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiFunction;
 
 /**
  * The protobuf wire format of {@link Rls}'s messages, written by hand against the field numbers
@@ -113,6 +114,15 @@ public final class RlsCodec {
   }
 
   private static Entry entry(CodedInputStream in) throws IOException {
+    return keyValue(in, Entry::new);
+  }
+
+  /**
+   * A message of two strings, key (field 1) and value (field 2): a descriptor's entry and a
+   * header share the layout.
+   */
+  private static <T> T keyValue(CodedInputStream in, BiFunction<String, String, T> make)
+      throws IOException {
     String key = "";
     String value = "";
     int tag;
@@ -123,7 +133,7 @@ public final class RlsCodec {
         default -> skip(in, tag);
       }
     }
-    return new Entry(key, value);
+    return make.apply(key, value);
   }
 
   private static Descriptor.LimitOverride override(CodedInputStream in) throws IOException {
@@ -352,17 +362,7 @@ public final class RlsCodec {
   }
 
   private static Rls.Header header(CodedInputStream in) throws IOException {
-    String key = "";
-    String value = "";
-    int tag;
-    while ((tag = in.readTag()) != 0) {
-      switch (tag) {
-        case 10 -> key = in.readStringRequireUtf8();
-        case 18 -> value = in.readStringRequireUtf8();
-        default -> skip(in, tag);
-      }
-    }
-    return new Rls.Header(key, value);
+    return keyValue(in, Rls.Header::new);
   }
 
   // ------------------------------------------------------------------ plumbing
