@@ -1,6 +1,9 @@
 package dev.tally;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 /**
  * A rate limiter's answer: whether the request was allowed, and what a caller needs to tell its
@@ -17,6 +20,8 @@ import java.time.Duration;
  * allow, the smallest remaining (with that limit's {@link #limit()} and {@link #limitIndex()}),
  * the longest retry-after and reset-after. (Retry-after is never
  * if a limit with room now will have lost it by then: a quota whose top-ups end with its period.)
+ * {@link #limits()} gives each limit's own state, for answers that describe every policy (the
+ * HTTP {@code RateLimit} field has one item per limit, each with its own reset).
  */
 public final class Decision {
   /** {@link #retryAfterNanos()} of a request that can never succeed (more than the limit). */
@@ -28,6 +33,10 @@ public final class Decision {
   private final long retryAfterNanos;
   private final long resetAfterNanos;
   private final int limitIndex;
+  // Each limit's state after this step, three longs per limit in the limiter's order:
+  // remaining, limit, resetAfterNanos. Null when the decision was built without it (one limit:
+  // the fields above are that limit's).
+  private final long[] perLimit;
 
   /**
    * Creates a decision; stores build these, users read them.
@@ -51,6 +60,26 @@ public final class Decision {
    */
   public Decision(boolean allowed, long remaining, long limit, long retryAfterNanos, long resetAfterNanos,
       int limitIndex) {
+    this(allowed, remaining, limit, retryAfterNanos, resetAfterNanos, limitIndex, null);
+  }
+
+  /**
+   * Creates a decision of a limiter with several limits, with each limit's own state.
+   *
+   * @param perLimit three values for each limit, in the limiter's order: its remaining units, its
+   *     limit, and the nanoseconds until it is full again; or null for a decision of one limit.
+   *     Not copied: the caller hands it over.
+   * @see #Decision(boolean, long, long, long, long, int)
+   */
+  public Decision(boolean allowed, long remaining, long limit, long retryAfterNanos, long resetAfterNanos,
+      int limitIndex, long[] perLimit) {
+    if (perLimit != null && (perLimit.length == 0 || perLimit.length % 3 != 0)) {
+      throw new IllegalArgumentException(
+          "perLimit must hold three values (remaining, limit, resetAfterNanos) per limit, not "
+              + perLimit.length);
+    }
+    // One limit's state is the decision's own: kept once, so equal decisions compare equal.
+    this.perLimit = perLimit == null || perLimit.length == 3 ? null : perLimit;
     if (limitIndex < 0) {
       throw new IllegalArgumentException("limitIndex must not be negative, not " + limitIndex);
     }
@@ -107,11 +136,47 @@ public final class Decision {
     return resetAfterNanos;
   }
 
+  /**
+   * Each limit's state after this step, in the order the limiter has its limits. A decision of
+   * one limit (or one a store built without the detail) answers a list of one: this decision's
+   * own remaining, limit and reset.
+   */
+  public List<LimitState> limits() {
+    if (perLimit == null) {
+      return List.of(new LimitState(limitIndex, remaining, limit, resetAfterNanos));
+    }
+    List<LimitState> states = new ArrayList<>(perLimit.length / 3);
+    for (int i = 0; i < perLimit.length; i += 3) {
+      states.add(new LimitState(i / 3, perLimit[i], perLimit[i + 1], perLimit[i + 2]));
+    }
+    return states;
+  }
+
+  /**
+   * One limit's state after a step.
+   *
+   * @param index the limit's place in the limiter, from 0
+   * @param remaining units it has left now, between 0 and {@code limit}
+   * @param limit its capacity, burst, window limit or allowance
+   * @param resetAfterNanos until it is back to its full limit
+   */
+  public record LimitState(int index, long remaining, long limit, long resetAfterNanos) {
+    public LimitState {
+      remaining = Math.max(0, Math.min(remaining, limit));
+      resetAfterNanos = Math.max(0, resetAfterNanos);
+    }
+
+    /** {@link #resetAfterNanos()} as a duration. */
+    public Duration resetAfter() {
+      return Duration.ofNanos(resetAfterNanos);
+    }
+  }
+
   @Override
   public boolean equals(Object o) {
     return o instanceof Decision d && d.allowed == allowed && d.remaining == remaining
         && d.limit == limit && d.retryAfterNanos == retryAfterNanos && d.resetAfterNanos == resetAfterNanos
-        && d.limitIndex == limitIndex;
+        && d.limitIndex == limitIndex && Arrays.equals(d.perLimit, perLimit);
   }
 
   @Override
@@ -124,6 +189,7 @@ public final class Decision {
     return (allowed ? "allowed" : "denied") + "[remaining=" + remaining + "/" + limit
         + (limitIndex == 0 ? "" : " (limit " + limitIndex + ")")
         + (allowed ? "" : ", retryAfter=" + (retryAfterNanos == NEVER ? "never" : retryAfterNanos + "ns"))
-        + ", resetAfter=" + resetAfterNanos + "ns]";
+        + ", resetAfter=" + resetAfterNanos + "ns"
+        + (perLimit == null ? "" : ", limits=" + limits()) + "]";
   }
 }
