@@ -8,11 +8,9 @@ import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.LimiterRecord;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.Iterator;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Predicate;
+import java.util.function.Consumer;
 
 /**
  * Rate limiter state for the {@code mem:} store.
@@ -35,68 +33,56 @@ import java.util.function.Predicate;
  * every later CAS on it fail; callers that meet a sealed cell look the key up again. No grant is
  * ever made on a cell that is no longer the key's.
  *
+ * <h2>One map with the counters</h2>
+ *
+ * The cells live in the {@link MemoryStore}'s map, beside counters' cells ({@link MemoryCell}):
+ * a limiter step that finds a live counter under its name is refused, one that finds an expired
+ * counter drops it first.
+ *
  * <h2>Expiry</h2>
  *
  * A bucket whose {@code fullAt} has passed is full, which is the same as having no state; a
- * record cell knows when it will be. Each new cell sweeps two others along a shared cursor and
- * removes those that are full, so memory tracks the limiters in use.
+ * record cell knows when it will be. Each new cell pays for the store's sweep of two others
+ * along a shared cursor, which removes full limiters and expired counters, so memory tracks the
+ * names in use.
  */
 final class MemoryLimiters {
   static final long SEALED = Long.MIN_VALUE;
 
-  private final ConcurrentHashMap<String, Object> cells = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, MemoryCell> cells;
   private final TimeSource time;
-  private final Predicate<String> isCounter;
-  private final AtomicBoolean sweeping = new AtomicBoolean();
-  private Iterator<Map.Entry<String, Object>> sweepCursor; // guarded by sweeping
+  private final Consumer<MemoryCell> sweepAfterInsert;
 
   /**
-   * @param isCounter whether a key holds a live counter: counters and limiters share one key
-   *     space on every store, so a limiter may not be created over a counter
+   * @param cells the store's one map of counters' and limiters' cells
+   * @param sweepAfterInsert the store's sweep, paid by each new cell
    */
-  MemoryLimiters(TimeSource time, Predicate<String> isCounter) {
+  MemoryLimiters(TimeSource time, ConcurrentHashMap<String, MemoryCell> cells,
+      Consumer<MemoryCell> sweepAfterInsert) {
     this.time = time;
-    this.isCounter = isCounter;
+    this.cells = cells;
+    this.sweepAfterInsert = sweepAfterInsert;
   }
 
   /**
-   * Whether {@code key} holds limiter state that is not yet full, for a counter about to take the
-   * name: a full limiter's cell is dropped first, as the sweeper would drop it. Otherwise a handle
-   * of that limiter would go on using the cell, and the name would be a counter and a limiter at
-   * once.
+   * Whether a limiter's {@code cell}, which a counter operation found under {@code key}, is
+   * live: true if it is not full. A full limiter's cell is dropped, as the sweeper would drop
+   * it, and the answer is false; false too if the cell is being replaced or dropped by another
+   * thread: the caller looks again. Otherwise a handle of that limiter would go on using the
+   * cell, and the name would be a counter and a limiter at once.
    */
-  boolean holdsAfterDroppingFull(String key) {
-    for (int spins = 0; ; spins++) {
-      Object c = cells.get(key);
-      if (c == null) {
-        return false;
-      }
-      long now = time.nanos();
-      if (removeIfFull(key, c, now)) {
-        continue; // dropped: look again, a limiter may have arrived meanwhile
-      }
-      if (c instanceof BucketCell b) {
-        long f = b.fullAt;
-        if (f != SEALED) {
-          if (f > now) {
-            return true;
-          }
-          continue; // full, but changed under the sweep: look again
-        }
-      } else {
-        RecordCell rc = (RecordCell) c;
-        synchronized (rc) {
-          if (!rc.removed) {
-            return true; // not full: removeIfFull would have dropped it
-          }
-        }
-      }
-      // Sealed or removed: being replaced or dropped by another thread, within instructions.
-      if (spins < 64) {
-        Thread.onSpinWait();
-      } else {
-        Thread.yield();
-      }
+  boolean liveAfterDroppingFull(String key, MemoryCell cell) {
+    long now = time.nanos();
+    if (removeIfFull(key, cell, now)) {
+      return false;
+    }
+    if (cell instanceof BucketCell b) {
+      long f = b.fullAt;
+      return f != SEALED && f > now; // full but changed under the sweep, or sealed: look again
+    }
+    RecordCell rc = (RecordCell) cell;
+    synchronized (rc) {
+      return !rc.removed; // not full: removeIfFull would have dropped it
     }
   }
 
@@ -109,7 +95,7 @@ final class MemoryLimiters {
    * {@code fullAt} that publishes the decision, and read <em>after</em> reading {@code fullAt}:
    * both are volatile, so a caller that sees a decision's {@code fullAt} also sees its instant.
    */
-  static final class BucketCell {
+  static final class BucketCell implements MemoryCell {
     private static final VarHandle FULL_AT;
     private static final VarHandle DECIDED_AT;
 
@@ -169,7 +155,7 @@ final class MemoryLimiters {
     }
   }
 
-  static final class RecordCell {
+  static final class RecordCell implements MemoryCell {
     long[] record; // guarded by this
     long decidedAt = Long.MIN_VALUE; // guarded by this
     long expiresAt; // guarded by this
@@ -237,36 +223,34 @@ final class MemoryLimiters {
 
   /** The bucket cell now stored for {@code key}, or null. */
   BucketCell bucketCell(String key) {
-    Object c = cells.get(key);
-    return c instanceof BucketCell b ? b : null;
+    return cells.get(key) instanceof BucketCell b ? b : null;
   }
 
   /** Runs the machine atomically on the key's state. */
   Decision execute(LimiterCall machine, LimiterOperation op, long permits) {
     String key = machine.key();
-    for (;;) {
+    for (int spins = 0; ; spins++) {
       long now = time.nanos();
-      Object c = cells.get(key);
+      MemoryCell c = cells.get(key);
       if (c == null) {
-        // A counter's name: refused for every operation, even one that would write nothing
-        // (a peek, a reset), so that no answer says the name is a limiter's.
-        if (isCounter.test(key)) {
-          throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
-        }
         LimiterOutcome out = machine.apply(null, now, op, permits);
         if (out.record() == null) {
           return out.decision();
         }
-        Object fresh = newCell(out, now);
+        MemoryCell fresh = newCell(out, now);
         if (cells.putIfAbsent(key, fresh) == null) {
-          // Published, then checked again: a counter taking the name at this instant does the
-          // same in its own map (MemoryStore.lock), so at least one of the two sees the other.
-          if (isCounter.test(key)) {
-            retract(key, fresh);
-            throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
-          }
-          sweepSome(2, fresh);
+          sweepAfterInsert.accept(fresh);
           return out.decision();
+        }
+      } else if (c instanceof MemoryStore.Cell counter) {
+        // A counter's name: refused for every operation, even one that would write nothing (a
+        // peek, a reset), so that no answer says the name is a limiter's. An expired counter is
+        // dropped; one being written is waited for (within instructions).
+        if (counter.live(now)) {
+          throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
+        }
+        if (!counter.removeIfExpired(cells, key, now)) {
+          backoff(spins);
         }
       } else if (c instanceof BucketCell b) {
         Decision d = onBucket(key, b, machine, op, permits, now);
@@ -338,27 +322,15 @@ final class MemoryLimiters {
     return null;
   }
 
-  /** Takes back a cell just inserted for a name a counter took meanwhile. */
-  private void retract(String key, Object cell) {
-    if (cell instanceof BucketCell b) {
-      for (long f = b.fullAt; f != SEALED; f = b.fullAt) {
-        if (b.seal(f)) {
-          cells.remove(key, b);
-          return;
-        }
-      }
-      return; // sealed by another thread, which replaces or removes it
-    }
-    RecordCell rc = (RecordCell) cell;
-    synchronized (rc) {
-      if (!rc.removed) {
-        rc.removed = true;
-        cells.remove(key, rc);
-      }
+  private static void backoff(int spins) {
+    if (spins < 64) {
+      Thread.onSpinWait();
+    } else {
+      Thread.yield();
     }
   }
 
-  private static Object newCell(LimiterOutcome out, long now) {
+  private static MemoryCell newCell(LimiterOutcome out, long now) {
     long[] r = out.record();
     if (r.length == Algorithm.WIDTH && Algorithm.ofTag(r[Algorithm.TAG]) == Gcra.INSTANCE) {
       return new BucketCell(r[Algorithm.P0], r[Algorithm.P1], r[Algorithm.S0], out.decidedAt());
@@ -370,69 +342,43 @@ final class MemoryLimiters {
     return rc;
   }
 
-  /**
-   * Removes full limiters among the next {@code budget} cells along the shared cursor, except
-   * {@code inserted}, the cell whose insertion pays for this sweep. That one is in use right now,
-   * and a bucket that refills a token faster than the time from insert to sweep (a rate of 10^9
-   * a second refills one every nanosecond) is already full again here: removing it would make
-   * its limiter store anew on every call, never reaching the CAS-only path. It is swept when the
-   * cursor next passes it, like any other cell.
-   */
-  private void sweepSome(int budget, Object inserted) {
-    if (!sweeping.compareAndSet(false, true)) {
-      return;
-    }
-    try {
-      long now = time.nanos();
-      for (int i = 0; i < budget; i++) {
-        if (sweepCursor == null || !sweepCursor.hasNext()) {
-          sweepCursor = cells.entrySet().iterator();
-          if (!sweepCursor.hasNext()) {
-            return;
-          }
-        }
-        Map.Entry<String, Object> e = sweepCursor.next();
-        if (e.getValue() != inserted) {
-          removeIfFull(e.getKey(), e.getValue(), now);
-        }
-      }
-    } finally {
-      sweeping.set(false);
-    }
-  }
-
-  private boolean removeIfFull(String key, Object c, long now) {
+  /** Removes a limiter's cell if it is full; returns whether it did. */
+  boolean removeIfFull(String key, MemoryCell c, long now) {
     if (c instanceof BucketCell b) {
       long f = b.fullAt;
       return f != SEALED && f <= now && b.seal(f) && cells.remove(key, b);
     }
-    RecordCell rc = (RecordCell) c;
-    synchronized (rc) {
-      if (!rc.removed && rc.expiresAt - now <= 0) {
-        rc.removed = true;
-        return cells.remove(key, rc);
+    if (c instanceof RecordCell rc) {
+      synchronized (rc) {
+        if (!rc.removed && rc.expiresAt - now <= 0) {
+          rc.removed = true;
+          return cells.remove(key, rc);
+        }
       }
     }
     return false;
   }
 
-  /** Removes every full limiter now; returns how many. For tests and maintenance. */
+  /** Removes every full limiter now; returns how many. For tests. */
   int sweep() {
     long now = time.nanos();
     int removed = 0;
-    for (Map.Entry<String, Object> e : cells.entrySet()) {
-      if (removeIfFull(e.getKey(), e.getValue(), now)) {
+    for (Map.Entry<String, MemoryCell> e : cells.entrySet()) {
+      if (!(e.getValue() instanceof MemoryStore.Cell) && removeIfFull(e.getKey(), e.getValue(), now)) {
         removed++;
       }
     }
     return removed;
   }
 
+  /** How many limiters' cells the store's map holds, full or not. For tests. */
   int size() {
-    return cells.size();
-  }
-
-  void clear() {
-    cells.clear();
+    int n = 0;
+    for (MemoryCell c : cells.values()) {
+      if (!(c instanceof MemoryStore.Cell)) {
+        n++;
+      }
+    }
+    return n;
   }
 }

@@ -55,12 +55,20 @@ import java.util.concurrent.locks.LockSupport;
  * slow path, which stores it in a live cell. A reader seeing the marker in a cell whose state is
  * still {@code LIVE} knows it is the value, because sealing changes the state first.
  *
+ * <h2>One map, two kinds</h2>
+ *
+ * Limiters ({@link MemoryLimiters}) keep their cells in the same map: a name is a counter or a
+ * limiter because the map holds one {@link MemoryCell} under it. A counter operation that finds
+ * a live limiter's cell is refused; one that finds a full limiter's drops it and goes on, and a
+ * limiter does the same with an expired counter. No second look-up, and no window in which two
+ * writers of different kinds each believe the name is free.
+ *
  * <h2>Expiry</h2>
  *
  * An expired cell reads as missing and is replaced by the next write. So that memory does not
- * grow with keys nobody touches again, each insertion of a new key also sweeps a couple of cells
- * along a shared cursor: expired cells are removed at least as fast as keys are created, with no
- * background thread.
+ * grow with keys nobody touches again, each insertion of a new key (counter or limiter) also
+ * sweeps a couple of cells along a shared cursor, dropping expired counters and full limiters:
+ * they are removed at least as fast as keys are created, with no background thread.
  */
 final class MemoryStore implements Store {
 
@@ -71,18 +79,18 @@ final class MemoryStore implements Store {
   private static final int SEALED = 1;
   private static final int SWEEP_PER_INSERT = 2;
 
-  private final ConcurrentHashMap<String, Cell> cells = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, MemoryCell> cells = new ConcurrentHashMap<>();
   private final OperationLog operations;
   private final TimeSource time;
   private final AtomicBoolean sweeping = new AtomicBoolean();
-  private Iterator<Map.Entry<String, Cell>> sweepCursor; // guarded by sweeping
+  private Iterator<Map.Entry<String, MemoryCell>> sweepCursor; // guarded by sweeping
 
   private final MemoryLimiters limiters;
 
   MemoryStore(TimeSource time, long operationRetentionNanos) {
     this.time = time;
     this.operations = new OperationLog(time, operationRetentionNanos);
-    this.limiters = new MemoryLimiters(time, key -> counterValue(key) != null);
+    this.limiters = new MemoryLimiters(time, cells, this::sweepAfterInsert);
   }
 
   @Override
@@ -108,7 +116,7 @@ final class MemoryStore implements Store {
 
   // ------------------------------------------------------------------ the cell
 
-  static final class Cell {
+  static final class Cell implements MemoryCell {
     private static final VarHandle BITS;
     private static final VarHandle STATE;
 
@@ -170,6 +178,24 @@ final class MemoryStore implements Store {
     Number value(long bits) {
       return floating ? (Number) Double.longBitsToDouble(bits) : (Number) bits;
     }
+
+    /**
+     * Removes this cell from {@code cells} if it has expired and no writer holds it; returns
+     * whether it did. A limiter that meets an expired counter under its name drops it this way,
+     * as the sweeper does.
+     */
+    boolean removeIfExpired(Map<String, MemoryCell> cells, String key, long now) {
+      if (expired(now) && seal()) {
+        takeBits();
+        return cells.remove(key, this);
+      }
+      return false;
+    }
+
+    /** Whether this is a counter's value now: not a placeholder, not being replaced, not expired. */
+    boolean live(long now) {
+      return !placeholder && state == LIVE && !expired(now);
+    }
   }
 
   /** A locked key: the sealed cell (or placeholder) and the value it held when sealed. */
@@ -195,8 +221,7 @@ final class MemoryStore implements Store {
 
   @Override
   public long incr(String key, long delta, long dflt, boolean create) {
-    Cell c = cells.get(key);
-    if (c != null && !c.floating && (c.expiresAt == 0 || !c.expired(time.nanos()))) {
+    if (cells.get(key) instanceof Cell c && !c.floating && (c.expiresAt == 0 || !c.expired(time.nanos()))) {
       for (long v; (v = c.bits) != SEALED_BITS; ) {
         long n = CounterMath.add(key, v, delta);
         if (n == SEALED_BITS) {
@@ -236,8 +261,7 @@ final class MemoryStore implements Store {
 
   @Override
   public double incrDouble(String key, double delta, double dflt) {
-    Cell c = cells.get(key);
-    if (c != null && c.floating && (c.expiresAt == 0 || !c.expired(time.nanos()))) {
+    if (cells.get(key) instanceof Cell c && c.floating && (c.expiresAt == 0 || !c.expired(time.nanos()))) {
       for (long v; (v = c.bits) != SEALED_BITS; ) {
         double n = CounterMath.add(key, Double.longBitsToDouble(v), delta);
         long nb = Double.doubleToRawLongBits(n);
@@ -267,21 +291,19 @@ final class MemoryStore implements Store {
 
   @Override
   public Number get(String key) {
-    Number v = counterValue(key);
-    return v != null ? v : missing(key, null);
-  }
-
-  /** The live counter's value, or null if the key holds none. */
-  private Number counterValue(String key) {
     long now = time.nanos();
     for (int spins = 0; ; spins++) {
-      Cell c = cells.get(key);
-      if (c == null) {
+      MemoryCell m = cells.get(key);
+      if (m == null) {
         return null;
       }
-      long bits = c.bits;
-      if (bits != SEALED_BITS || c.state == LIVE) {
-        return c.expired(now) ? null : c.value(bits);
+      if (m instanceof Cell c) {
+        long bits = c.bits;
+        if (bits != SEALED_BITS || c.state == LIVE) {
+          return c.expired(now) ? null : c.value(bits);
+        }
+      } else {
+        refuseLiveLimiter(key, m);
       }
       backoff(spins);
     }
@@ -295,8 +317,7 @@ final class MemoryStore implements Store {
 
   @Override
   public boolean add(String key, Number value, long ttlNanos) {
-    Cell c = cells.get(key);
-    if (c != null && !c.placeholder && c.state == LIVE && !c.expired(time.nanos())) {
+    if (cells.get(key) instanceof Cell c && !c.placeholder && c.state == LIVE && !c.expired(time.nanos())) {
       return false; // linearizes here: the key was live
     }
     Locked l = lock(key);
@@ -311,7 +332,7 @@ final class MemoryStore implements Store {
   @Override
   public Number pop(String key, boolean integerOnly) {
     if (cells.get(key) == null) {
-      return missing(key, null);
+      return null;
     }
     Locked l = lock(key);
     if (!l.present || (integerOnly && l.floating)) {
@@ -328,7 +349,7 @@ final class MemoryStore implements Store {
   @Override
   public boolean delete(String key) {
     if (cells.get(key) == null) {
-      return missing(key, false);
+      return false;
     }
     Locked l = lock(key);
     install(l, null);
@@ -338,7 +359,7 @@ final class MemoryStore implements Store {
   @Override
   public boolean touch(String key, long ttlNanos) {
     if (cells.get(key) == null) {
-      return missing(key, false);
+      return false;
     }
     Locked l = lock(key);
     if (!l.present) {
@@ -353,15 +374,19 @@ final class MemoryStore implements Store {
   public long ttl(String key) {
     long now = time.nanos();
     for (int spins = 0; ; spins++) {
-      Cell c = cells.get(key);
-      if (c == null) {
-        return missing(key, TTL_MISSING);
+      MemoryCell m = cells.get(key);
+      if (m == null) {
+        return TTL_MISSING;
       }
-      if (c.state == LIVE || c.bits != SEALED_BITS) {
-        if (c.expired(now)) {
-          return missing(key, TTL_MISSING);
+      if (m instanceof Cell c) {
+        if (c.state == LIVE || c.bits != SEALED_BITS) {
+          if (c.expired(now)) {
+            return TTL_MISSING;
+          }
+          return c.expiresAt == 0 ? TTL_PERMANENT : c.expiresAt - now;
         }
-        return c.expiresAt == 0 ? TTL_PERMANENT : c.expiresAt - now;
+      } else {
+        refuseLiveLimiter(key, m);
       }
       backoff(spins);
     }
@@ -372,7 +397,7 @@ final class MemoryStore implements Store {
     long now = time.nanos();
     List<String> keys = new ArrayList<>();
     cells.forEach((key, cell) -> {
-      if (!cell.placeholder && !cell.expired(now) && key.startsWith(prefix)) {
+      if (cell instanceof Cell c && !c.placeholder && !c.expired(now) && key.startsWith(prefix)) {
         keys.add(key);
       }
     });
@@ -384,11 +409,6 @@ final class MemoryStore implements Store {
     TreeSet<String> sorted = new TreeSet<>();
     for (TxOp op : ops) {
       sorted.add(op.key());
-    }
-    for (String key : sorted) {
-      if (cells.get(key) == null && limiters.holdsAfterDroppingFull(key)) {
-        throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
-      }
     }
     Map<String, Locked> locked = new HashMap<>();
     try {
@@ -448,15 +468,14 @@ final class MemoryStore implements Store {
   }
 
   /**
-   * The answer for a key with no live counter, {@code absent}, unless a live limiter holds the
-   * name: then every counter operation, a read too, is refused, since "missing" would tell the
-   * caller the name is free.
+   * A counter operation met a limiter's cell: refused while the limiter is live, since even a
+   * read answering "missing" would tell the caller the name is free. A full limiter's cell is
+   * dropped (the name is free again) and the caller looks again.
    */
-  private <T> T missing(String key, T absent) {
-    if (limiters.holdsAfterDroppingFull(key)) {
+  private void refuseLiveLimiter(String key, MemoryCell limiter) {
+    if (limiters.liveAfterDroppingFull(key, limiter)) {
       throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
     }
-    return absent;
   }
 
   // ------------------------------------------------------------------ locking by sealing
@@ -468,31 +487,19 @@ final class MemoryStore implements Store {
   private Locked lock(String key) {
     long now = time.nanos();
     for (int spins = 0; ; spins++) {
-      Cell c = cells.get(key);
-      if (c == null) {
+      MemoryCell m = cells.get(key);
+      if (m == null) {
         Cell placeholder = Cell.placeholder();
         if (cells.putIfAbsent(key, placeholder) == null) {
-          // Published, then checked: a limiter taking the name at this instant does the same in
-          // its own map (MemoryLimiters.execute), so at least one of the two sees the other.
-          if (limiters.holdsAfterDroppingFull(key)) {
-            cells.remove(key, placeholder);
-            throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
-          }
-          sweepSome(SWEEP_PER_INSERT);
+          sweepAfterInsert(placeholder);
           return new Locked(key, placeholder, false, 0);
         }
+      } else if (!(m instanceof Cell c)) {
+        refuseLiveLimiter(key, m);
+        backoff(spins);
       } else if (c.seal()) {
         long bits = c.takeBits();
-        if (!c.expired(now)) {
-          return new Locked(key, c, true, bits);
-        }
-        Locked lapsed = new Locked(key, c, false, 0);
-        // Expired: the name was free meanwhile, and a limiter may have taken it.
-        if (limiters.holdsAfterDroppingFull(key)) {
-          unlock(lapsed); // drops the expired cell
-          throw new WrongKindException(key, WrongKindException.Kind.LIMITER);
-        }
-        return lapsed;
+        return c.expired(now) ? new Locked(key, c, false, 0) : new Locked(key, c, true, bits);
       } else {
         backoff(spins);
       }
@@ -540,25 +547,29 @@ final class MemoryStore implements Store {
 
   // ------------------------------------------------------------------ sweeping
 
-  /** Removes expired cells among the next {@code budget} along the shared cursor. */
-  private void sweepSome(int budget) {
+  /**
+   * Paid by each insertion of a new key: removes expired counters and full limiters among the
+   * next {@value #SWEEP_PER_INSERT} cells along the shared cursor, except {@code inserted}, the
+   * cell just put in, which is in use right now (a limiter that refills a unit every nanosecond
+   * would be full again already, and removing it would make it store anew on every call). It is
+   * swept when the cursor next passes it.
+   */
+  void sweepAfterInsert(MemoryCell inserted) {
     if (!sweeping.compareAndSet(false, true)) {
       return; // someone else is sweeping; they will cover this ground
     }
     try {
       long now = time.nanos();
-      for (int i = 0; i < budget; i++) {
+      for (int i = 0; i < SWEEP_PER_INSERT; i++) {
         if (sweepCursor == null || !sweepCursor.hasNext()) {
           sweepCursor = cells.entrySet().iterator();
           if (!sweepCursor.hasNext()) {
             return;
           }
         }
-        Map.Entry<String, Cell> e = sweepCursor.next();
-        Cell c = e.getValue();
-        if (c.expired(now) && c.seal()) {
-          c.takeBits();
-          cells.remove(e.getKey(), c);
+        Map.Entry<String, MemoryCell> e = sweepCursor.next();
+        if (e.getValue() != inserted) {
+          removeIfLapsed(e.getKey(), e.getValue(), now);
         }
       }
     } finally {
@@ -566,23 +577,27 @@ final class MemoryStore implements Store {
     }
   }
 
-  /** Removes every expired cell now; returns how many. For tests and explicit maintenance. */
+  /** Removes an expired counter or a full limiter; returns whether it did. */
+  private boolean removeIfLapsed(String key, MemoryCell m, long now) {
+    return m instanceof Cell c ? c.removeIfExpired(cells, key, now) : limiters.removeIfFull(key, m, now);
+  }
+
+  /**
+   * Removes every expired counter and full limiter now; returns how many. For tests and explicit
+   * maintenance.
+   */
   int sweep() {
     long now = time.nanos();
     int removed = 0;
-    for (Map.Entry<String, Cell> e : cells.entrySet()) {
-      Cell c = e.getValue();
-      if (c.expired(now) && c.seal()) {
-        c.takeBits();
-        if (cells.remove(e.getKey(), c)) {
-          removed++;
-        }
+    for (Map.Entry<String, MemoryCell> e : cells.entrySet()) {
+      if (removeIfLapsed(e.getKey(), e.getValue(), now)) {
+        removed++;
       }
     }
     return removed;
   }
 
-  /** How many cells the map holds, expired or not. For tests. */
+  /** How many cells the map holds, of either kind, expired or not. For tests. */
   int size() {
     return cells.size();
   }
@@ -595,7 +610,6 @@ final class MemoryStore implements Store {
   @Override
   public void close() {
     cells.clear();
-    limiters.clear();
   }
 
   @Override
