@@ -46,16 +46,6 @@ public final class Expiry {
     return Optional.ofNullable(remaining);
   }
 
-  static Expiry ofNanos(long nanos) {
-    if (nanos == dev.tally.spi.Store.TTL_MISSING) {
-      return MISSING;
-    }
-    if (nanos < 0) {
-      return PERMANENT;
-    }
-    return after(Duration.ofNanos(nanos));
-  }
-
   @Override
   public boolean equals(Object o) {
     return o instanceof Expiry e && e.exists == exists && java.util.Objects.equals(e.remaining, remaining);

@@ -25,7 +25,7 @@ import java.util.Objects;
  */
 public final class Limit {
   /** The longest refill a bucket may have, in nanoseconds (2^61, about 73 years). */
-  static final long MAX_SPAN_NANOS = 1L << 61;
+  public static final long MAX_SPAN_NANOS = 1L << 61;
 
   /** The algorithm a limit uses. */
   public enum Kind {

@@ -1,21 +1,9 @@
 package dev.tally;
 
-import dev.tally.spi.OperationId;
-import dev.tally.spi.AsyncStore;
-import dev.tally.spi.Store;
-import dev.tally.spi.StoreContext;
-import dev.tally.spi.StoreProvider;
 import java.time.Duration;
 import java.time.ZoneId;
-import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.ServiceLoader;
-import java.util.TreeMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 
 /**
@@ -49,35 +37,20 @@ import java.util.regex.Pattern;
  * <p>A {@code Tally} is thread-safe and meant to be shared: open one per store per process and
  * close it on shutdown. Stores other than {@code mem:} and {@code null:} are found with
  * {@link ServiceLoader} when their module is on the class path.
+ *
+ * <p>This class is the API only: {@link Builder#build()} finds its implementation (in
+ * tally-core, beside the store contract {@code dev.tally.spi}) through {@link Implementation},
+ * so that this package names neither the implementation nor the store contract, whose types
+ * use this package's values. Applications may subclass it as a test double.
  */
-public final class Tally implements AutoCloseable {
+public abstract class Tally implements AutoCloseable {
+  /** How long a store remembers an operation id unless told otherwise. */
+  public static final Duration DEFAULT_OPERATION_RETENTION = Duration.ofHours(1);
+
   private static final Pattern SCHEME = Pattern.compile("[a-z][a-z0-9+.-]*");
-  /** Where the stores that are not built in live, to say which module to add. */
-  private static final Map<String, String> STORE_MODULES = Map.of(
-      "file", "tally-local", "redis", "tally-redis", "rediss", "tally-redis",
-      "redis-cluster", "tally-redis", "redis-sentinel", "tally-redis", "dynamodb", "tally-dynamodb",
-      "postgresql", "tally-jdbc");
 
-  private final String uri;
-  private final Store store;
-  private final AsyncStore asyncStore;
-  private final Failures failures;
-  private final FailurePolicy defaultPolicy;
-  private final TimeSource timeSource;
-  private final LazyExecutor executor;
-  private final Counters rootCounters;
-
-  private Tally(Builder b, Store store, LazyExecutor executor) {
-    this.uri = b.uri;
-    this.store = store;
-    this.executor = executor;
-    AsyncStore nativeAsync = store.async();
-    this.asyncStore = nativeAsync != null ? nativeAsync : new SyncStoreAdapter(store, executor);
-    this.failures = new Failures(b.listener);
-    this.defaultPolicy = b.failurePolicy;
-    this.timeSource = b.timeSource;
-    this.rootCounters = new DefaultCounters(new Group("", "", defaultPolicy, store, asyncStore, failures));
-  }
+  /** For the implementation, and for test doubles. */
+  protected Tally() {}
 
   /** Opens the store named by {@code uri} with default settings. */
   public static Tally open(String uri) {
@@ -89,30 +62,39 @@ public final class Tally implements AutoCloseable {
     return new Builder(uri);
   }
 
-  /** The URI this was opened with. */
-  public String uri() {
-    return uri;
+  /**
+   * The scheme of a store URI ({@code redis} of {@code redis://host:6379}), checked.
+   *
+   * @throws IllegalArgumentException if the URI is empty or does not start with a scheme
+   */
+  public static String scheme(String uri) {
+    if (uri == null || uri.isBlank()) {
+      throw new IllegalArgumentException("store URI is empty; try mem:, file:./tally-data or"
+          + " redis://localhost:6379");
+    }
+    int colon = uri.indexOf(':');
+    String scheme = colon < 0 ? "" : uri.substring(0, colon);
+    if (!SCHEME.matcher(scheme).matches()) {
+      throw new IllegalArgumentException("store URI '" + uri + "' does not start with a scheme;"
+          + " try mem:, file:./tally-data or redis://localhost:6379");
+    }
+    return scheme;
   }
 
+  /** The URI this was opened with. */
+  public abstract String uri();
+
   /** The counters of this store, with keys used as given and the default failure policy. */
-  public Counters counters() {
-    return rootCounters;
-  }
+  public abstract Counters counters();
 
   /**
    * A named group of counters: keys are prefixed with {@code group + ":"}, so
    * {@code counters("views").incr("episode:512")} counts {@code views:episode:512}.
    */
-  public Counters counters(String group) {
-    return counters(group, defaultPolicy);
-  }
+  public abstract Counters counters(String group);
 
   /** A named group of counters with its own failure policy. */
-  public Counters counters(String group, FailurePolicy policy) {
-    Objects.requireNonNull(policy, "policy");
-    return new DefaultCounters(
-        new Group(group, Checks.groupPrefix(group), policy, store, asyncStore, failures));
-  }
+  public abstract Counters counters(String group, FailurePolicy policy);
 
   /**
    * A rate limiter named {@code name} (the key of its state) applying every one of
@@ -123,70 +105,52 @@ public final class Tally implements AutoCloseable {
    * if (api.tryAcquire()) { ... }
    * }</pre>
    */
-  public RateLimiter limiter(String name, Limit... limits) {
-    return newLimiter(name, limits);
-  }
+  public abstract RateLimiter limiter(String name, Limit... limits);
 
   /**
    * Finds or creates the leaky bucket {@code name}: {@code capacity} deep, draining fully in
    * {@code rate}. If the store holds the bucket already, its stored capacity, rate and level
    * apply.
    */
-  public LeakyBucket leakyBucket(String name, long capacity, Duration rate) {
-    return new DefaultLeakyBucket(newLimiter(name, Limit.leakyBucket(capacity, rate)), timeSource);
-  }
+  public abstract LeakyBucket leakyBucket(String name, long capacity, Duration rate);
 
   /** A calendar quota: {@code allowance} units per {@code period} in {@code zone}. */
-  public Quota quota(String name, long allowance, Limit.Period period, ZoneId zone) {
-    return newLimiter(name, Limit.quota(allowance, period, zone));
-  }
-
-  private DefaultRateLimiter newLimiter(String name, Limit... limits) {
-    String key = Checks.key("", name);
-    Objects.requireNonNull(limits, "limits");
-    for (Limit l : limits) {
-      Objects.requireNonNull(l, "limit");
-    }
-    return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits)), store, asyncStore, defaultPolicy,
-        failures);
-  }
+  public abstract Quota quota(String name, long allowance, Limit.Period period, ZoneId zone);
 
   /** The clock this store's expiry and limiters run on when the store has none of its own. */
-  public TimeSource timeSource() {
-    return timeSource;
-  }
-
-  /**
-   * The store behind this instance, for store-specific tools and tests: calls on it bypass
-   * validation, key prefixes and failure policies.
-   */
-  public Store store() {
-    return store;
-  }
+  public abstract TimeSource timeSource();
 
   /** Closes the store: connections, files, threads. Further operations fail. */
   @Override
-  public void close() {
-    try {
-      store.close();
-    } finally {
-      executor.shutdown();
-    }
-  }
+  public abstract void close();
 
   @Override
   public String toString() {
-    return "Tally[" + uri + "]";
+    return "Tally[" + uri() + "]";
+  }
+
+  /**
+   * What {@link Builder#build()} opens a store with: provided by tally-core and found with
+   * {@link ServiceLoader}. Not for applications.
+   */
+  public interface Implementation {
+    /**
+     * Opens the store the settings name.
+     *
+     * @throws IllegalArgumentException if the URI is malformed or names an unknown store
+     * @throws StoreException if the store cannot be opened
+     */
+    Tally open(Builder settings);
   }
 
   /** Settings for opening a store. */
   public static final class Builder {
     private final String uri;
     private TimeSource timeSource = TimeSource.system();
-    private boolean timeSourceOverridden;
+    private boolean timeSourceSupplied;
     private FailurePolicy failurePolicy = FailurePolicy.THROW;
     private TallyListener listener = TallyListener.NONE;
-    private Duration operationRetention = OperationId.DEFAULT_RETENTION;
+    private Duration operationRetention = DEFAULT_OPERATION_RETENTION;
 
     private Builder(String uri) {
       this.uri = uri;
@@ -198,7 +162,7 @@ public final class Tally implements AutoCloseable {
      */
     public Builder timeSource(TimeSource timeSource) {
       this.timeSource = Objects.requireNonNull(timeSource, "timeSource");
-      this.timeSourceOverridden = true;
+      this.timeSourceSupplied = true;
       return this;
     }
 
@@ -216,12 +180,47 @@ public final class Tally implements AutoCloseable {
 
     /**
      * How long the store remembers an operation id and its result (see
-     * {@link Counters#withOperationId}); an hour by default. Longer costs more memory or storage
-     * per id on every store: docs/stores.md gives the figures.
+     * {@link Counters#withOperationId}); {@link #DEFAULT_OPERATION_RETENTION an hour} by default.
+     * Longer costs more memory or storage per id on every store: docs/stores.md gives the
+     * figures.
      */
     public Builder operationRetention(Duration retention) {
-      this.operationRetention = OperationId.retention(retention);
+      Objects.requireNonNull(retention, "retention");
+      if (retention.isNegative() || retention.isZero()) {
+        throw new IllegalArgumentException("operation id retention must be positive, not " + retention);
+      }
+      this.operationRetention = retention;
       return this;
+    }
+
+    /** The store URI. */
+    public String uri() {
+      return uri;
+    }
+
+    /** The clock: the system's unless {@link #timeSource(TimeSource)} supplied one. */
+    public TimeSource timeSource() {
+      return timeSource;
+    }
+
+    /** Whether {@link #timeSource(TimeSource)} supplied the clock. */
+    public boolean timeSourceSupplied() {
+      return timeSourceSupplied;
+    }
+
+    /** The default failure policy. */
+    public FailurePolicy failurePolicy() {
+      return failurePolicy;
+    }
+
+    /** The listener of fail-open and fail-closed events. */
+    public TallyListener listener() {
+      return listener;
+    }
+
+    /** How long operation ids are remembered. */
+    public Duration operationRetention() {
+      return operationRetention;
     }
 
     /**
@@ -231,77 +230,20 @@ public final class Tally implements AutoCloseable {
      * @throws StoreException if the store cannot be opened
      */
     public Tally build() {
-      String scheme = scheme(uri);
-      LazyExecutor executor = new LazyExecutor();
-      StoreContext context = new StoreContext(timeSource, timeSourceOverridden, executor, listener,
-          operationRetention);
-      Store store = provider(scheme).open(uri, context);
-      return new Tally(this, store, executor);
+      return Loaded.IMPLEMENTATION.open(this);
     }
   }
 
-  static String scheme(String uri) {
-    if (uri == null || uri.isBlank()) {
-      throw new IllegalArgumentException("store URI is empty; try mem:, file:./tally-data or"
-          + " redis://localhost:6379");
-    }
-    int colon = uri.indexOf(':');
-    String scheme = colon < 0 ? "" : uri.substring(0, colon);
-    if (!SCHEME.matcher(scheme).matches()) {
-      throw new IllegalArgumentException("store URI '" + uri + "' does not start with a scheme;"
-          + " try mem:, file:./tally-data or redis://localhost:6379");
-    }
-    return scheme;
-  }
+  /** The implementation, looked up once, on first use. */
+  private static final class Loaded {
+    static final Implementation IMPLEMENTATION = load();
 
-  private static StoreProvider provider(String scheme) {
-    Map<String, StoreProvider> known = new TreeMap<>();
-    for (StoreProvider p : ServiceLoader.load(StoreProvider.class, Tally.class.getClassLoader())) {
-      for (String s : p.schemes()) {
-        known.putIfAbsent(s, p);
+    private static Implementation load() {
+      for (Implementation i : ServiceLoader.load(Implementation.class, Tally.class.getClassLoader())) {
+        return i;
       }
-    }
-    StoreProvider p = known.get(scheme);
-    if (p != null) {
-      return p;
-    }
-    String module = STORE_MODULES.get(scheme);
-    if (module != null) {
-      throw new IllegalArgumentException("store scheme '" + scheme + ":' needs the " + module
-          + " module on the class path (dev.tally:" + module + ")");
-    }
-    throw new IllegalArgumentException("unknown store scheme '" + scheme + ":'; available here: "
-        + String.join(":, ", known.keySet()) + ": (others come with tally-local, tally-redis,"
-        + " tally-dynamodb, tally-jdbc)");
-  }
-
-  /** A daemon thread pool created on first use: most stores never need it. */
-  private static final class LazyExecutor implements java.util.concurrent.Executor {
-    private volatile ExecutorService pool;
-
-    @Override
-    public void execute(Runnable task) {
-      ExecutorService p = pool;
-      if (p == null) {
-        synchronized (this) {
-          if ((p = pool) == null) {
-            AtomicInteger n = new AtomicInteger();
-            ThreadFactory threads = r -> {
-              Thread t = new Thread(r, "tally-blocking-" + n.incrementAndGet());
-              t.setDaemon(true);
-              return t;
-            };
-            pool = p = Executors.newCachedThreadPool(threads);
-          }
-        }
-      }
-      p.execute(task);
-    }
-
-    synchronized void shutdown() {
-      if (pool != null) {
-        pool.shutdown();
-      }
+      throw new IllegalStateException("no Tally implementation found: tally-core's dev.tally.internal is"
+          + " missing from the class path or module path (dev.tally:tally-core)");
     }
   }
 }

@@ -10,7 +10,8 @@ import java.util.Objects;
 public final class TransactionResult {
   private final Number[] results;
 
-  TransactionResult(Number[] results) {
+  /** The results, in the order of the recorded operations (stores and test doubles build these). */
+  public TransactionResult(Number[] results) {
     this.results = results;
   }
 

@@ -1,5 +1,6 @@
 package dev.tally.dynamodb;
 
+import dev.tally.tck.Internals;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -43,9 +44,9 @@ class AsyncStoreTest {
 
   @Test
   void theStoreIsNonBlockingWhenAnAsyncHttpClientIsPresent() {
-    assertThat(shared.store().async()).isInstanceOf(AsyncDynamoDbStore.class);
+    assertThat(Internals.storeOf(shared).async()).isInstanceOf(AsyncDynamoDbStore.class);
     try (Tally tally = Tally.open(Dynalite.uri("async=off"))) {
-      assertThat(tally.store().async()).isNull();
+      assertThat(Internals.storeOf(tally).async()).isNull();
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.tally.jdbc;
 
+import dev.tally.tck.Internals;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -163,7 +164,7 @@ class PostgresStoreTest {
       clock.advance(Duration.ofSeconds(2));
       assertThat(c.keys(p)).containsExactly(p + "kept");
       assertThat(sql("SELECT count(*) FROM tally WHERE key LIKE ?", p + "%")).as("still there").isEqualTo(21);
-      int swept = ((PostgresStore) tally.store()).sweep();
+      int swept = ((PostgresStore) Internals.storeOf(tally)).sweep();
       assertThat(swept).isGreaterThanOrEqualTo(20);
       assertThat(sql("SELECT count(*) FROM tally WHERE key LIKE ?", p + "%")).isEqualTo(1);
     }

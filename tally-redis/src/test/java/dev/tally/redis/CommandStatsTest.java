@@ -2,7 +2,7 @@ package dev.tally.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tally.LimiterMachine;
+import dev.tally.tck.Internals;
 import dev.tally.Counters;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
@@ -172,8 +172,8 @@ class CommandStatsTest {
 
   @Test
   void theAsynchronousLimiterCostsTheSame() {
-    LimiterCall call = LimiterMachine.of("stats-async", List.of(Limit.tokenBucket(3, Duration.ofMinutes(1))));
-    var async = tally.store().async();
+    LimiterCall call = Internals.referenceLimiter("stats-async", List.of(Limit.tokenBucket(3, Duration.ofMinutes(1))));
+    var async = Internals.storeOf(tally).async();
     async.limit(call, LimiterOperation.PEEK, 1).toCompletableFuture().join();
     assertThat(commandsOf(() -> async.limit(call, LimiterOperation.ACQUIRE, 1).toCompletableFuture().join()))
         .isEqualTo(DECIDED_AND_WRITTEN);

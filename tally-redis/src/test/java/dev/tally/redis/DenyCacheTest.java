@@ -2,7 +2,7 @@ package dev.tally.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tally.LimiterMachine;
+import dev.tally.tck.Internals;
 import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.Quota;
@@ -54,7 +54,7 @@ class DenyCacheTest {
             reported.incrementAndGet();
           }
         }).build();
-    cache = ((RedisStore) tally.store()).denyCache();
+    cache = ((RedisStore) Internals.storeOf(tally)).denyCache();
   }
 
   @AfterEach
@@ -144,7 +144,7 @@ class DenyCacheTest {
   @Test
   void itIsOffUnlessAskedFor() {
     try (Tally plain = Tally.builder(server.uri()).timeSource(clock).build()) {
-      assertThat(((RedisStore) plain.store()).denyCache()).isNull();
+      assertThat(((RedisStore) Internals.storeOf(plain)).denyCache()).isNull();
       RateLimiter l = plain.limiter(name(), Limit.tokenBucket(1, Duration.ofHours(1)));
       l.tryAcquire();
       assertThat(scriptRuns(() -> {
@@ -169,8 +169,8 @@ class DenyCacheTest {
         }
       });
       long elapsed = System.nanoTime() - start;
-      long local = ((RedisStore) a.store()).denyCache().hits()
-          + ((RedisStore) b.store()).denyCache().hits();
+      long local = ((RedisStore) Internals.storeOf(a)).denyCache().hits()
+          + ((RedisStore) Internals.storeOf(b)).denyCache().hits();
       assertThat(granted.get()).as("granted in %d ms, %d answered locally", elapsed / 1_000_000, local)
           .isLessThanOrEqualTo(100 + elapsed / interval).isGreaterThanOrEqualTo(100);
       assertThat(local).isPositive();

@@ -2,7 +2,7 @@ package dev.tally.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tally.LimiterMachine;
+import dev.tally.tck.Internals;
 import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.spi.LimiterCall;
@@ -92,7 +92,7 @@ class HandoffTest {
       replies.add(reply);
       return reply;
     }, handoff);
-    LimiterCall call = LimiterMachine.of("hot", List.of(Limit.tokenBucket(10, 10, Duration.ofSeconds(1))));
+    LimiterCall call = Internals.referenceLimiter("hot", List.of(Limit.tokenBucket(10, 10, Duration.ofSeconds(1))));
     CompletableFuture<Decision> head = batches.submit(call, LimiterOperation.ACQUIRE, 1, true);
     CompletableFuture<Decision> a = batches.submit(call, LimiterOperation.ACQUIRE, 1, firstBlocking);
     CompletableFuture<Decision> b = batches.submit(call, LimiterOperation.ACQUIRE, 1, secondBlocking);

@@ -2,7 +2,7 @@ package dev.tally.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tally.LimiterMachine;
+import dev.tally.tck.Internals;
 import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.Tally;
@@ -84,9 +84,9 @@ class LimiterMachineParityTest {
     clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())).minusNanos(rnd.nextInt(3)));
     String key = "parity-" + Long.toHexString(seed);
     try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
-      store = tally.store();
+      store = Internals.storeOf(tally);
       List<LimiterCall> handles = new ArrayList<>();
-      handles.add(LimiterMachine.of(key, RandomTimelines.limits(rnd)));
+      handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd)));
       long[] record = null;
       long decidedAt = Long.MIN_VALUE; // as the store keeps it: written with every change of state
       long expiresAt = 0;
@@ -95,13 +95,13 @@ class LimiterMachineParityTest {
       for (int step = 0; step < length; step++) {
         String where = "seed " + seed + " step " + step;
         if (rnd.nextInt(6) == 0) {
-          handles.add(LimiterMachine.of(key, RandomTimelines.limits(rnd)));
+          handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd)));
         }
         LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
         LimiterOperation op = RandomTimelines.operation(rnd);
         long permits = RandomTimelines.permits(rnd, handle.limits());
         if (op == LimiterOperation.RECONFIGURE) {
-          handle = LimiterMachine.of(key, RandomTimelines.limits(rnd));
+          handle = Internals.referenceLimiter(key, RandomTimelines.limits(rnd));
           handles.add(handle);
         }
         long now = clock.nanos();
@@ -186,11 +186,11 @@ class LimiterMachineParityTest {
       for (int trial = 0; trial < 300; trial++) {
         clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())));
         String key = "parity-batch-" + trial + "-" + rnd.nextInt(1 << 30);
-        LimiterCall call = LimiterMachine.of(key, RandomTimelines.limits(rnd));
+        LimiterCall call = Internals.referenceLimiter(key, RandomTimelines.limits(rnd));
         long now = clock.nanos();
         long[] record = null;
         try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
-          Store s = tally.store();
+          Store s = Internals.storeOf(tally);
           for (int i = rnd.nextInt(4); i > 0; i--) { // some state first
             long p = RandomTimelines.permits(rnd, call.limits());
             s.limit(call, LimiterOperation.ACQUIRE, p);
@@ -230,9 +230,9 @@ class LimiterMachineParityTest {
     clock = new ManualTimeSource();
     try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
       String key = "parity-layout";
-      LimiterCall call = LimiterMachine.of(key, List.of(Limit.tokenBucket(10, Duration.ofSeconds(1)),
+      LimiterCall call = Internals.referenceLimiter(key, List.of(Limit.tokenBucket(10, Duration.ofSeconds(1)),
           Limit.slidingWindow(100, Duration.ofMinutes(1))));
-      tally.store().limit(call, LimiterOperation.ACQUIRE, 3);
+      Internals.storeOf(tally).limit(call, LimiterOperation.ACQUIRE, 3);
       long[] expected = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 3).record();
       assertThat(storedRecord(key)).isEqualTo(expected);
       assertThat(Arrays.toString(expected)).isEqualTo("[1, 10, 100000000, 1794096000300000000, 0, 0,"
@@ -250,11 +250,11 @@ class LimiterMachineParityTest {
   void aCallerADayBehindAStoredWindowStillGetsTheMachinesDecision() {
     clock = new ManualTimeSource(Instant.parse("2026-11-08T12:00:00Z"));
     String key = "parity-days-behind";
-    LimiterCall call = LimiterMachine.of(key, List.of(Limit.fixedWindow(10, Duration.ofHours(1)),
+    LimiterCall call = Internals.referenceLimiter(key, List.of(Limit.fixedWindow(10, Duration.ofHours(1)),
         Limit.quota(100, Limit.Period.DAY, ZoneOffset.UTC)));
     server.call("DEL", key);
     try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
-      Store store = tally.store();
+      Store store = Internals.storeOf(tally);
       LimiterOutcome first = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 1);
       assertThat(store.limit(call, LimiterOperation.ACQUIRE, 1)).isEqualTo(first.decision());
       clock.set(Instant.parse("2026-11-06T11:00:00Z")); // another caller, 2 days and 1 hour behind

@@ -13,7 +13,7 @@ import java.util.SplittableRandom;
 /**
  * Random limiter timelines for the parity tests of stores that port the limiter machine to their
  * server's language (Redis' Lua, PostgreSQL's PL/pgSQL): the same limits, operations, permits and
- * clock steps drive the port and {@link dev.tally.LimiterMachine}, which must agree step for step.
+ * clock steps drive the port and {@link dev.tally.internal.LimiterMachine}, which must agree step for step.
  * The draws favour edges: counts and spans near powers of two and the 64-bit limits, zones with
  * odd offsets and daylight saving, permits of 0, the limit and one past it, and clocks that step
  * back.

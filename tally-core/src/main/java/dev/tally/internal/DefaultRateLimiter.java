@@ -1,0 +1,240 @@
+package dev.tally.internal;
+
+import dev.tally.AsyncRateLimiter;
+import dev.tally.Decision;
+import dev.tally.FailurePolicy;
+import dev.tally.Limit;
+import dev.tally.Quota;
+import dev.tally.RateLimiter;
+import dev.tally.StoreException;
+import dev.tally.spi.AsyncStore;
+import dev.tally.spi.OperationId;
+import java.util.concurrent.CompletionStage;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterShortcut;
+import dev.tally.spi.Store;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@link RateLimiter} (and {@link Quota}) over a store: validates, applies the failure policy,
+ * and takes the store's {@link LimiterShortcut} for acquires where it has one.
+ */
+final class DefaultRateLimiter implements Quota {
+  /** What a fail-closed limiter tells callers to wait: the store's state is unknown. */
+  private static final long FAIL_CLOSED_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+  private final LimiterMachine machine;
+  private final Store store;
+  private final AsyncStore asyncStore;
+  private final FailurePolicy policy;
+  private final Failures failures;
+  private final LimiterShortcut shortcut; // the store's fast path for acquires, if it has one
+
+  DefaultRateLimiter(LimiterMachine machine, Store store, AsyncStore asyncStore, FailurePolicy policy,
+      Failures failures) {
+    this.machine = machine;
+    this.store = store;
+    this.asyncStore = asyncStore;
+    this.policy = Objects.requireNonNull(policy, "policy");
+    this.failures = failures;
+    this.shortcut = store.shortcut(machine);
+  }
+
+  @Override
+  public String name() {
+    return machine.key();
+  }
+
+  @Override
+  public List<Limit> limits() {
+    return machine.limits();
+  }
+
+  @Override
+  public FailurePolicy failurePolicy() {
+    return policy;
+  }
+
+  @Override
+  public RateLimiter withFailurePolicy(FailurePolicy newPolicy) {
+    return new DefaultRateLimiter(machine, store, asyncStore, newPolicy, failures);
+  }
+
+  @Override
+  public boolean tryAcquire() {
+    return tryAcquire(1);
+  }
+
+  @Override
+  public boolean tryAcquire(long permits) {
+    checkPermits(permits);
+    if (shortcut != null && permits > 0) {
+      try {
+        return shortcut.tryAcquire(permits);
+      } catch (StoreException e) {
+        return answerFailure(LimiterOperation.ACQUIRE, e).allowed();
+      }
+    }
+    return run(LimiterOperation.ACQUIRE, permits).allowed();
+  }
+
+  @Override
+  public Decision decide(long permits) {
+    checkPermits(permits);
+    return run(LimiterOperation.ACQUIRE, permits);
+  }
+
+  @Override
+  public boolean acquire(long permits, Duration maxWait) throws InterruptedException {
+    checkPermits(permits);
+    Objects.requireNonNull(maxWait, "maxWait");
+    long deadline = System.nanoTime() + Math.max(0, maxWait.toNanos());
+    for (;;) {
+      if (Thread.interrupted()) {
+        throw new InterruptedException();
+      }
+      Decision d = run(LimiterOperation.ACQUIRE, permits);
+      if (d.allowed()) {
+        return true;
+      }
+      long wait = d.retryAfterNanos();
+      if (wait == Decision.NEVER || wait > deadline - System.nanoTime()) {
+        return false;
+      }
+      // Sleep until the units should be there; another caller may take them first, then retry.
+      TimeUnit.NANOSECONDS.sleep(Math.max(wait, 1_000));
+    }
+  }
+
+  @Override
+  public void refund(long permits) {
+    checkPermits(permits);
+    run(LimiterOperation.REFUND, permits);
+  }
+
+  @Override
+  public long available() {
+    return run(LimiterOperation.PEEK, 1).remaining();
+  }
+
+  @Override
+  public void reset() {
+    run(LimiterOperation.RESET, 0);
+  }
+
+  @Override
+  public RateLimiter reconfigure(Limit... limits) {
+    DefaultRateLimiter next = new DefaultRateLimiter(
+        new LimiterMachine(machine.key(), Arrays.asList(limits.clone())), store, asyncStore, policy, failures);
+    next.run(LimiterOperation.RECONFIGURE, 0);
+    return next;
+  }
+
+  @Override
+  public void topUp(long units) {
+    checkPermits(units);
+    run(LimiterOperation.TOP_UP, units);
+  }
+
+  @Override
+  public RateLimiter withOperationId(String id) {
+    OperationId opId = OperationId.of(id);
+    return new DefaultRateLimiter(machine, new OnceStore(store, opId), new OnceStore.Async(asyncStore, opId),
+        policy, failures);
+  }
+
+  @Override
+  public AsyncRateLimiter async() {
+    return new Async();
+  }
+
+  /** The decision after a peek; for {@link DefaultLeakyBucket}. */
+  Decision peek() {
+    return run(LimiterOperation.PEEK, 0);
+  }
+
+  private Decision run(LimiterOperation op, long permits) {
+    try {
+      return store.limit(machine, op, permits);
+    } catch (StoreException e) {
+      return answerFailure(op, e);
+    }
+  }
+
+  /** The failure policy's answer for a store that failed, or the failure rethrown. */
+  private Decision answerFailure(LimiterOperation op, StoreException e) {
+    failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(Locale.ROOT), machine.key(), e);
+    Decision full = machine.full();
+    return policy == FailurePolicy.FAIL_OPEN
+        ? full
+        : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS,
+            full.limitIndex());
+  }
+
+  private CompletionStage<Decision> runAsync(LimiterOperation op, long permits) {
+    return Failures.onStoreFailure(asyncStore.limit(machine, op, permits), e -> answerFailure(op, e));
+  }
+
+  /** The asynchronous view: the same machine, store and policy. */
+  private final class Async implements AsyncRateLimiter {
+    @Override
+    public RateLimiter sync() {
+      return DefaultRateLimiter.this;
+    }
+
+    @Override
+    public String name() {
+      return machine.key();
+    }
+
+    @Override
+    public AsyncRateLimiter withOperationId(String id) {
+      return DefaultRateLimiter.this.withOperationId(id).async();
+    }
+
+    @Override
+    public CompletionStage<Boolean> tryAcquire(long permits) {
+      checkPermits(permits);
+      return runAsync(LimiterOperation.ACQUIRE, permits).thenApply(Decision::allowed);
+    }
+
+    @Override
+    public CompletionStage<Decision> decide(long permits) {
+      checkPermits(permits);
+      return runAsync(LimiterOperation.ACQUIRE, permits);
+    }
+
+    @Override
+    public CompletionStage<Void> refund(long permits) {
+      checkPermits(permits);
+      return runAsync(LimiterOperation.REFUND, permits).thenApply(d -> null);
+    }
+
+    @Override
+    public CompletionStage<Long> available() {
+      return runAsync(LimiterOperation.PEEK, 1).thenApply(Decision::remaining);
+    }
+
+    @Override
+    public CompletionStage<Void> reset() {
+      return runAsync(LimiterOperation.RESET, 0).thenApply(d -> null);
+    }
+  }
+
+  private static void checkPermits(long permits) {
+    if (permits < 0) {
+      throw new IllegalArgumentException("permits must be zero or more, not " + permits
+          + "; use refund() to give units back");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RateLimiter[" + machine.key() + ", " + machine.limits() + "]";
+  }
+}

@@ -1,0 +1,103 @@
+package dev.tally.internal;
+
+import dev.tally.Decision;
+import dev.tally.Limit;
+import java.time.ZoneId;
+
+/**
+ * The token bucket, the leaky bucket and GCRA: one algorithm under three names.
+ *
+ * <h2>Why one</h2>
+ *
+ * A token bucket of capacity {@code C} refilled at one token every {@code T} nanoseconds, a
+ * leaky bucket (as a meter) {@code C} deep draining one unit every {@code T}, and the generic
+ * cell rate algorithm with emission interval {@code T} and burst tolerance {@code C·T} admit
+ * exactly the same request sequences: they differ in what they call full and empty. Writing it
+ * once means the three cannot drift apart, and every store has one script to get right.
+ *
+ * <h2>The state is one instant</h2>
+ *
+ * Instead of a token count and a last-refill time (two values that must change together, and a
+ * division that drifts), the state is {@code fullAt}: the instant at which the bucket will be
+ * full again (for the leaky bucket: empty again; for GCRA: the theoretical arrival time). At
+ * {@code now} the bucket holds {@code (C·T - (fullAt - now)) / T} tokens. Taking {@code n}
+ * tokens moves {@code fullAt} to {@code max(fullAt, now) + n·T}, and is allowed iff that is at
+ * most {@code C·T} ahead of {@code now}. Refill is smooth and exact: no rounding accumulates,
+ * because time is never converted to tokens and back.
+ *
+ * <h2>Guarantees</h2>
+ *
+ * <ul>
+ *   <li>In any interval of length {@code D} at most {@code C + D/T} units are granted (the burst
+ *       plus the refill), whatever the interleaving; {@code T} is rounded up from the configured
+ *       rate, so it is never faster than asked.
+ *   <li>{@code retryAfter} is exact: at {@code now + retryAfter} the same request is allowed, a
+ *       nanosecond earlier it is not.
+ *   <li>{@code fullAt} is never more than {@code C·T ≤ 2^61} ahead of {@code now} (checked when
+ *       the {@link Limit} is made), and a request adds at most as much again, so nothing
+ *       overflows for any {@code now} below 2^62 (the year 2116).
+ * </ul>
+ */
+final class Gcra extends Algorithm {
+  static final Gcra INSTANCE = new Gcra();
+
+  private Gcra() {}
+
+  @Override
+  void normalize(long[] r, int o, long now, ZoneId zone) {
+    if (r[o + S0] < now) {
+      r[o + S0] = now; // full: time spent full earns nothing
+    }
+  }
+
+  @Override
+  long remaining(long[] r, int o, long now) {
+    return remaining(r[o + P0], r[o + P1], r[o + S0], now);
+  }
+
+  static long remaining(long capacity, long interval, long fullAt, long now) {
+    long ahead = Math.max(0, fullAt - now);
+    long room = capacity * interval - ahead;
+    return room <= 0 ? 0 : room / interval;
+  }
+
+  @Override
+  long retryAfter(long[] r, int o, long now, long n) {
+    return retryAfter(r[o + P0], r[o + P1], r[o + S0], now, n);
+  }
+
+  static long retryAfter(long capacity, long interval, long fullAt, long now, long n) {
+    if (n > capacity) {
+      return Decision.NEVER;
+    }
+    long excess = Math.max(fullAt, now) + n * interval - now - capacity * interval;
+    return Math.max(0, excess);
+  }
+
+  @Override
+  void consume(long[] r, int o, long now, long n) {
+    r[o + S0] = Math.max(r[o + S0], now) + n * r[o + P1];
+  }
+
+  @Override
+  void refund(long[] r, int o, long now, long n) {
+    long back = Math.min(n, r[o + P0]) * r[o + P1];
+    r[o + S0] = Math.max(now, r[o + S0] - back);
+  }
+
+  @Override
+  long resetAfter(long[] r, int o, long now) {
+    return Math.max(0, r[o + S0] - now);
+  }
+
+  @Override
+  long consumed(long[] r, int o, long now) {
+    long ahead = Math.max(0, r[o + S0] - now);
+    return ahead / r[o + P1] + (ahead % r[o + P1] == 0 ? 0 : 1);
+  }
+
+  @Override
+  void restore(long[] r, int o, long now, long consumed, ZoneId zone) {
+    r[o + S0] = now + Math.min(consumed, r[o + P0]) * r[o + P1];
+  }
+}

@@ -1,0 +1,248 @@
+package dev.tally.internal;
+
+import dev.tally.Decision;
+import dev.tally.Limit;
+import static dev.tally.internal.Algorithm.WIDTH;
+
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.LimiterRecord;
+import java.time.ZoneId;
+import java.util.List;
+
+/**
+ * A limiter's state machine: its limits composed so that a request is granted by all of them or
+ * consumes from none.
+ *
+ * <p>Composition is two-phase: every limit is asked when the request would fit
+ * ({@link Algorithm#retryAfter}) before any consumes, so "100 per minute and 10 per second"
+ * never spends a minute token on a request the second limit refuses. The decision reports the
+ * most restrictive limit.
+ *
+ * <p>The stored record wins over the caller's limits: a process started with an older
+ * configuration applies the limits stored with the state, which are changed only by an explicit
+ * {@link LimiterOperation#RECONFIGURE}.
+ *
+ * <p>Public as the reference: a store that runs the algorithms in its own language (a Lua
+ * script, SQL) tests that it agrees with this machine, step for step.
+ */
+public final class LimiterMachine implements LimiterCall {
+  private final String key;
+  private final List<Limit> limits;
+  private final ZoneId[] zones;
+
+  /** The machine of a limiter on {@code key} with {@code limits}, for store tests. */
+  public static LimiterMachine of(String key, List<Limit> limits) {
+    return new LimiterMachine(key, limits);
+  }
+
+  LimiterMachine(String key, List<Limit> limits) {
+    if (limits.isEmpty()) {
+      throw new IllegalArgumentException("a limiter needs at least one limit, e.g."
+          + " Limit.tokenBucket(100, Duration.ofMinutes(1))");
+    }
+    this.key = key;
+    this.limits = List.copyOf(limits);
+    this.zones = new ZoneId[limits.size()];
+    for (int i = 0; i < zones.length; i++) {
+      zones[i] = limits.get(i).zone();
+    }
+  }
+
+  @Override
+  public String key() {
+    return key;
+  }
+
+  @Override
+  public List<Limit> limits() {
+    return limits;
+  }
+
+  /** Whether this machine is a single bucket (token, leaky or GCRA), the memory store's fast path. */
+  boolean isSingleBucket() {
+    return limits.size() == 1 && Algorithm.of(limits.get(0).kind()) == Gcra.INSTANCE;
+  }
+
+  /** The record of a full limiter with these limits. */
+  long[] fresh() {
+    long[] r = new long[limits.size() * WIDTH];
+    for (int i = 0; i < limits.size(); i++) {
+      Algorithm.init(r, i * WIDTH, limits.get(i));
+    }
+    return r;
+  }
+
+  @Override
+  public LimiterOutcome apply(LimiterRecord stored, long now, LimiterOperation op, long permits) {
+    long storeNow = now;
+    if (stored != null) {
+      now = Math.max(now, stored.decidedAt()); // time never runs back: see LimiterRecord
+    }
+    if (op == LimiterOperation.RESET) {
+      return new LimiterOutcome(null, full(), 0, now);
+    }
+    long[] words = stored == null || stored.isTombstone() ? null : stored.words();
+    long[] r = isEmpty(words) ? fresh() : check(words);
+    now = notBefore(r, now);
+    if (op == LimiterOperation.RECONFIGURE && words != null) {
+      r = reconfigured(r, now);
+    }
+    int n = r.length / WIDTH;
+    for (int i = 0; i < n; i++) {
+      Algorithm.ofTag(r[i * WIDTH]).normalize(r, i * WIDTH, now, zone(i));
+    }
+    boolean allowed = true;
+    long retryAfter = 0;
+    switch (op) {
+      case ACQUIRE:
+        if (permits > 0) {
+          retryAfter = retryAfter(r, n, now, permits);
+          allowed = retryAfter == 0;
+          if (allowed) {
+            for (int i = 0; i < n; i++) {
+              Algorithm.ofTag(r[i * WIDTH]).consume(r, i * WIDTH, now, permits);
+            }
+          }
+        }
+        break;
+      case PEEK:
+        retryAfter = retryAfter(r, n, now, 1);
+        allowed = retryAfter == 0;
+        break;
+      case REFUND:
+        for (int i = 0; i < n; i++) {
+          Algorithm.ofTag(r[i * WIDTH]).refund(r, i * WIDTH, now, permits);
+        }
+        break;
+      case TOP_UP:
+        boolean any = false;
+        for (int i = 0; i < n; i++) {
+          if (Algorithm.ofTag(r[i * WIDTH]) == CalendarQuota.INSTANCE) {
+            CalendarQuota.INSTANCE.topUp(r, i * WIDTH, permits);
+            any = true;
+          }
+        }
+        if (!any) {
+          throw new IllegalStateException("limiter '" + key + "' has no quota limit to top up");
+        }
+        break;
+      case RECONFIGURE:
+        break;
+      default:
+        throw new AssertionError(op);
+    }
+    long remaining = Long.MAX_VALUE;
+    long limit = 0;
+    int deciding = 0;
+    long resetAfter = 0;
+    for (int i = 0; i < n; i++) {
+      Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
+      long rem = a.remaining(r, i * WIDTH, now);
+      if (i == 0 || rem < remaining) { // a limit of Long.MAX_VALUE can have that much left
+        remaining = rem;
+        limit = a.limit(r, i * WIDTH);
+        deciding = i;
+      }
+      resetAfter = Math.max(resetAfter, a.resetAfter(r, i * WIDTH, now));
+    }
+    Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter, deciding);
+    // The store keeps the record from its own now, which may be behind the instant decided at.
+    long keep = resetAfter == 0 ? 0 : Arith.saturatedAdd(resetAfter, now - storeNow);
+    return new LimiterOutcome(resetAfter == 0 ? null : r, decision, keep, now);
+  }
+
+  /**
+   * The instant to decide at: {@code now}, unless the stored state was already decided later.
+   *
+   * <p>Why: a window's count belongs to the window it was counted in. Just after a boundary, an
+   * instant a little earlier lies in the previous window; deciding there would roll the window
+   * back to an empty count, and everything this window granted would be granted again. Such an
+   * instant reaches the machine whenever clocks disagree or step: a caller whose clock is behind
+   * another's, an NTP step, or a thread that read the clock and was descheduled before it took
+   * the state. So the state never moves back: a call is decided no earlier than the latest
+   * instant the state itself proves was reached (a window's start). Its answer is then the one it
+   * would have got at that instant, and the durations it reports count from there. The record's
+   * {@link LimiterRecord#decidedAt()} is the general floor, for every algorithm; this one holds
+   * even for a store that lost it (a record written before it was kept).
+   */
+  private static long notBefore(long[] r, long now) {
+    for (int o = 0; o < r.length; o += WIDTH) {
+      now = Math.max(now, Algorithm.ofTag(r[o]).notBefore(r, o));
+    }
+    return now;
+  }
+
+  /**
+   * When {@code permits} fit every one of the {@code n} limits: the longest wait any one of them
+   * asks for, unless a limit that has room now will have lost it by then (a quota whose top-ups
+   * end with the period), in which case never.
+   */
+  private static long retryAfter(long[] r, int n, long now, long permits) {
+    long wait = 0;
+    for (int i = 0; i < n; i++) {
+      wait = Math.max(wait, Algorithm.ofTag(r[i * WIDTH]).retryAfter(r, i * WIDTH, now, permits));
+    }
+    if (wait != 0 && wait != Decision.NEVER) {
+      for (int i = 0; i < n; i++) {
+        Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
+        if (a.retryAfter(r, i * WIDTH, now, permits) == 0 && !a.stillFits(r, i * WIDTH, now, permits, wait)) {
+          return Decision.NEVER;
+        }
+      }
+    }
+    return wait;
+  }
+
+  /** The decision of a full limiter with these limits, as after a reset. */
+  Decision full() {
+    long remaining = Long.MAX_VALUE;
+    long limit = 0;
+    int deciding = 0;
+    for (int i = 0; i < limits.size(); i++) {
+      Limit l = limits.get(i);
+      if (limit == 0 || l.limit() < remaining) {
+        remaining = l.limit();
+        limit = l.limit();
+        deciding = i;
+      }
+    }
+    return new Decision(true, remaining, limit, 0, 0, deciding);
+  }
+
+  private ZoneId zone(int i) {
+    return i < zones.length ? zones[i] : null;
+  }
+
+  private static boolean isEmpty(long[] r) {
+    return r == null || r.length == 0 || r[0] == 0;
+  }
+
+  private long[] check(long[] r) {
+    if (r.length % WIDTH != 0) {
+      throw new IllegalStateException("stored state of limiter '" + key + "' has " + r.length
+          + " words, not a multiple of " + WIDTH + "; it was not written by this version of Tally");
+    }
+    for (int o = 0; o < r.length; o += WIDTH) {
+      Algorithm.ofTag(r[o]);
+    }
+    return r;
+  }
+
+  /** This machine's limits, carrying over what each same-kind stored limit had consumed. */
+  private long[] reconfigured(long[] stored, long now) {
+    long[] r = fresh();
+    for (int i = 0; i < limits.size(); i++) {
+      int o = i * WIDTH;
+      if (o < stored.length) {
+        Algorithm old = Algorithm.ofTag(stored[o]);
+        if (old == Algorithm.of(limits.get(i).kind())) {
+          old.normalize(stored, o, now, zone(i));
+          old.restore(r, o, now, old.consumed(stored, o, now), zone(i));
+        }
+      }
+    }
+    return r;
+  }
+}
