@@ -88,7 +88,8 @@ final class ServeCommand implements Callable<Integer> {
   boolean requireIdempotencyKey;
 
   @Option(names = "--tls-cert", paramLabel = "FILE",
-      description = "Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with this PEM certificate chain.")
+      description = "Serve HTTPS (HTTP/2 or HTTP/1.1 by ALPN) with this PEM certificate chain,"
+          + " and TLS on --grpc-port too (ALPN h2).")
   Path tlsCert;
 
   @Option(names = "--tls-key", paramLabel = "FILE",
@@ -118,7 +119,8 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--grpc-port", paramLabel = "PORT",
       description = "Serve the rules as Envoy's rate limit service (gRPC) on this port of"
-          + " --bind (0 picks a free one). Needs --rules.")
+          + " --bind (0 picks a free one). Needs --rules. Over TLS (ALPN h2) with --tls-cert and"
+          + " --tls-key, else cleartext HTTP/2.")
   Integer grpcPort;
 
   @Option(names = "--rules-poll", paramLabel = "DURATION", defaultValue = "1s",
@@ -155,11 +157,6 @@ final class ServeCommand implements Callable<Integer> {
       err.println("tally serve: --grpc-port serves the named limits of rules files: add"
           + " --rules FILE_OR_DIR (see docs/envoy.md)");
       return Problem.BAD_REQUEST.exitCode();
-    }
-    if (grpcPort != null && tlsCert != null) {
-      err.println("tally serve: warning: --tls-cert applies to HTTP only; the gRPC port serves"
-          + " HTTP/2 in cleartext (keep it on a private network, see docs/envoy.md)");
-      err.flush();
     }
     Rules loaded = null;
     if (!rules.isEmpty()) {

@@ -31,6 +31,7 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -46,7 +47,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Envoy's rate limit service, {@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit},
- * on grpc-java over Netty event loops of its own. Calls run on those loops
+ * on grpc-java over Netty event loops of its own, over TLS when the server has a certificate. Calls run on those loops
  * ({@code directExecutor}) and call Tally's asynchronous limiter API through {@link NamedLimits},
  * so no thread waits for the store; the answer is sent from whichever thread completes the
  * decision. With a bearer token configured, every call must carry the metadata
@@ -76,13 +77,14 @@ final class GrpcEndpoint implements AutoCloseable {
   /**
    * Listens on {@code address:port} (0: any free port).
    *
+   * @param tls the server's TLS context (ALPN {@code h2}), or null for HTTP/2 in cleartext
    * @param responseHeaders whether answers carry {@code x-ratelimit-limit}, {@code -remaining}
    *     and {@code -reset} for Envoy to add to its response
    * @param registry where calls are timed, or null
    * @throws IOException if the address cannot be listened on
    */
-  static GrpcEndpoint start(NamedLimits limits, InetAddress address, int port, Auth auth,
-      int threads, int maxMessageBytes, boolean responseHeaders, MeterRegistry registry)
+  static GrpcEndpoint start(NamedLimits limits, InetAddress address, int port, SslContext tls,
+      Auth auth, int threads, int maxMessageBytes, boolean responseHeaders, MeterRegistry registry)
       throws IOException {
     boolean epoll = Epoll.isAvailable();
     IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
@@ -94,7 +96,11 @@ final class GrpcEndpoint implements AutoCloseable {
     ServerServiceDefinition definition = ServerServiceDefinition.builder(Rls.SERVICE)
         .addMethod(RlsCodec.SHOULD_RATE_LIMIT, ServerCalls.asyncUnaryCall(service::shouldRateLimit))
         .build();
-    Server server = NettyServerBuilder.forAddress(new InetSocketAddress(address, port))
+    NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(address, port));
+    if (tls != null) {
+      builder.sslContext(tls);
+    }
+    Server server = builder
         .channelType(epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class)
         .bossEventLoopGroup(boss)
         .workerEventLoopGroup(workers)

@@ -25,13 +25,7 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.http2.Http2SecurityUtil;
-import io.netty.handler.ssl.ApplicationProtocolConfig;
-import io.netty.handler.ssl.ApplicationProtocolNames;
 import io.netty.handler.ssl.SslContext;
-import io.netty.handler.ssl.SslContextBuilder;
-import io.netty.handler.ssl.SslProvider;
-import io.netty.handler.ssl.SupportedCipherSuiteFilter;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -48,7 +42,6 @@ import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import javax.net.ssl.SSLException;
 
 /**
  * The HTTP/JSON server over one store, on Netty's event loops (docs/http.md says why): HTTP/1.1
@@ -213,7 +206,9 @@ public final class TallyServer implements AutoCloseable {
       throw new IllegalArgumentException("the body limit must be positive");
     }
     BrowserGuard guard = new BrowserGuard(settings.allowedHosts(), settings.corsOrigins());
-    SslContext sslContext = settings.tlsCertificate() == null ? null : tls(settings);
+    SslContext sslContext = settings.tlsCertificate() == null ? null : ServerTls.http(settings);
+    SslContext grpcSsl = sslContext == null || named == null || named.grpcPort() == null ? null
+        : ServerTls.grpc(settings);
 
     PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     new JvmMemoryMetrics().bindTo(registry);
@@ -268,13 +263,14 @@ public final class TallyServer implements AutoCloseable {
           registry, gc, sslContext != null);
       if (named != null && named.grpcPort() != null) {
         try {
-          s.grpc = GrpcEndpoint.start(namedLimits, address, named.grpcPort(), auth,
+          s.grpc = GrpcEndpoint.start(namedLimits, address, named.grpcPort(), grpcSsl, auth,
               settings.threads(), settings.maxBodyBytes(), named.responseHeaders(), registry);
         } catch (IOException e) {
           listener.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
           throw new IOException("gRPC port " + named.grpcPort() + ": " + e.getMessage(), e);
         }
-        LOG.log(Level.INFO, "Envoy rate limit service (gRPC) on {0}", s.grpcAddress());
+        LOG.log(Level.INFO, "Envoy rate limit service (gRPC{0}) on {1}",
+            grpcSsl == null ? ", cleartext" : " over TLS", s.grpcAddress());
       }
       LOG.log(Level.INFO, "serving {0} on {1} ({2} event loops, {3}{4})", tally.uri(), s.uri(),
           settings.threads(), epoll ? "epoll" : "nio",
@@ -290,25 +286,6 @@ public final class TallyServer implements AutoCloseable {
       tally.close();
       gc.close();
       throw e;
-    }
-  }
-
-  private static SslContext tls(Settings settings) {
-    try {
-      return SslContextBuilder.forServer(settings.tlsCertificate().toFile(),
-              settings.tlsKey().toFile())
-          .sslProvider(SslProvider.JDK)
-          .ciphers(Http2SecurityUtil.CIPHERS, SupportedCipherSuiteFilter.INSTANCE)
-          .applicationProtocolConfig(new ApplicationProtocolConfig(
-              ApplicationProtocolConfig.Protocol.ALPN,
-              ApplicationProtocolConfig.SelectorFailureBehavior.NO_ADVERTISE,
-              ApplicationProtocolConfig.SelectedListenerFailureBehavior.ACCEPT,
-              ApplicationProtocolNames.HTTP_2, ApplicationProtocolNames.HTTP_1_1))
-          .build();
-    } catch (SSLException | IllegalArgumentException e) {
-      throw new IllegalArgumentException("cannot use --tls-cert " + settings.tlsCertificate()
-          + " and --tls-key " + settings.tlsKey() + ": " + e.getMessage()
-          + " (PEM files: the certificate chain, and the private key in PKCS#8)");
     }
   }
 

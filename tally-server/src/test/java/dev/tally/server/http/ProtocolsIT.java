@@ -2,28 +2,21 @@ package dev.tally.server.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
-import java.security.cert.Certificate;
-import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The protocols the server speaks, each with a real client: HTTP/1.1 keep-alive and pipelining
@@ -117,21 +110,13 @@ class ProtocolsIT {
   }
 
   @Test
-  void http2OverTlsByAlpn() throws Exception {
-    Path dir = Files.createTempDirectory("tally-tls");
-    Path cert = dir.resolve("cert.pem");
-    Path key = dir.resolve("key.pem");
-    Process gen = new ProcessBuilder("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-        "-keyout", key.toString(), "-out", cert.toString(), "-days", "1", "-subj", "/CN=localhost",
-        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1")
-        .redirectErrorStream(true).start();
-    String genOut = new String(gen.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(gen.waitFor()).as(genOut).isZero();
+  void http2OverTlsByAlpn(@TempDir Path dir) throws Exception {
+    SelfSigned cert = SelfSigned.make(dir, "server");
     try (ServerProcess tls = ServerProcess.start(Map.of(), "--store", "mem:",
-        "--tls-cert", cert.toString(), "--tls-key", key.toString())) {
+        "--tls-cert", cert.cert().toString(), "--tls-key", cert.key().toString())) {
       assertThat(tls.uri.getScheme()).isEqualTo("https");
       HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_2)
-          .sslContext(trusting(cert)).connectTimeout(Duration.ofSeconds(5)).build();
+          .sslContext(cert.trusting()).connectTimeout(Duration.ofSeconds(5)).build();
       URI base = URI.create("https://localhost:" + tls.uri.getPort());
       HttpResponse<String> r = client.send(HttpRequest.newBuilder(
               base.resolve("/v1/counters/tls/incr"))
@@ -141,31 +126,12 @@ class ProtocolsIT {
       assertThat(r.version()).as("ALPN chose h2").isEqualTo(HttpClient.Version.HTTP_2);
       assertThat(r.body()).isEqualTo("{\"key\":\"tls\",\"value\":3}");
       HttpClient h1 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-          .sslContext(trusting(cert)).build();
+          .sslContext(cert.trusting()).build();
       HttpResponse<String> r1 = h1.send(HttpRequest.newBuilder(base.resolve("/v1/counters/tls"))
           .build(), HttpResponse.BodyHandlers.ofString());
       assertThat(r1.version()).isEqualTo(HttpClient.Version.HTTP_1_1);
       assertThat(r1.body()).isEqualTo("{\"key\":\"tls\",\"value\":3}");
-    } finally {
-      Files.deleteIfExists(cert);
-      Files.deleteIfExists(key);
-      Files.deleteIfExists(dir);
     }
-  }
-
-  private static SSLContext trusting(Path certPem) throws Exception {
-    Certificate c;
-    try (InputStream in = new ByteArrayInputStream(Files.readAllBytes(certPem))) {
-      c = CertificateFactory.getInstance("X.509").generateCertificate(in);
-    }
-    KeyStore ks = KeyStore.getInstance(KeyStore.getDefaultType());
-    ks.load(null, null);
-    ks.setCertificateEntry("tally", c);
-    TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-    tmf.init(ks);
-    SSLContext ctx = SSLContext.getInstance("TLS");
-    ctx.init(null, tmf.getTrustManagers(), null);
-    return ctx;
   }
 
   private static String raw(String requests) throws IOException {

@@ -104,7 +104,7 @@ class RateLimitServiceTest {
       Files.writeString(rulesFile, yaml);
       rules = Rules.load(List.of(rulesDir));
       endpoint = GrpcEndpoint.start(new NamedLimits(tally, rules), InetAddress.getLoopbackAddress(),
-          0, auth, 1, 64 * 1024, true, null);
+          0, null, auth, 1, 64 * 1024, true, null);
       channel = NettyChannelBuilder.forAddress("127.0.0.1", endpoint.address().getPort())
           .usePlaintext().build();
     }
