@@ -73,6 +73,17 @@ class FailurePolicyTest {
   }
 
   @Test
+  void aLimiterOfSeveralLimitsFailsWithEachLimitsState() {
+    RateLimiter l = tally.limiter("two", Limit.tokenBucket(10, Duration.ofSeconds(1)),
+        Limit.fixedWindow(100, Duration.ofHours(1)));
+    assertThat(l.withFailurePolicy(FailurePolicy.FAIL_OPEN).decide(1).limits()).containsExactly(
+        new Decision.LimitState(0, 10, 10, 0), new Decision.LimitState(1, 100, 100, 0));
+    long second = Duration.ofSeconds(1).toNanos();
+    assertThat(l.withFailurePolicy(FailurePolicy.FAIL_CLOSED).decide(1).limits()).containsExactly(
+        new Decision.LimitState(0, 0, 10, second), new Decision.LimitState(1, 0, 100, second));
+  }
+
+  @Test
   void asyncOperationsApplyThePolicyToo() {
     Counters views = tally.counters("views", FailurePolicy.FAIL_OPEN);
     assertThat(views.async().incr("k", 5).toCompletableFuture().join()).isEqualTo(5);

@@ -173,7 +173,21 @@ final class DefaultRateLimiter implements Quota {
     return policy == FailurePolicy.FAIL_OPEN
         ? full
         : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS,
-            full.limitIndex());
+            full.limitIndex(), failedClosed(full));
+  }
+
+  /** Each limit as a fail-closed answer reports it: nothing left, until the retry. */
+  private static long[] failedClosed(Decision full) {
+    List<Decision.LimitState> states = full.limits();
+    if (states.size() == 1) {
+      return null;
+    }
+    long[] perLimit = new long[3 * states.size()];
+    for (int i = 0; i < states.size(); i++) {
+      perLimit[3 * i + 1] = states.get(i).limit();
+      perLimit[3 * i + 2] = FAIL_CLOSED_RETRY_NANOS;
+    }
+    return perLimit;
   }
 
   private CompletionStage<Decision> runAsync(LimiterOperation op, long permits) {

@@ -137,17 +137,25 @@ public final class LimiterMachine implements LimiterCall {
     long limit = 0;
     int deciding = 0;
     long resetAfter = 0;
+    long[] perLimit = n > 1 ? new long[3 * n] : null; // one limit's state is the decision's own
     for (int i = 0; i < n; i++) {
       Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
       long rem = a.remaining(r, i * WIDTH, now);
+      long lim = a.limit(r, i * WIDTH);
+      long reset = a.resetAfter(r, i * WIDTH, now);
       if (i == 0 || rem < remaining) { // a limit of Long.MAX_VALUE can have that much left
         remaining = rem;
-        limit = a.limit(r, i * WIDTH);
+        limit = lim;
         deciding = i;
       }
-      resetAfter = Math.max(resetAfter, a.resetAfter(r, i * WIDTH, now));
+      resetAfter = Math.max(resetAfter, reset);
+      if (perLimit != null) {
+        perLimit[3 * i] = rem;
+        perLimit[3 * i + 1] = lim;
+        perLimit[3 * i + 2] = reset;
+      }
     }
-    Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter, deciding);
+    Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter, deciding, perLimit);
     // The store keeps the record from its own now, which may be behind the instant decided at.
     long keep = resetAfter == 0 ? 0 : Arith.saturatedAdd(resetAfter, now - storeNow);
     return new LimiterOutcome(resetAfter == 0 ? null : r, decision, keep, now);
@@ -200,6 +208,7 @@ public final class LimiterMachine implements LimiterCall {
     long remaining = Long.MAX_VALUE;
     long limit = 0;
     int deciding = 0;
+    long[] perLimit = limits.size() > 1 ? new long[3 * limits.size()] : null;
     for (int i = 0; i < limits.size(); i++) {
       Limit l = limits.get(i);
       if (limit == 0 || l.limit() < remaining) {
@@ -207,8 +216,12 @@ public final class LimiterMachine implements LimiterCall {
         limit = l.limit();
         deciding = i;
       }
+      if (perLimit != null) {
+        perLimit[3 * i] = l.limit();
+        perLimit[3 * i + 1] = l.limit();
+      }
     }
-    return new Decision(true, remaining, limit, 0, 0, deciding);
+    return new Decision(true, remaining, limit, 0, 0, deciding, perLimit);
   }
 
   private ZoneId zone(int i) {

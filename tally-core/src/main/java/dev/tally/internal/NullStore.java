@@ -97,11 +97,22 @@ final class NullStore implements Store {
   /** Always allows, reporting the configured limit as untouched: nothing is ever consumed. */
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
+    List<Limit> limits = call.limits();
     long limit = Long.MAX_VALUE;
-    for (Limit l : call.limits()) {
-      limit = Math.min(limit, l.limit());
+    int deciding = 0;
+    long[] perLimit = limits.size() > 1 ? new long[3 * limits.size()] : null;
+    for (int i = 0; i < limits.size(); i++) {
+      long l = limits.get(i).limit();
+      if (l < limit) {
+        limit = l;
+        deciding = i;
+      }
+      if (perLimit != null) {
+        perLimit[3 * i] = l;
+        perLimit[3 * i + 1] = l;
+      }
     }
-    return new Decision(true, limit, limit, 0, 0);
+    return new Decision(true, limit, limit, 0, 0, deciding, perLimit);
   }
 
   @Override

@@ -17,7 +17,12 @@ import java.util.List;
  *          | "T" | "F"                        a boolean
  *          | "[" result ("," result)* "]"     a transaction's results
  *          | "Q" allowed "," remaining "," limit "," retryAfterNanos "," resetAfterNanos "," limitIndex
+ *              ("," count ("," remaining "," limit "," resetAfterNanos){count})?
  * </pre>
+ *
+ * <p>A decision of several limits carries each one's state ({@link Decision#limits()}) after its
+ * own six fields: their count, then three values per limit; one of a single limit stays six
+ * fields, as records written before the per-limit state were.
  *
  * <p>Redis' script writes and reads this format too (see tally-redis), so it is part of the
  * contract: a change to it is a new record version, read by both.
@@ -98,6 +103,13 @@ public record OperationRecord(long fingerprint, Object result) {
       b.append('Q').append(d.allowed() ? 1 : 0).append(',').append(d.remaining()).append(',')
           .append(d.limit()).append(',').append(d.retryAfterNanos()).append(',')
           .append(d.resetAfterNanos()).append(',').append(d.limitIndex());
+      List<Decision.LimitState> limits = d.limits();
+      if (limits.size() > 1) {
+        b.append(',').append(limits.size());
+        for (Decision.LimitState l : limits) {
+          b.append(',').append(l.remaining()).append(',').append(l.limit()).append(',').append(l.resetAfterNanos());
+        }
+      }
     } else {
       throw new IllegalArgumentException("no record form for a result of type " + r.getClass().getName());
     }
@@ -120,11 +132,22 @@ public record OperationRecord(long fingerprint, Object result) {
         // A decision is always a whole result, never an element: its fields run to the end.
         String[] f = s.substring(at[0]).split(",", -1);
         at[0] = s.length();
-        if (f.length != 6) {
+        long[] perLimit = null;
+        if (f.length > 6) {
+          int count = Integer.parseInt(f[6]);
+          if (count < 2 || f.length != 7 + 3L * count) {
+            throw new IllegalArgumentException("a decision of " + f[6] + " limits has " + f.length
+                + " fields, not 7 + 3 per limit");
+          }
+          perLimit = new long[3 * count];
+          for (int i = 0; i < perLimit.length; i++) {
+            perLimit[i] = Long.parseLong(f[7 + i]);
+          }
+        } else if (f.length != 6) {
           throw new IllegalArgumentException("a decision has 6 fields, not " + f.length);
         }
         return new Decision(f[0].equals("1"), Long.parseLong(f[1]), Long.parseLong(f[2]),
-            Long.parseLong(f[3]), Long.parseLong(f[4]), Integer.parseInt(f[5]));
+            Long.parseLong(f[3]), Long.parseLong(f[4]), Integer.parseInt(f[5]), perLimit);
       }
       case '[': {
         List<Number> out = new ArrayList<>();

@@ -124,7 +124,7 @@ class LimiterParityTest {
             exactExpiry = BigInteger.valueOf(out.decidedAt()).add(BigInteger.valueOf(
                 out.record() == null ? 0 : out.decision().resetAfterNanos()));
           }
-          expected = out.decision();
+          expected = mostRestrictive(out.decision());
         } catch (RuntimeException e) {
           expected = e.getClass();
         }
@@ -231,14 +231,23 @@ class LimiterParityTest {
     try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
       Store store = Internals.storeOf(tally);
       LimiterOutcome first = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 1);
-      assertThat(store.limit(call, LimiterOperation.ACQUIRE, 1)).isEqualTo(first.decision());
+      assertThat(store.limit(call, LimiterOperation.ACQUIRE, 1)).isEqualTo(mostRestrictive(first.decision()));
       clock.set(Instant.parse("2026-11-06T11:00:00Z")); // another caller, 2 days and 1 hour behind
       LimiterOutcome second = call.apply(new LimiterRecord(first.decidedAt(), first.record().clone()), clock.nanos(),
           LimiterOperation.RECONFIGURE, 0);
-      assertThat(store.limit(call, LimiterOperation.RECONFIGURE, 0)).isEqualTo(second.decision());
+      assertThat(store.limit(call, LimiterOperation.RECONFIGURE, 0)).isEqualTo(mostRestrictive(second.decision()));
       assertThat(storedRecord(key)).isEqualTo(second.record());
     } finally {
       delete(key);
     }
+  }
+
+  /**
+   * The machine's decision without each limit's own state, which the schema's function does not
+   * report yet (the kit's PostgreSQL matrix says so: withoutEachLimitsState).
+   */
+  private static Decision mostRestrictive(Decision d) {
+    return new Decision(d.allowed(), d.remaining(), d.limit(), d.retryAfterNanos(), d.resetAfterNanos(),
+        d.limitIndex());
   }
 }

@@ -37,10 +37,12 @@ class PostgresConformanceTest extends ConformanceSuite {
     PostgresDataSources.register("borrowed", new HikariDataSource(config));
     return List.of(
         StoreConfiguration.of("postgresql", clock ->
-            Tally.builder(server.uri("pool=16")).timeSource(clock).build()),
+            Tally.builder(server.uri("pool=16")).timeSource(clock).build()).withoutEachLimitsState(),
         StoreConfiguration.of("postgresql datasource (2 connections)", clock ->
-            Tally.builder("postgresql:?datasource=borrowed&table=tck_borrowed").timeSource(clock).build()).operationsPerThread(500),
+            Tally.builder("postgresql:?datasource=borrowed&table=tck_borrowed").timeSource(clock).build()).operationsPerThread(500)
+            .withoutEachLimitsState(),
         StoreConfiguration.of("postgresql table=tck.counts limiterCommit=server", clock ->
-            Tally.builder(server.uri("table=tck.counts&limiterCommit=server")).timeSource(clock).build()));
+            Tally.builder(server.uri("table=tck.counts&limiterCommit=server")).timeSource(clock).build())
+            .withoutEachLimitsState());
   }
 }

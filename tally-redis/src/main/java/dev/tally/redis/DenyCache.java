@@ -3,6 +3,7 @@ package dev.tally.redis;
 import dev.tally.Decision;
 import dev.tally.TallyListener;
 import java.lang.System.Logger.Level;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -20,7 +21,9 @@ import java.util.concurrent.atomic.LongAdder;
  * refunds, resets, reconfigurations and top-ups clear the limiter's entry; other processes'
  * do not reach it, so after such a change elsewhere this process may go on denying until the
  * cached retry-after: the price of not asking. The {@code remaining} of a cached denial is the
- * one Redis gave; its retry-after and reset-after count down on the local clock.
+ * one Redis gave; its retry-after and reset-after count down on the local clock. So does each
+ * limit's own state of a limiter with several ({@link Decision#limits()}): its remaining as
+ * given, its reset counting down.
  *
  * <p>Answers from the cache are counted ({@link #hits()}) and reported to the
  * {@link TallyListener#onLocalDenial} of the store's {@code Tally}.
@@ -28,7 +31,9 @@ import java.util.concurrent.atomic.LongAdder;
 final class DenyCache {
   private static final System.Logger LOG = System.getLogger("dev.tally.redis");
 
-  private record Entry(long permits, long until, long resetAt, long remaining, long limit, int limitIndex) {}
+  // perLimit: each limit's remaining, limit and the instant it is full again; null for one limit.
+  private record Entry(long permits, long until, long resetAt, long remaining, long limit, int limitIndex,
+      long[] perLimit) {}
 
   private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
   private final int maxEntries;
@@ -65,7 +70,8 @@ final class DenyCache {
     } catch (RuntimeException listenerBug) {
       LOG.log(Level.ERROR, "TallyListener threw; ignoring", listenerBug);
     }
-    return new Decision(false, e.remaining, e.limit, e.until - now, Math.max(0, e.resetAt - now), e.limitIndex);
+    return new Decision(false, e.remaining, e.limit, e.until - now, Math.max(0, e.resetAt - now), e.limitIndex,
+        countedDown(e.perLimit, now));
   }
 
   /**
@@ -84,11 +90,39 @@ final class DenyCache {
       }
     }
     Entry e = new Entry(permits, sentAt + retry, sentAt + d.resetAfterNanos(), d.remaining(), d.limit(),
-        d.limitIndex());
+        d.limitIndex(), resetInstants(d, sentAt));
     entries.put(key, e);
     if (invalidations.get() != stamp) {
       entries.remove(key, e); // an invalidation raced with this insertion: drop it
     }
+  }
+
+  /** Each limit of {@code d} with its reset as an instant after {@code sentAt}; null for one limit. */
+  private static long[] resetInstants(Decision d, long sentAt) {
+    List<Decision.LimitState> limits = d.limits();
+    if (limits.size() == 1) {
+      return null;
+    }
+    long[] r = new long[3 * limits.size()];
+    for (int i = 0; i < limits.size(); i++) {
+      Decision.LimitState l = limits.get(i);
+      r[3 * i] = l.remaining();
+      r[3 * i + 1] = l.limit();
+      r[3 * i + 2] = sentAt + l.resetAfterNanos();
+    }
+    return r;
+  }
+
+  /** {@code entry}'s limits as a decision at {@code now} reports them; a new array, for the decision to own. */
+  private static long[] countedDown(long[] entry, long now) {
+    if (entry == null) {
+      return null;
+    }
+    long[] r = entry.clone();
+    for (int i = 2; i < r.length; i += 3) {
+      r[i] = Math.max(0, r[i] - now);
+    }
+    return r;
   }
 
   /** Forgets {@code key}: this process gave units back or changed the limiter. */

@@ -57,16 +57,23 @@ final class LimiterBatches {
   }
 
   private static void complete(List<Pending> batch, List<Object> values, Throwable failure) {
+    List<Decision> decisions = null;
+    if (failure == null) {
+      try {
+        decisions = LimiterScript.decisions(values);
+      } catch (RuntimeException e) {
+        failure = e;
+      }
+    }
     for (int i = 0; i < batch.size(); i++) {
       CompletableFuture<Decision> result = batch.get(i).result();
       if (failure != null) {
         result.completeExceptionally(failure);
+      } else if (i < decisions.size()) {
+        result.complete(decisions.get(i));
       } else {
-        try {
-          result.complete(LimiterScript.decision(values, i));
-        } catch (RuntimeException e) {
-          result.completeExceptionally(e);
-        }
+        result.completeExceptionally(new IllegalStateException(
+            "the limiter script answered " + decisions.size() + " decisions for a batch of " + batch.size()));
       }
     }
   }

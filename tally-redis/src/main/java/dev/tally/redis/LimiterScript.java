@@ -6,6 +6,7 @@ import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.QuotaBoundaries;
 import java.time.ZoneId;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -107,16 +108,46 @@ final class LimiterScript {
     return args;
   }
 
-  /** The script's reply: allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding limit. */
+  /**
+   * The script's reply: allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding
+   * limit, then for a state of several limits their count and each one's remaining, limit and
+   * resetAfter.
+   */
   static Decision decision(List<Object> reply) {
-    return decision(reply, 0);
+    return decision(reply, new int[1]);
   }
 
   /** The decision of the {@code index}th operation of a batch's reply. */
   static Decision decision(List<Object> reply, int index) {
-    int o = 6 * index;
+    return decisions(reply).get(index);
+  }
+
+  /** Every decision of a batch's reply, in order. */
+  static List<Decision> decisions(List<Object> reply) {
+    List<Decision> out = new ArrayList<>();
+    for (int[] at = new int[1]; at[0] < reply.size(); ) {
+      out.add(decision(reply, at));
+    }
+    return out;
+  }
+
+  /** The decision at {@code at[0]} of {@code reply}, moving {@code at[0]} past it. */
+  private static Decision decision(List<Object> reply, int[] at) {
+    int o = at[0];
+    long[] perLimit = null;
+    int next = o + 6;
+    // What follows is the next decision's allowed (0 or 1) or this one's count of limits (2 or more).
+    long n = reply.size() > next ? number(reply.get(next)) : 0;
+    if (n > 1) {
+      perLimit = new long[Math.multiplyExact(3, Math.toIntExact(n))];
+      for (int i = 0; i < perLimit.length; i++) {
+        perLimit[i] = number(reply.get(next + 1 + i));
+      }
+      next += 1 + perLimit.length;
+    }
+    at[0] = next;
     return new Decision(number(reply.get(o)) == 1, number(reply.get(o + 1)), number(reply.get(o + 2)),
-        number(reply.get(o + 3)), number(reply.get(o + 4)), (int) number(reply.get(o + 5)));
+        number(reply.get(o + 3)), number(reply.get(o + 4)), (int) number(reply.get(o + 5)), perLimit);
   }
 
   /** A reply value: an integer from the script's fast path, a decimal string from the rest. */

@@ -27,10 +27,12 @@ ARGV     op permits clock count, then four per limit the caller configured: tag 
            time, computed by the caller with java.time (Lua knows no time zones)
 Reply    {allowed 1|0, remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}, each an
          integer or a decimal string (the fast path answers integers, the general path strings);
-         for a batch, six such values per operation
+         a state of several limits follows with their count and each one's remaining, limit and
+         resetAfter (Decision.limits()), so one limit's reply stays six values; for a batch, one
+         such decision per operation, one after the other
          with an operation id, {record} instead: a live record means a repeat (nothing is
          decided or written), else the decision is taken and recorded (fingerprint "|Q" and the
-         six values, comma-separated) with PEXPIRE pexpire (ms); now and exp are the caller's
+         decision's values, comma-separated) with PEXPIRE pexpire (ms); now and exp are the caller's
          clock and the record's lapse on it, or '-' on the server's clock
 Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant decided at, epoch ns>,
          TALLY_VERSION <the record format found>
@@ -1097,7 +1099,15 @@ local function run()
           remaining, limit, deciding = mine[i][P0], mine[i][P0], i - 1
         end
       end
-      return nil, {'1', fmt(remaining), fmt(limit), '0', '0', tostring(deciding)}, 0
+      local decision = {'1', fmt(remaining), fmt(limit), '0', '0', tostring(deciding)}
+      if count > 1 then
+        decision[7] = tostring(count)
+        for i = 1, count do
+          local full = fmt(mine[i][P0])
+          decision[#decision + 1], decision[#decision + 2], decision[#decision + 3] = full, full, '0'
+        end
+      end
+      return nil, decision, 0
     end
     local r = stored or fresh()
     if op == 'reconfigure' and stored then
@@ -1151,15 +1161,25 @@ local function run()
     end
 
     local remaining, limit, reset_after, deciding = MAX, 0, 0, 0
+    local each = {} -- each limit's own remaining, limit and reset, when there are several
     for i = 1, n do
-      local rem = remaining_of(r[i])
+      local rem, lim, reset = remaining_of(r[i]), limit_of(r[i]), reset_after_of(r[i])
       if i == 1 or lt(rem, remaining) then -- the first limit always sets it
-        remaining, limit, deciding = rem, limit_of(r[i]), i - 1
+        remaining, limit, deciding = rem, lim, i - 1
       end
-      reset_after = max(reset_after, reset_after_of(r[i]))
+      reset_after = max(reset_after, reset)
+      if n > 1 then
+        each[#each + 1], each[#each + 2], each[#each + 3] = fmt(rem), fmt(lim), fmt(reset)
+      end
     end
     local decision = {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after),
         tostring(deciding)}
+    if n > 1 then
+      decision[7] = tostring(n)
+      for j = 1, #each do
+        decision[7 + j] = each[j]
+      end
+    end
     if eq(reset_after, 0) then
       return nil, decision, 0
     end
@@ -1175,7 +1195,7 @@ local function run()
     for op, permits in string.gmatch(ARGV[2], '(%S+) (%S+)') do
       local decision
       state, decision, reset_after = apply(state, op, parse(permits))
-      for j = 1, 6 do
+      for j = 1, #decision do
         reply[#reply + 1] = decision[j]
       end
     end

@@ -99,6 +99,26 @@ class DenyCacheTest {
     assertThat(scriptRuns(() -> assertThat(l.tryAcquire()).as("at retry-after Redis decides").isTrue())).isEqualTo(1);
   }
 
+  /** A cached denial of several limits keeps each one's state, its reset counting down. */
+  @Test
+  void aCachedDenialOfSeveralLimitsKeepsEachLimitsState() {
+    RateLimiter l = tally.limiter(name(), Limit.tokenBucket(5, Duration.ofMinutes(1)),
+        Limit.fixedWindow(100, Duration.ofHours(1)));
+    assertThat(l.tryAcquire(5)).isTrue();
+    Decision first = l.decide(1);
+    assertThat(first.allowed()).isFalse();
+    assertThat(first.limits()).hasSize(2);
+    clock.advance(Duration.ofSeconds(3));
+    Decision[] cached = new Decision[1];
+    assertThat(scriptRuns(() -> cached[0] = l.decide(1))).isZero();
+    long three = Duration.ofSeconds(3).toNanos();
+    assertThat(cached[0].limits()).containsExactly(
+        new Decision.LimitState(0, first.limits().get(0).remaining(), 5,
+            first.limits().get(0).resetAfterNanos() - three),
+        new Decision.LimitState(1, 95, 100, first.limits().get(1).resetAfterNanos() - three));
+    assertThat(cached[0].resetAfterNanos()).isEqualTo(first.resetAfterNanos() - three);
+  }
+
   @Test
   void onlyRequestsAtLeastAsLargeAsTheDeniedOneAreAnsweredLocally() {
     RateLimiter l = tally.limiter(name(), Limit.fixedWindow(10, Duration.ofHours(1)));

@@ -10,7 +10,7 @@ import java.util.OptionalLong;
  * response carries.
  *
  * <p>The header fields follow the IETF httpapi draft "RateLimit header fields for HTTP",
- * revision draft-ietf-httpapi-ratelimit-headers-09, in its structured-field syntax:
+ * revision draft-ietf-httpapi-ratelimit-headers-11, in its structured-field syntax:
  *
  * <pre>
  * RateLimit-Policy: "api";q=100;w=60, "burst";q=10;w=1     one item per policy: quota, window

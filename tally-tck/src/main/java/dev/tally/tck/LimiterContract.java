@@ -331,6 +331,98 @@ public abstract class LimiterContract extends TallyFixture {
     assertThat(perMinute.retryAfter()).isEqualTo(Duration.ofSeconds(19));
   }
 
+  /**
+   * A decision of several limits reports each one's own state ({@link Decision#limits()}): the
+   * remaining and reset that limit alone would report, after the same steps. Limiters of one
+   * limit each, fed what each limit of the composition saw (an acquisition where it granted, a
+   * look where it denied), are the reference, on acquisitions, tries, refunds, denials by either
+   * limit, a replayed operation id, the asynchronous view and a reset.
+   */
+  @Test
+  public void aDecisionOfSeveralLimitsReportsEachLimitAsItAloneWould() {
+    assumeEachLimitsState();
+    Limit[] limits = {
+        Limit.tokenBucket(5, Duration.ofMinutes(1)),
+        Limit.fixedWindow(100, Duration.ofHours(1)),
+        Limit.slidingWindow(8, Duration.ofMinutes(10))};
+    clock.set(Instant.parse("2026-12-01T10:20:00Z"));
+    RateLimiter all = tally.limiter(name(), limits);
+    RateLimiter[] alone = new RateLimiter[limits.length];
+    for (int i = 0; i < limits.length; i++) {
+      alone[i] = tally.limiter(name(), limits[i]);
+    }
+    assertEachAsAlone("an acquisition", all.decide(2), 2, alone);
+    clock.advance(Duration.ofSeconds(7));
+    assertEachAsAlone("a second one", all.decide(1), 1, alone);
+    assertThat(all.tryAcquire(1)).isTrue();
+    for (RateLimiter one : alone) {
+      assertThat(one.tryAcquire(1)).isTrue();
+    }
+    assertEachAsAlone("a look after a try", all.decide(0), 0, alone);
+    all.refund(1);
+    for (RateLimiter one : alone) {
+      one.refund(1);
+    }
+    assertEachAsAlone("a look after a refund", all.decide(0), 0, alone);
+    Decision byBucket = all.decide(5);
+    assertThat(byBucket.allowed()).as("the bucket has 2 of 5").isFalse();
+    assertThat(byBucket.limitIndex()).isZero();
+    assertEachAsAlone("a denial by the bucket", byBucket, 5, alone);
+
+    clock.advance(Duration.ofMinutes(1)); // the bucket is full again; the sliding window has 5
+    assertEachAsAlone("taking what the window has", all.decide(5), 5, alone);
+    clock.advance(Duration.ofMinutes(1));
+    Decision byWindow = all.decide(1);
+    assertThat(byWindow.allowed()).as("the sliding window is empty").isFalse();
+    assertThat(byWindow.limitIndex()).isEqualTo(2);
+    assertEachAsAlone("a denial by the sliding window", byWindow, 1, alone);
+    assertEachAsAlone("the same denial again", all.decide(1), 1, alone);
+
+    clock.advance(Duration.ofMinutes(20));
+    RateLimiter once = all.withOperationId("tck-" + UUID.randomUUID());
+    Decision first = once.decide(3);
+    assertEachAsAlone("a first call with an operation id", first, 3, alone);
+    clock.advance(Duration.ofSeconds(30));
+    Decision replayed = once.decide(3);
+    assertThat(replayed).as("the replay").isEqualTo(first);
+    assertThat(replayed.limits()).as("the replay's limits").isEqualTo(first.limits());
+    assertEachAsAlone("an asynchronous acquisition",
+        all.async().decide(1).toCompletableFuture().join(), 1, alone);
+
+    all.reset();
+    for (RateLimiter one : alone) {
+      one.reset();
+    }
+    Decision full = all.decide(0);
+    assertEachAsAlone("a look after a reset", full, 0, alone);
+    assertThat(full.limits()).extracting(Decision.LimitState::remaining).containsExactly(5L, 100L, 8L);
+    assertThat(full.limits()).extracting(Decision.LimitState::resetAfterNanos).containsOnly(0L);
+  }
+
+  /**
+   * Checks {@code d}, a decision of all of {@code alone}'s limits together on {@code permits},
+   * against each limiter of one limit, stepping each as its limit was: an acquisition of the
+   * permits if {@code d} granted them, else a look. A one-limit decision's own list is one entry, its top-level fields.
+   */
+  private static void assertEachAsAlone(String step, Decision d, long permits, RateLimiter[] alone) {
+    List<Decision.LimitState> each = d.limits();
+    assertThat(each).as("%s: one state per limit, %s", step, d).hasSize(alone.length);
+    long fewest = Long.MAX_VALUE;
+    long latest = 0;
+    for (int i = 0; i < alone.length; i++) {
+      Decision own = alone[i].decide(d.allowed() ? permits : 0);
+      assertThat(own.limits()).as("%s: a one-limit decision's own list", step)
+          .containsExactly(new Decision.LimitState(0, own.remaining(), own.limit(), own.resetAfterNanos()));
+      assertThat(each.get(i)).as("%s: limit %d of %s", step, i, d)
+          .isEqualTo(new Decision.LimitState(i, own.remaining(), own.limit(), own.resetAfterNanos()));
+      fewest = Math.min(fewest, own.remaining());
+      latest = Math.max(latest, own.resetAfterNanos());
+    }
+    assertThat(d.remaining()).as("%s: the fewest left", step).isEqualTo(fewest);
+    assertThat(each.get(d.limitIndex()).remaining()).as("%s: the deciding limit's", step).isEqualTo(fewest);
+    assertThat(d.resetAfterNanos()).as("%s: the latest reset", step).isEqualTo(latest);
+  }
+
   // ------------------------------------------------------------------ scripted timelines
 
   @Test
@@ -512,6 +604,13 @@ public abstract class LimiterContract extends TallyFixture {
       }
     });
     assertThat(added).hasValue(100);
+  }
+
+  /** Skips a case about each limit's own state for a store that reports only the most restrictive. */
+  private void assumeEachLimitsState() {
+    StoreConfiguration c = configuration();
+    org.junit.jupiter.api.Assumptions.assumeTrue(c == null || c.reportsEachLimit(),
+        () -> c + " reports only the most restrictive limit's state (withoutEachLimitsState)");
   }
 
   /** Skips a case a store on its server's own clock cannot show ({@link StoreConfiguration#onServerClock}). */

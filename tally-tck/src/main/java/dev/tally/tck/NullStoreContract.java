@@ -68,6 +68,16 @@ public abstract class NullStoreContract extends TallyFixture {
   }
 
   @Test
+  public void aLimiterOfSeveralLimitsReportsEachOneFull() {
+    var limiter = tally.limiter("two", dev.tally.Limit.tokenBucket(5, java.time.Duration.ofMinutes(1)),
+        dev.tally.Limit.fixedWindow(3, java.time.Duration.ofHours(1)));
+    var d = limiter.decide(2);
+    assertThat(d.limitIndex()).isEqualTo(1);
+    assertThat(d.limits()).containsExactly(new dev.tally.Decision.LimitState(0, 5, 5, 0),
+        new dev.tally.Decision.LimitState(1, 3, 3, 0));
+  }
+
+  @Test
   public void transactionsAnswerAsEachOperationWould() {
     TransactionResult r = counters.transaction(tx -> tx.incr("a", 2, 3).get("a").delete("a").put("b", 4, null));
     assertThat(r.getLong(0)).isEqualTo(5);

@@ -6,24 +6,23 @@ import java.util.List;
 
 /**
  * The header fields of the IETF httpapi draft "RateLimit header fields for HTTP",
- * draft-ietf-httpapi-ratelimit-headers-10, in its structured-field syntax, plus
+ * draft-ietf-httpapi-ratelimit-headers-11, in its structured-field syntax, plus
  * {@code Retry-After}:
  *
  * <pre>
  * RateLimit-Policy: "default";q=100;w=60, "hourly";q=1000;w=3600   every policy: quota, window
- * RateLimit: "hourly";r=0;t=5                     the deciding policy: remaining, its own reset
+ * RateLimit: "default";r=40;t=36, "hourly";r=0;t=5   every policy: remaining, its own reset
  * Retry-After: 5                                  denied only: seconds until the same request fits
  * </pre>
  *
  * <p>How Tally's limits map onto the draft's quota policies: {@code q} is the limit (bucket
  * capacity, GCRA burst, window limit, allowance); {@code w} is the time the limit takes to
  * refill completely (buckets, GCRA), the window, or the current calendar period (quotas);
- * {@code r} is {@link Decision#remaining()}. A {@link Decision} reports the state of one limit,
- * the one with the fewest units left, and only the reset of the limiter as a whole (its slowest
- * limit), so {@code RateLimit} carries that one policy, whose reset is the limiter's reset
- * bounded by the policy's own window: a 100/1m bucket never says {@code t=2845} because an hourly
- * window beside it has that long to go. Every duration is rounded <em>up</em> to a whole second,
- * so a client that waits as told is never early.
+ * {@code r} is the limit's own remaining and {@code t} its own reset ({@link Decision#limits()}):
+ * a 100/1m bucket never says {@code t=2845} because an hourly window beside it has that long to
+ * go. Every duration is rounded <em>up</em> to a whole second, so a client that waits as told is
+ * never early. A decision without each limit's state (a store that reports only the most
+ * restrictive) gives one item, the deciding policy's, its reset bounded by that policy's window.
  */
 final class RateLimitFields {
   private RateLimitFields() {}
@@ -41,12 +40,8 @@ final class RateLimitFields {
     }
     // The decision names the limit that decided, by its place: two limits of one size differ.
     LimitSpec deciding = limits.get(d.limitIndex() < limits.size() ? d.limitIndex() : 0);
-    long reset = ceilSeconds(d.resetAfterNanos());
-    if (limits.size() > 1) {
-      reset = Math.min(reset, deciding.windowSeconds(now));
-    }
     reply.header("RateLimit-Policy", policy.toString());
-    reply.header("RateLimit", "\"" + deciding.policy() + "\";r=" + d.remaining() + ";t=" + reset);
+    reply.header("RateLimit", serviceLimits(limits, d, deciding, now));
     if (!d.allowed() && d.retryAfterNanos() != Decision.NEVER) {
       reply.header("Retry-After", Long.toString(Math.max(1, ceilSeconds(d.retryAfterNanos()))));
     }
@@ -54,6 +49,32 @@ final class RateLimitFields {
     if (!d.allowed()) {
       reply.withArray("violated-policies", List.of(deciding.policy()));
     }
+  }
+
+  /** The {@code RateLimit} field: one item per policy, or the deciding one's without the detail. */
+  private static String serviceLimits(List<LimitSpec> limits, Decision d, LimitSpec deciding, Instant now) {
+    List<Decision.LimitState> each = d.limits();
+    if (each.size() != limits.size()) {
+      // Only the most restrictive state, or the stored limits differ from the request's.
+      long reset = ceilSeconds(d.resetAfterNanos());
+      if (limits.size() > 1) {
+        reset = Math.min(reset, deciding.windowSeconds(now));
+      }
+      return item(new StringBuilder(), deciding.policy(), d.remaining(), reset).toString();
+    }
+    StringBuilder b = new StringBuilder();
+    for (int i = 0; i < limits.size(); i++) {
+      if (i > 0) {
+        b.append(", ");
+      }
+      Decision.LimitState l = each.get(i);
+      item(b, limits.get(i).policy(), l.remaining(), ceilSeconds(l.resetAfterNanos()));
+    }
+    return b.toString();
+  }
+
+  private static StringBuilder item(StringBuilder b, String policy, long remaining, long resetSeconds) {
+    return b.append('"').append(policy).append("\";r=").append(remaining).append(";t=").append(resetSeconds);
   }
 
   /** Nanoseconds as whole seconds, rounded up. */

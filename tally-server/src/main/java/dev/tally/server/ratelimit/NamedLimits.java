@@ -251,7 +251,9 @@ public final class NamedLimits {
   }
 
   private Status decided(String name, Rule rule, Decision d) {
-    long reset = d.resetAfterNanos();
+    // The reset of the limit whose remaining and limit these are: a limiter whose stored state
+    // has several limits (reconfigured by hand) resets as a whole later than its deciding limit.
+    long reset = decidingLimit(d).resetAfterNanos();
     if (reset <= 0) {
       reset = !d.allowed() && d.retryAfterNanos() != Decision.NEVER && d.retryAfterNanos() > 0
           ? d.retryAfterNanos() : windowLeft(rule.unit());
@@ -264,6 +266,12 @@ public final class NamedLimits {
           + " limiter, until that state expires or 'tally limit reconfigure' changes it");
     }
     return s;
+  }
+
+  /** The state of the limit that decided {@code d}. */
+  static Decision.LimitState decidingLimit(Decision d) {
+    List<Decision.LimitState> each = d.limits();
+    return each.size() == 1 ? each.get(0) : each.get(d.limitIndex());
   }
 
   /** Until the current window of {@code unit} ends, on Tally's clock. */

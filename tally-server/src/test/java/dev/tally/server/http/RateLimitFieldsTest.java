@@ -48,22 +48,37 @@ class RateLimitFieldsTest {
   }
 
   @Test
-  void severalLimitsAreListedAndTheDecidingOneReported() {
+  void severalLimitsAreListedEachWithItsOwnRemainingAndReset() {
     var limits = List.of(spec(LimitSpec.Kind.TOKEN_BUCKET, "100/1m", "default"),
         spec(LimitSpec.Kind.FIXED_WINDOW, "1000/1h", "hourly"));
-    Map<String, String> f = fields(limits, new Decision(false, 0, 1000, 5 * S, 5 * S, 1));
+    Decision d = new Decision(false, 0, 1000, 5 * S, 2_845 * S, 1,
+        new long[] {40, 100, 36 * S - 1, 0, 1000, 2_845 * S});
+    Map<String, String> f = fields(limits, d);
     assertThat(f.get("RateLimit-Policy")).isEqualTo("\"default\";q=100;w=60, \"hourly\";q=1000;w=3600");
-    assertThat(f.get("RateLimit")).isEqualTo("\"hourly\";r=0;t=5");
+    assertThat(f.get("RateLimit")).as("the bucket's reset is its own, not the hour's")
+        .isEqualTo("\"default\";r=40;t=36, \"hourly\";r=0;t=2845");
+    assertThat(f.get("Retry-After")).isEqualTo("5");
   }
 
   @Test
-  void ofTwoLimitsOfOneSizeTheOneThatDecidedIsReported() {
+  void withoutEachLimitsStateTheDecidingPolicyIsReportedWithinItsWindow() {
+    var limits = List.of(spec(LimitSpec.Kind.TOKEN_BUCKET, "100/1m", "default"),
+        spec(LimitSpec.Kind.FIXED_WINDOW, "1000/1h", "hourly"));
+    assertThat(fields(limits, new Decision(false, 0, 100, 5 * S, 2_845 * S, 0)).get("RateLimit"))
+        .isEqualTo("\"default\";r=0;t=60");
+    assertThat(fields(limits, new Decision(false, 0, 1000, 5 * S, 5 * S, 1)).get("RateLimit"))
+        .isEqualTo("\"hourly\";r=0;t=5");
+  }
+
+  @Test
+  void ofTwoLimitsOfOneSizeTheOneThatDecidedIsNamedAsViolated() {
     var limits = List.of(spec(LimitSpec.Kind.TOKEN_BUCKET, "3/1s", "default"),
         spec(LimitSpec.Kind.FIXED_WINDOW, "3/1h", "hourly"));
-    assertThat(fields(limits, new Decision(false, 0, 3, 5 * S, 5 * S, 1)).get("RateLimit"))
-        .isEqualTo("\"hourly\";r=0;t=5");
-    assertThat(fields(limits, new Decision(false, 0, 3, S, S, 0)).get("RateLimit"))
-        .isEqualTo("\"default\";r=0;t=1");
+    Reply r = Reply.ok(Json.object());
+    RateLimitFields.apply(r, limits, new Decision(false, 0, 3, 5 * S, 5 * S, 1,
+        new long[] {3, 3, 0, 0, 3, 5 * S}), NOW);
+    assertThat(r.headers().get("RateLimit")).isEqualTo("\"default\";r=3;t=0, \"hourly\";r=0;t=5");
+    assertThat(r.decidingPolicy()).isEqualTo("hourly");
   }
 
   @Test

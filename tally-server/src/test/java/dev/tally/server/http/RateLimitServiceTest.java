@@ -3,6 +3,7 @@ package dev.tally.server.http;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tally.Limit;
 import dev.tally.Tally;
 import dev.tally.server.envoy.Rls;
 import dev.tally.server.envoy.RlsCodec;
@@ -176,6 +177,23 @@ class RateLimitServiceTest {
       env.clock.advance(Duration.ofSeconds(40)); // the next window
       assertThat(env.call(d("remote_address", "10.0.0.1")).statuses().get(0))
           .isEqualTo(new Rls.Status(Rls.OK, limit(2, Unit.MINUTE), 1, Duration.ofMinutes(1)));
+    }
+  }
+
+  /**
+   * A descriptor's limiter reconfigured by hand to several limits answers with the deciding
+   * limit's remaining, limit and its own reset, not the reset of the limiter as a whole.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aStoredLimiterOfSeveralLimitsReportsTheDecidingLimitsReset(String store, @TempDir Path dir)
+      throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      env.tally.limiter("rls:edge:remote_address=10.0.0.9:2/minute", Limit.fixedWindow(2, Duration.ofMinutes(1)))
+          .reconfigure(Limit.fixedWindow(2, Duration.ofMinutes(1)), Limit.fixedWindow(100, Duration.ofHours(1)));
+      env.clock.advance(Duration.ofSeconds(20));
+      assertThat(env.call(d("remote_address", "10.0.0.9")).statuses().get(0))
+          .isEqualTo(new Rls.Status(Rls.OK, limit(2, Unit.MINUTE), 1, Duration.ofSeconds(40)));
     }
   }
 
