@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -49,6 +50,8 @@ final class LimiterBatches<T extends LimiterBatches.Waiter> {
   private final ConcurrentLinkedQueue<T> queue = new ConcurrentLinkedQueue<>();
   private final Semaphore leaders;
   private final Runner<T> runner;
+  private final AtomicInteger largest = new AtomicInteger();
+  private final AtomicInteger running = new AtomicInteger();
 
   /** {@code inFlight}: how many batches may run at once (each holds a connection while it runs). */
   LimiterBatches(int inFlight, Runner<T> runner) {
@@ -65,7 +68,15 @@ final class LimiterBatches<T extends LimiterBatches.Waiter> {
         try {
           List<T> batch = drain();
           if (!batch.isEmpty()) {
-            runner.run(batch);
+            if (batch.size() > largest.get()) {
+              largest.accumulateAndGet(batch.size(), Math::max);
+            }
+            running.addAndGet(batch.size());
+            try {
+              runner.run(batch);
+            } finally {
+              running.addAndGet(-batch.size());
+            }
           }
         } finally {
           leaders.release();
@@ -94,6 +105,21 @@ final class LimiterBatches<T extends LimiterBatches.Waiter> {
       wakeHead(); // more than one batch waits: another leader can take the rest meanwhile
     }
     return batch;
+  }
+
+  /** How many calls wait for a leader now. */
+  int waiting() {
+    return queue.size();
+  }
+
+  /** How many calls are in batches that run now. */
+  int running() {
+    return running.get();
+  }
+
+  /** The most calls one batch has held so far. */
+  int largest() {
+    return largest.get();
   }
 
   private void wakeHead() {

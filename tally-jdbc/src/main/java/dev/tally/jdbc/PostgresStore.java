@@ -819,6 +819,11 @@ final class PostgresStore implements Store {
     }
   }
 
+  /** The combining queue of limiter calls; null with {@code limiterBatch=off}. */
+  LimiterBatches<?> limiterBatches() {
+    return batches;
+  }
+
   PostgresSettings settings() {
     return settings;
   }

@@ -36,7 +36,9 @@ import org.junit.jupiter.api.Test;
  * different limits on one key, reconfigurations, top-ups, a clock that sometimes steps back), the
  * function deciding at the test clock.
  * After every step the decision, the thrown exception if any, and the stored record must be the
- * same as the machine's, run over a record kept the way the memory store keeps it.
+ * same as the machine's, run over a record kept the way the memory store keeps it. Each limit's
+ * own state ({@link Decision#limits()}) is compared with the machine's once the machine reports
+ * it; until then with each limit's algorithm run alone over its words ({@link #eachLimit}).
  */
 class LimiterParityTest {
   private static final long NS = 1_000_000_000L;
@@ -137,16 +139,7 @@ class LimiterParityTest {
           actual = e.getClass();
         }
         String context = where + ": " + op + " " + permits + " with " + handle.limits() + " at " + now;
-        if (expected instanceof Decision d && d.limits().size() == 1 && expectedLimits.size() > 1) {
-          // A machine that does not report each limit: the rest of the decision as its, each limit as computed here.
-          assertThat(actual).as(context).isInstanceOf(Decision.class);
-          Decision a = (Decision) actual;
-          assertThat(new Decision(a.allowed(), a.remaining(), a.limit(), a.retryAfterNanos(), a.resetAfterNanos(),
-              a.limitIndex())).as(context).isEqualTo(expected);
-          assertThat(a.limits()).as(context + ": each limit").isEqualTo(expectedLimits);
-        } else {
-          assertThat(actual).as(context).isEqualTo(expected);
-        }
+        assertDecides(actual, expected, expectedLimits, context);
         if (kept != null) {
           assertThat(storedRecord(key)).as(context + ": the words").isEqualTo(kept.isTombstone() ? new long[0] : kept.words());
           assertThat(storedDecidedAt(key)).as(context + ": the decision instant").isEqualTo(kept.decidedAt());
@@ -162,6 +155,24 @@ class LimiterParityTest {
       }
       delete(key);
       return length;
+    }
+  }
+
+  /**
+   * {@code actual} is {@code expected}, the machine's answer. Each limit's state is the machine's
+   * too where the machine reports it; where it does not (it reports one limit for several), the
+   * rest of the decision must be the machine's and each limit as {@link #eachLimit} computes it.
+   */
+  private static void assertDecides(Object actual, Object expected, List<Decision.LimitState> expectedLimits,
+      String context) {
+    if (expected instanceof Decision d && d.limits().size() == 1 && expectedLimits.size() > 1) {
+      assertThat(actual).as(context).isInstanceOf(Decision.class);
+      Decision a = (Decision) actual;
+      assertThat(new Decision(a.allowed(), a.remaining(), a.limit(), a.retryAfterNanos(), a.resetAfterNanos(),
+          a.limitIndex())).as(context).isEqualTo(expected);
+      assertThat(a.limits()).as(context + ": each limit").isEqualTo(expectedLimits);
+    } else {
+      assertThat(actual).as(context).isEqualTo(expected);
     }
   }
 
@@ -273,11 +284,13 @@ class LimiterParityTest {
     try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
       Store store = tally.store();
       LimiterOutcome first = call.apply(null, clock.nanos(), LimiterOperation.ACQUIRE, 1);
-      assertThat(store.limit(call, LimiterOperation.ACQUIRE, 1)).isEqualTo(first.decision());
+      assertDecides(store.limit(call, LimiterOperation.ACQUIRE, 1), first.decision(),
+          eachLimit(call, null, LimiterOperation.ACQUIRE, first), "the first call");
       clock.set(Instant.parse("2026-11-06T11:00:00Z")); // another caller, 2 days and 1 hour behind
-      LimiterOutcome second = call.apply(new LimiterRecord(first.decidedAt(), first.record().clone()), clock.nanos(),
-          LimiterOperation.RECONFIGURE, 0);
-      assertThat(store.limit(call, LimiterOperation.RECONFIGURE, 0)).isEqualTo(second.decision());
+      LimiterRecord stored = new LimiterRecord(first.decidedAt(), first.record().clone());
+      LimiterOutcome second = call.apply(stored, clock.nanos(), LimiterOperation.RECONFIGURE, 0);
+      assertDecides(store.limit(call, LimiterOperation.RECONFIGURE, 0), second.decision(),
+          eachLimit(call, stored, LimiterOperation.RECONFIGURE, second), "the call behind");
       assertThat(storedRecord(key)).isEqualTo(second.record());
     } finally {
       delete(key);
