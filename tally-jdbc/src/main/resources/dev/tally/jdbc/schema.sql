@@ -526,7 +526,7 @@ RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
   s record;
 BEGIN
-  SELECT * INTO s FROM ${table}_limit_step(k, op, permits, clock, mine, zones);
+  s := ${table}_limit_step(k, op, permits, clock, mine, zones);
   IF s.err IS NOT NULL THEN
     RAISE EXCEPTION '%', s.err;
   END IF;
@@ -548,7 +548,7 @@ DECLARE
   s record;
 BEGIN
   FOR j IN 1 .. coalesce(cardinality(keys), 0) LOOP
-    SELECT * INTO s FROM ${table}_limit_step(keys[j], ops[j], permits[j], clocks[j],
+    s := ${table}_limit_step(keys[j], ops[j], permits[j], clocks[j],
         mine[mine_at[j] : mine_at[j + 1] - 1],
         CASE WHEN zones_at[j] = zones_at[j + 1] THEN NULL ELSE zones[zones_at[j] : zones_at[j + 1] - 1] END);
     d := s.d;
