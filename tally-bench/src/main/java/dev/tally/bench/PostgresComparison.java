@@ -43,8 +43,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * on a HikariCP pool of the same size:
  *
  * <ul>
- *   <li><b>limiter</b>: token-bucket decisions by Tally (one call of the schema's limiter
- *       function per decision; by default committed without waiting for the WAL flush, and with
+ *   <li><b>limiter</b>: token-bucket decisions by Tally (the schema's limiter function; calls
+ *       that wait at the same time decided together, one statement per batch, as by default;
+ *       by default committed without waiting for the WAL flush, and with
  *       {@code limiterCommit=server} as the server's {@code synchronous_commit} says) against Bucket4j 8.14's PostgreSQL backend (select-for-update:
  *       a transaction of SELECT ... FOR UPDATE, UPDATE, COMMIT per decision);
  *   <li><b>incr</b>: Tally's {@code incr} against a plain

@@ -72,15 +72,16 @@ public final class PostgresSchema {
   }
 
   /**
-   * Fails unless the store's table and limiter function exist, naming the command that creates
-   * them: a store is never created silently on open.
+   * Fails unless the store's table and limiter functions exist, naming the command that creates
+   * them: a store is never created silently on open. {@code batch}: the batch function too.
    */
-  static void check(Connection c, String table, String describe) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT to_regclass(?) IS NOT NULL, to_regclass(?) IS NOT NULL, to_regprocedure(?) IS NOT NULL")) {
+  static void check(Connection c, String table, String describe, boolean batch) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL, to_regclass(?) IS NOT NULL,"
+        + " to_regprocedure(?) IS NOT NULL, to_regprocedure(?) IS NOT NULL")) {
       ps.setString(1, table);
       ps.setString(2, table + "_ops");
       ps.setString(3, table + "_limit(text,text,bigint,bigint,bigint[],bigint[])");
+      ps.setString(4, table + "_limit_batch(text[],text[],bigint[],bigint[],bigint[],int[],bigint[],int[])");
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         if (!rs.getBoolean(1) || !rs.getBoolean(2) || !rs.getBoolean(3)) {
@@ -88,6 +89,11 @@ public final class PostgresSchema {
               + (rs.getBoolean(1) ? " (the table exists, but not all of " + table + "_ops and " + table + "_limit)" : "")
               + "; create it with `tally schema --store <uri> --apply`, or run the DDL that"
               + " `tally schema --store <uri>` prints (dev/tally/jdbc/schema.sql)");
+        }
+        if (batch && !rs.getBoolean(4)) {
+          throw new StoreException("the Tally schema of the PostgreSQL store " + describe + " predates "
+              + table + "_limit_batch, which limiterBatch (on by default) needs; apply the schema again"
+              + " (`tally schema --store <uri> --apply`; re-running it is harmless), or add limiterBatch=off to the URI");
         }
       }
     }

@@ -24,7 +24,10 @@ import java.util.regex.Pattern;
  * are deleted, default 60s; {@code 0} for never), {@code limiterCommit} ({@code async}, the
  * default: a rate limiter's decision commits without waiting for its WAL flush; {@code server}:
  * as the server's {@code synchronous_commit} says; docs/postgresql.md says what a crash can
- * forget). How long operation ids are remembered is
+ * forget), {@code limiterBatch} ({@code on}, the default: rate limiter calls that wait at the
+ * same time are decided together, one statement for up to 64 of them, at most
+ * {@value #DEFAULT_BATCHES} such statements at once; a number: at most that many at once;
+ * {@code off}: one statement per call). How long operation ids are remembered is
  * {@link dev.tally.Tally.Builder#operationRetention}.
  */
 final class PostgresSettings {
@@ -36,7 +39,9 @@ final class PostgresSettings {
   private static final Pattern SERVER = Pattern.compile(
       "(?:([^:@/]*)(?::([^@/]*))?@)?(\\[[0-9a-fA-F:.]+]|[^:/?\\[\\]]+)(?::(\\d+))?/([^/?]+)");
   private static final Set<String> OPTIONS = Set.of("table", "pool", "timeout", "sweep", "datasource",
-      "limiterCommit");
+      "limiterCommit", "limiterBatch");
+  /** Batches in flight by default: enough to keep a server busy while the next batch forms. */
+  static final int DEFAULT_BATCHES = 2;
 
   final String jdbcUrl;       // null with a registered DataSource
   final String user;
@@ -48,6 +53,8 @@ final class PostgresSettings {
   final Duration sweep;
   /** Whether a rate limiter's decision commits without waiting for the WAL flush. */
   final boolean limiterCommitAsync;
+  /** How many batches of limiter calls may run at once; 0: every call goes alone. */
+  final int limiterBatches;
   final String describe;
 
   private PostgresSettings(String jdbcUrl, String user, String password, String dataSourceName,
@@ -61,6 +68,7 @@ final class PostgresSettings {
     this.timeout = duration("timeout", options.getOrDefault("timeout", "5s"), uri);
     this.sweep = duration("sweep", options.getOrDefault("sweep", "60s"), uri);
     this.limiterCommitAsync = limiterCommit(options.getOrDefault("limiterCommit", "async"));
+    this.limiterBatches = limiterBatch(options.getOrDefault("limiterBatch", "on"));
     if (timeout.isZero()) {
       throw new IllegalArgumentException("timeout must be positive, e.g. timeout=5s");
     }
@@ -134,6 +142,27 @@ final class PostgresSettings {
       default -> throw new IllegalArgumentException("limiterCommit must be async (a decision commits"
           + " without waiting for its WAL flush) or server (the server's synchronous_commit), not '" + text + "'");
     };
+  }
+
+  private static int limiterBatch(String text) {
+    switch (text) {
+      case "on":
+        return DEFAULT_BATCHES;
+      case "off":
+        return 0;
+      default:
+        try {
+          int n = Integer.parseInt(text);
+          if (n >= 1 && n <= 1000) {
+            return n;
+          }
+        } catch (NumberFormatException e) {
+          // fall through to the message
+        }
+        throw new IllegalArgumentException("limiterBatch must be on (concurrent limiter calls are decided"
+            + " together, at most " + DEFAULT_BATCHES + " statements at once), a number of such statements"
+            + " at once from 1 to 1000, or off (one statement per call), not '" + text + "'");
+    }
   }
 
   private static int pool(String text) {

@@ -21,6 +21,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -39,7 +41,9 @@ import javax.sql.DataSource;
  * alone (a live limiter in the way, a floating counter for an integer operation) writes nothing
  * and the store reads the row to say why. A rate limiter call is one call of the schema's
  * {@code <table>_limit} function, which locks the row, reads the clock and runs the limiter's
- * state machine in PL/pgSQL. A transaction is one database transaction.
+ * state machine in PL/pgSQL; rate limiter calls that wait at the same time are decided together, by
+ * one call of {@code <table>_limit_batch} ({@link LimiterBatches}). A transaction is one database
+ * transaction.
  *
  * <p>Clock: expiry runs on the database's {@code statement_timestamp()} (see {@link Sql}) and limiters
  * on its {@code clock_timestamp()}, read once the row is locked, so hosts with
@@ -75,6 +79,8 @@ final class PostgresStore implements Store {
   private final Sql lockKeys;
   private final Sql limit;
   private final Sql plainLimit;
+  private final Sql batchLimit;
+  private final LimiterBatches<Pending> batches; // null: limiterBatch=off
   private final Sql sweep;
   private final Sql sweepOps;
   private final Sql claimId;
@@ -107,6 +113,9 @@ final class PostgresStore implements Store {
     this.limit = Sql.of(Statements.LIMIT, t, serverClock);
     // A decision with an operation id commits with its id record, as the server's setting says.
     this.plainLimit = settings.limiterCommitAsync ? Sql.of(Statements.LIMIT_ASYNC_COMMIT, t, serverClock) : limit;
+    this.batchLimit = Sql.of(settings.limiterCommitAsync ? Statements.LIMIT_BATCH_ASYNC_COMMIT : Statements.LIMIT_BATCH,
+        t, serverClock);
+    this.batches = settings.limiterBatches == 0 ? null : new LimiterBatches<>(settings.limiterBatches, this::decide);
     this.sweep = Sql.of(Statements.SWEEP, t, serverClock);
     this.sweepOps = Sql.of(Statements.SWEEP_OPS, t, serverClock);
     this.claimId = Sql.of(Statements.CLAIM_ID, t, serverClock);
@@ -130,7 +139,7 @@ final class PostgresStore implements Store {
   static PostgresStore open(PostgresSettings settings, StoreContext context) {
     Pool pool = Pool.open(settings);
     try (Connection c = pool.dataSource().getConnection()) {
-      PostgresSchema.check(c, settings.table, settings.describe);
+      PostgresSchema.check(c, settings.table, settings.describe, settings.limiterBatches > 0);
     } catch (SQLException e) {
       pool.close();
       throw Failures.translate(e, "opening the store", settings.describe);
@@ -546,7 +555,8 @@ final class PostgresStore implements Store {
     } else if (m instanceof Mutation.Transact t) {
       return transactIn(c, t.ops());
     } else if (m instanceof Mutation.LimiterStep l) {
-      return limit(c, limit, l.call(), l.operation(), l.permits(), clock.nanos());
+      long clientNow = clock.nanos();
+      return limit(c, limit, l.call(), l.operation(), l.permits(), clientNow, clientNow, false);
     }
     throw new IllegalArgumentException("unknown mutation " + m);
   }
@@ -579,32 +589,158 @@ final class PostgresStore implements Store {
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     long clientNow = clock.nanos();
-    return run("rate limiter '" + call.key() + "'", c -> limit(c, plainLimit, call, operation, permits, clientNow));
+    if (batches == null) {
+      return run("rate limiter '" + call.key() + "'",
+          c -> limit(c, plainLimit, call, operation, permits, clientNow, clientNow, false));
+    }
+    if (closed.get()) {
+      throw new StoreUnavailableException("the store " + settings.describe + " is closed", null);
+    }
+    Pending p = new Pending(call, operation, permits, clientNow);
+    batches.submit(p);
+    if (p.failure != null) {
+      throw p.failure;
+    }
+    if (p.refusal == null) {
+      return p.decision;
+    }
+    if (p.refusal.startsWith(CLOCK_SKEW)) {
+      // as on the path alone: once more, with boundaries around the instant the database named
+      long around = skewInstant(p.refusal);
+      return run("rate limiter '" + call.key() + "'",
+          c -> limit(c, plainLimit, call, operation, permits, clientNow, around, true));
+    }
+    throw limiterFailure(call.key(), p.refusal, null);
   }
 
+  private static final String CLOCK_SKEW = "TALLY_CLOCK_SKEW ";
+
+  private static long skewInstant(String code) {
+    return Long.parseLong(code.substring(CLOCK_SKEW.length()).trim().split("\\s", -1)[0]);
+  }
+
+  /**
+   * One call, alone in its statement: zones around {@code around}; {@code retried} if they were
+   * already moved once for a clock skew.
+   */
   private Decision limit(Connection c, Sql statement, LimiterCall call, LimiterOperation operation, long permits,
-      long clientNow) throws SQLException {
-    {
-      long around = clientNow;
-      for (int attempt = 0; ; attempt++) {
-        Map<String, Object> v = values("key", call.key(), "op", LimiterArguments.code(operation),
-            "permits", permits, "clock", serverClock ? null : clientNow,
-            "mine", LimiterArguments.limits(call), "zones", LimiterArguments.zones(call, around));
-        try {
-          return one(c, statement, v, rs -> decision(rs.getArray(1)));
-        } catch (SQLException e) {
-          String m = e.getMessage() == null ? "" : e.getMessage();
-          int at = m.indexOf("TALLY_");
-          if (at < 0) {
-            throw e;
+      long clientNow, long around, boolean retried) throws SQLException {
+    for (boolean again = retried; ; again = true) {
+      Map<String, Object> v = values("key", call.key(), "op", LimiterArguments.code(operation),
+          "permits", permits, "clock", serverClock ? null : clientNow,
+          "mine", LimiterArguments.limits(call), "zones", LimiterArguments.zones(call, around));
+      try {
+        return one(c, statement, v, rs -> decision(rs.getArray(1)));
+      } catch (SQLException e) {
+        String m = e.getMessage() == null ? "" : e.getMessage();
+        int at = m.indexOf("TALLY_");
+        if (at < 0) {
+          throw e;
+        }
+        String code = m.substring(at);
+        if (code.startsWith(CLOCK_SKEW) && !again) {
+          // the database decided a quota at an instant the boundaries sent did not cover
+          around = skewInstant(code);
+          continue;
+        }
+        throw limiterFailure(call.key(), code, e);
+      }
+    }
+  }
+
+  /** A limiter call waiting in {@link #batches}; the leader that runs it sets one of the answers. */
+  private static final class Pending extends LimiterBatches.Waiter {
+    final LimiterCall call;
+    final LimiterOperation operation;
+    final long permits;
+    final long clientNow;
+    Decision decision;
+    String refusal; // the step's TALLY_ code
+    RuntimeException failure;
+
+    Pending(LimiterCall call, LimiterOperation operation, long permits, long clientNow) {
+      this.call = call;
+      this.operation = operation;
+      this.permits = permits;
+      this.clientNow = clientNow;
+    }
+  }
+
+  /**
+   * Decides {@code batch} in one statement. Sorted by key (stably: two calls on one key keep their
+   * order), so every batch locks its rows in the same order and none waits on another in a cycle.
+   */
+  private void decide(List<Pending> batch) {
+    List<Pending> sorted = new ArrayList<>(batch);
+    sorted.sort(Comparator.comparing(p -> p.call.key()));
+    try {
+      if (closed.get()) {
+        throw new StoreUnavailableException("the store " + settings.describe + " is closed", null);
+      }
+      try (Connection c = ds.getConnection()) {
+        decide(c, sorted);
+      } catch (SQLException e) {
+        for (Pending p : sorted) {
+          p.failure = Failures.translate(e, "rate limiter '" + p.call.key() + "'", settings.describe);
+        }
+      }
+    } catch (RuntimeException e) {
+      for (Pending p : sorted) {
+        p.failure = e;
+      }
+    } finally {
+      for (Pending p : sorted) {
+        if (p.decision == null && p.refusal == null && p.failure == null) {
+          p.failure = new StoreException("rate limiter '" + p.call.key() + "' in " + settings.describe
+              + " got no answer from its batch");
+        }
+        p.complete();
+      }
+    }
+  }
+
+  private void decide(Connection c, List<Pending> sorted) throws SQLException {
+    int n = sorted.size();
+    String[] keys = new String[n];
+    String[] ops = new String[n];
+    Long[] permits = new Long[n];
+    Long[] clocks = new Long[n];
+    Long[] mineAt = new Long[n + 1];
+    Long[] zonesAt = new Long[n + 1];
+    List<Long> mine = new ArrayList<>(3 * n);
+    List<Long> zones = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      Pending p = sorted.get(i);
+      keys[i] = p.call.key();
+      ops[i] = LimiterArguments.code(p.operation);
+      permits[i] = p.permits;
+      clocks[i] = serverClock ? null : p.clientNow;
+      mineAt[i] = (long) mine.size() + 1;
+      zonesAt[i] = (long) zones.size() + 1;
+      mine.addAll(Arrays.asList(LimiterArguments.limits(p.call)));
+      Long[] z = LimiterArguments.zones(p.call, p.clientNow);
+      if (z != null) {
+        zones.addAll(Arrays.asList(z));
+      }
+    }
+    mineAt[n] = (long) mine.size() + 1;
+    zonesAt[n] = (long) zones.size() + 1;
+    Map<String, Object> v = values("keys", keys, "ops", ops, "permits", permits, "clocks", clocks,
+        "mine", mine.toArray(new Long[0]), "mineAt", mineAt, "zones", zones.toArray(new Long[0]), "zonesAt", zonesAt);
+    try (PreparedStatement ps = c.prepareStatement(batchLimit.text)) {
+      bind(c, ps, batchLimit, v);
+      try (ResultSet rs = ps.executeQuery()) {
+        for (Pending p : sorted) {
+          if (!rs.next()) {
+            throw new StoreException("the batch of " + n + " limiter calls in " + settings.describe
+                + " answered fewer rows than calls");
           }
-          String code = m.substring(at);
-          if (code.startsWith("TALLY_CLOCK_SKEW ") && attempt == 0) {
-            // the database decided a quota at an instant the boundaries sent did not cover
-            around = Long.parseLong(code.substring("TALLY_CLOCK_SKEW ".length()).trim().split("\\s", -1)[0]);
-            continue;
+          String refusal = rs.getString(2);
+          if (refusal != null) {
+            p.refusal = refusal;
+          } else {
+            p.decision = decision(rs.getArray(1));
           }
-          throw limiterFailure(call.key(), code, e);
         }
       }
     }
@@ -612,7 +748,14 @@ final class PostgresStore implements Store {
 
   private static Decision decision(Array array) throws SQLException {
     Long[] d = (Long[]) array.getArray();
-    return new Decision(d[0] == 1, d[1], d[2], d[3], d[4], d[5].intValue());
+    long[] perLimit = null;
+    if (d.length > 6) {
+      perLimit = new long[d.length - 6];
+      for (int i = 0; i < perLimit.length; i++) {
+        perLimit[i] = d[6 + i];
+      }
+    }
+    return new Decision(d[0] == 1, d[1], d[2], d[3], d[4], d[5].intValue(), perLimit);
   }
 
   private RuntimeException limiterFailure(String key, String code, SQLException e) {
@@ -641,6 +784,9 @@ final class PostgresStore implements Store {
     if (code.startsWith("TALLY_CLOCK_SKEW")) {
       return new StoreException("the clocks of this host and of " + settings.describe + " disagree by more"
           + " than a day, so the quota boundaries of limiter '" + key + "' cannot be placed", e);
+    }
+    if (e == null) {
+      return new StoreException("rate limiter '" + key + "' in " + settings.describe + " was refused: " + code);
     }
     return Failures.translate(e, "rate limiter '" + key + "'", settings.describe);
   }
@@ -671,6 +817,11 @@ final class PostgresStore implements Store {
     } catch (RuntimeException e) {
       // the database is away; reads filter expired rows anyway, and the next sweep catches up
     }
+  }
+
+  /** The combining queue of limiter calls; null with {@code limiterBatch=off}. */
+  LimiterBatches<?> limiterBatches() {
+    return batches;
   }
 
   PostgresSettings settings() {

@@ -150,6 +150,17 @@ final class Statements {
   static final String LIMIT_ASYNC_COMMIT = LIMIT + ", set_config('synchronous_commit', 'off', true)";
 
   /**
+   * Several limiter calls in one statement, sorted by key, answered one row each in that order
+   * (see {@code <table>_limit_batch}).
+   */
+  static final String LIMIT_BATCH = "SELECT b.d, b.err FROM ${table}_limit_batch(:keys::text[], :ops::text[],"
+      + " :permits::bigint[], :clocks::bigint[], :mine::bigint[], :mineAt::int[], :zones::bigint[], :zonesAt::int[]) b";
+
+  /** {@link #LIMIT_BATCH} committed as {@link #LIMIT_ASYNC_COMMIT} is. */
+  static final String LIMIT_BATCH_ASYNC_COMMIT = LIMIT_BATCH.replace("b.err FROM",
+      "b.err, set_config('synchronous_commit', 'off', true) FROM");
+
+  /**
    * Deletes up to {@code :batch} expired rows that nobody is working on; a limiter's tombstone
    * stays for {@code :grace} more, so that its decision instant outlives its state.
    */

@@ -58,7 +58,9 @@ $$;
 -- CalendarQuota.periodEnd. zones holds, per limit, the caller's day and month boundaries in the
 -- quota's zone (epoch seconds: the day before, this day, the next two days, then likewise
 -- months), computed with java.time around the caller's clock: PostgreSQL's time zone database
--- may be older or newer than the JVM's. Without them (NULL) the quota follows UTC.
+-- may be older or newer than the JVM's. Without them (NULL) the quota follows UTC. NULL when
+-- they do not cover now (the caller's clock and the database's disagree by more than a day): the
+-- step then answers TALLY_CLOCK_SKEW for that call alone.
 CREATE OR REPLACE FUNCTION ${table}_period_end(code numeric, zones bigint[], i int, now numeric)
 RETURNS numeric LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
@@ -69,7 +71,7 @@ BEGIN
   IF zones IS NOT NULL AND zones[8 * (i - 1) + 1] IS NOT NULL THEN
     first := 8 * (i - 1) + CASE WHEN code = 2 THEN 5 ELSE 1 END;
     IF now < zones[first] * 1000000000::numeric THEN
-      RAISE EXCEPTION 'TALLY_CLOCK_SKEW %', now;
+      RETURN NULL;
     END IF;
     FOR j IN first + 1 .. first + 3 LOOP
       b := zones[j] * 1000000000::numeric;
@@ -77,7 +79,7 @@ BEGIN
         RETURN b;
       END IF;
     END LOOP;
-    RAISE EXCEPTION 'TALLY_CLOCK_SKEW %', now;
+    RETURN NULL;
   END IF;
   t := to_timestamp(${table}_fdiv(now, 1000000000)::double precision) AT TIME ZONE 'UTC';
   IF code = 2 THEN
@@ -170,7 +172,8 @@ LANGUAGE sql IMMUTABLE AS $$
     ELSE CASE WHEN r[o + 4] > 0 OR r[o + 5] > 0 THEN r[o + 3] - now ELSE 0 END END
 $$;
 
--- Algorithm.normalize: brings limit o of r up to now; returns the record.
+-- Algorithm.normalize: brings limit o of r up to now; returns the record (a quota's period end
+-- NULL if the boundaries sent do not reach now).
 CREATE OR REPLACE FUNCTION ${table}_normalize(r numeric[], o int, now numeric, zones bigint[], i int)
 RETURNS numeric[] LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
@@ -202,7 +205,7 @@ BEGIN
 END
 $$;
 
--- LimiterMachine.apply, then the write. Arguments:
+-- LimiterMachine.apply, then the write, for one call. Arguments:
 --   k        the limiter's key
 --   op       acquire | peek | refund | reset | reconfigure | topup
 --   permits  how many units (ignored by peek, reset and reconfigure)
@@ -210,12 +213,15 @@ $$;
 --            read once the row is locked
 --   mine     the caller's limits: tag, p0, p1 for each
 --   zones    eight boundaries per limit (see period_end), NULL for all-UTC
--- Returns {allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}.
--- Errors: TALLY_NOT_LIMITER (the key holds a live counter), TALLY_BAD_STATE <why>, TALLY_BAD_VERSION <v>,
--- TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant decided at, epoch ns>.
-CREATE OR REPLACE FUNCTION ${table}_limit(k text, op text, permits bigint, clock bigint, mine bigint[],
-    zones bigint[])
-RETURNS bigint[] LANGUAGE plpgsql AS $$
+-- Answers d = {allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}
+-- followed, when there are several limits, by remaining, limit, resetAfter of each in order; or
+-- err, a refusal that wrote nothing: TALLY_NOT_LIMITER (the key holds a live counter),
+-- TALLY_BAD_STATE <why>, TALLY_BAD_VERSION <v>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant
+-- decided at, epoch ns>. It answers a refusal instead of raising it so that one call of a batch
+-- (limit_batch) fails alone, without a subtransaction per call.
+CREATE OR REPLACE FUNCTION ${table}_limit_step(k text, op text, permits bigint, clock bigint, mine bigint[],
+    zones bigint[], OUT d bigint[], OUT err text)
+LANGUAGE plpgsql AS $$
 DECLARE
   maxv constant numeric := 9223372036854775807;
   cnt int := coalesce(array_length(mine, 1), 0) / 3;
@@ -237,6 +243,7 @@ DECLARE
   deciding int;
   any_quota boolean;
   decision bigint[];
+  each numeric[];
   new_rec bigint[];
   new_exp bigint;
   o int;
@@ -253,7 +260,8 @@ BEGIN
     stored := NULL;
     IF existed AND NOT cur.counter THEN
       IF cur.ver <> 1 THEN
-        RAISE EXCEPTION 'TALLY_BAD_VERSION %', cur.ver;
+        err := 'TALLY_BAD_VERSION ' || cur.ver;
+        RETURN;
       END IF;
       -- Time never runs back (LimiterRecord): decide no earlier than the latest decision, which
       -- a tombstone and an expired record still remember.
@@ -262,7 +270,8 @@ BEGIN
         stored := cur.rec::numeric[];
       END IF;
     ELSIF existed AND (cur.exp IS NULL OR cur.exp > now) THEN
-      RAISE EXCEPTION 'TALLY_NOT_LIMITER';
+      err := 'TALLY_NOT_LIMITER';
+      RETURN;
     END IF;
 
     w := CASE WHEN stored IS NULL THEN NULL ELSE cur.rec END;
@@ -302,14 +311,18 @@ BEGIN
       remaining := maxv;
       lim := 0;
       deciding := 0;
+      each := '{}';
       FOR i IN 1 .. cnt LOOP
         IF i = 1 OR mine[3 * i - 1] < remaining THEN
           remaining := mine[3 * i - 1];
           lim := mine[3 * i - 1];
           deciding := i - 1;
         END IF;
+        IF cnt > 1 THEN
+          each := each || ARRAY[mine[3 * i - 1], mine[3 * i - 1], 0]::numeric[];
+        END IF;
       END LOOP;
-      decision := ARRAY[1, remaining, lim, 0, 0, deciding]::bigint[];
+      decision := ARRAY[1, remaining, lim, 0, 0, deciding]::bigint[] || each::bigint[];
       new_rec := NULL;
     ELSE
       IF stored IS NULL OR cardinality(stored) = 0 OR stored[1] = 0 THEN
@@ -320,11 +333,13 @@ BEGIN
         END LOOP;
       ELSE
         IF cardinality(stored) % 6 <> 0 THEN
-          RAISE EXCEPTION 'TALLY_BAD_STATE the record has % words, not a multiple of 6', cardinality(stored);
+          err := 'TALLY_BAD_STATE the record has ' || cardinality(stored) || ' words, not a multiple of 6';
+          RETURN;
         END IF;
         FOR o IN 1 .. cardinality(stored) BY 6 LOOP
           IF stored[o] < 1 OR stored[o] > 6 THEN
-            RAISE EXCEPTION 'TALLY_BAD_STATE unknown algorithm tag %', stored[o];
+            err := 'TALLY_BAD_STATE unknown algorithm tag ' || stored[o];
+            RETURN;
           END IF;
         END LOOP;
         r := stored;
@@ -347,6 +362,10 @@ BEGIN
           IF o < cardinality(old)
               AND (CASE WHEN old[o] <= 3 THEN 1 ELSE old[o] END) = (CASE WHEN r[o] <= 3 THEN 1 ELSE r[o] END) THEN
             old := ${table}_normalize(old, o, now, zones, i);
+            IF old[o] = 6 AND old[o + 3] IS NULL THEN
+              err := 'TALLY_CLOCK_SKEW ' || now;
+              RETURN;
+            END IF;
             consumed := CASE
               WHEN old[o] <= 3 THEN -${table}_fdiv(-greatest(0, old[o + 3] - now), old[o + 2])
               WHEN old[o] = 5 THEN old[o + 4] + ${table}_previous_share(old, o, now)
@@ -355,6 +374,10 @@ BEGIN
               r[o + 3] := now + least(consumed, r[o + 1]) * r[o + 2];
             ELSIF r[o] = 6 THEN
               r[o + 3] := ${table}_period_end(r[o + 2], zones, i, now);
+              IF r[o + 3] IS NULL THEN
+                err := 'TALLY_CLOCK_SKEW ' || now;
+                RETURN;
+              END IF;
               r[o + 4] := consumed;
               r[o + 5] := 0;
             ELSE
@@ -369,6 +392,10 @@ BEGIN
       n := cardinality(r) / 6;
       FOR i IN 1 .. n LOOP
         r := ${table}_normalize(r, 6 * (i - 1) + 1, now, zones, i);
+        IF r[6 * (i - 1) + 1] = 6 AND r[6 * (i - 1) + 4] IS NULL THEN
+          err := 'TALLY_CLOCK_SKEW ' || now;
+          RETURN;
+        END IF;
       END LOOP;
 
       allowed := true;
@@ -423,16 +450,19 @@ BEGIN
           END IF;
         END LOOP;
         IF NOT any_quota THEN
-          RAISE EXCEPTION 'TALLY_NO_QUOTA';
+          err := 'TALLY_NO_QUOTA';
+          RETURN;
         END IF;
       ELSIF op <> 'reconfigure' THEN
-        RAISE EXCEPTION 'TALLY_BAD_STATE unknown operation %', op;
+        err := 'TALLY_BAD_STATE unknown operation ' || op;
+        RETURN;
       END IF;
 
       remaining := maxv;
       lim := 0;
       deciding := 0;
       reset_after := 0;
+      each := '{}';
       FOR i IN 1 .. n LOOP
         o := 6 * (i - 1) + 1;
         rem := ${table}_remaining(r, o, now);
@@ -442,8 +472,12 @@ BEGIN
           deciding := i - 1;
         END IF;
         reset_after := greatest(reset_after, ${table}_reset_after(r, o, now));
+        IF n > 1 THEN
+          each := each || ARRAY[rem, ${table}_limit_of(r, o), ${table}_reset_after(r, o, now)];
+        END IF;
       END LOOP;
-      decision := ARRAY[CASE WHEN allowed THEN 1 ELSE 0 END, remaining, lim, retry, reset_after, deciding]::bigint[];
+      decision := ARRAY[CASE WHEN allowed THEN 1 ELSE 0 END, remaining, lim, retry, reset_after, deciding]::bigint[]
+          || each::bigint[];
       IF reset_after = 0 THEN
         new_rec := NULL; -- full again: no state is the same as this state
       ELSE
@@ -456,7 +490,8 @@ BEGIN
     -- free for a counter), except for a peek that found nothing, which writes nothing.
     IF new_rec IS NULL THEN
       IF NOT existed AND op = 'peek' THEN
-        RETURN decision;
+        d := decision;
+      RETURN;
       END IF;
       new_rec := '{}';
       new_exp := now::bigint;
@@ -468,16 +503,57 @@ BEGIN
         UPDATE ${table} t SET rec = new_rec, ver = 1, at = now::bigint, exp = new_exp, ival = NULL, fval = NULL
         WHERE t.key = k;
       END IF;
-      RETURN decision;
+      d := decision;
+      RETURN;
     END IF;
     INSERT INTO ${table} (key, rec, ver, at, exp) VALUES (k, new_rec, 1, now::bigint, new_exp)
     ON CONFLICT (key) DO NOTHING;
     GET DIAGNOSTICS inserted = ROW_COUNT;
     IF inserted = 1 THEN
-      RETURN decision;
+      d := decision;
+      RETURN;
     END IF;
     -- Another caller created the row after our read found none: decide again, on its row.
   END LOOP;
-  RAISE EXCEPTION 'TALLY_BAD_STATE the row of % kept appearing and disappearing', k;
+  err := 'TALLY_BAD_STATE the row of ' || k || ' kept appearing and disappearing';
+END
+$$;
+
+-- One call alone: the step, its refusal raised.
+CREATE OR REPLACE FUNCTION ${table}_limit(k text, op text, permits bigint, clock bigint, mine bigint[],
+    zones bigint[])
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+  s record;
+BEGIN
+  s := ${table}_limit_step(k, op, permits, clock, mine, zones);
+  IF s.err IS NOT NULL THEN
+    RAISE EXCEPTION '%', s.err;
+  END IF;
+  RETURN s.d;
+END
+$$;
+
+-- Several calls in one statement (and one transaction), in the order given, each answered by a
+-- row of its own in that order: its d, or its err, exactly as limit_step answers one call. The
+-- caller sends the calls sorted by key, so that every batch takes its row locks in one global
+-- order and no two batches can wait on each other in a cycle; calls on one key keep their order
+-- and are decided one after the other. Call j's limits are mine[mine_at[j] : mine_at[j + 1] - 1]
+-- and its boundaries zones[zones_at[j] : zones_at[j + 1] - 1] (none: NULL, all-UTC); clocks[j]
+-- is NULL for the database's clock.
+CREATE OR REPLACE FUNCTION ${table}_limit_batch(keys text[], ops text[], permits bigint[], clocks bigint[],
+    mine bigint[], mine_at int[], zones bigint[], zones_at int[])
+RETURNS TABLE (d bigint[], err text) LANGUAGE plpgsql AS $$
+DECLARE
+  s record;
+BEGIN
+  FOR j IN 1 .. coalesce(cardinality(keys), 0) LOOP
+    s := ${table}_limit_step(keys[j], ops[j], permits[j], clocks[j],
+        mine[mine_at[j] : mine_at[j + 1] - 1],
+        CASE WHEN zones_at[j] = zones_at[j + 1] THEN NULL ELSE zones[zones_at[j] : zones_at[j + 1] - 1] END);
+    d := s.d;
+    err := s.err;
+    RETURN NEXT;
+  END LOOP;
 END
 $$;

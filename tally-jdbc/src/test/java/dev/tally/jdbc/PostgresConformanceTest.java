@@ -14,7 +14,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * that takes its own path: a pool of the store's own, a borrowed DataSource of two connections
  * (so transactions, operation ids and limiters queue for connections), and a schema-qualified
  * table whose limiter decisions commit as the server says (the others commit them asynchronously,
- * the default, which is another statement). Each has a table of its own: operation ids are global to a store, and the kit reuses
+ * the default, which is another statement), and one whose limiter calls each go alone
+ * ({@code limiterBatch=off}; the others decide concurrent calls together). Each has a table of its own: operation ids are global to a store, and the kit reuses
  * some literal ids in every configuration. The kit's clock is supplied, so every statement decides at it (the time rule of
  * {@code StoreContext}) and time passes without sleeping.
  */
@@ -30,6 +31,7 @@ class PostgresConformanceTest extends ConformanceSuite {
     server.execute("CREATE SCHEMA IF NOT EXISTS tck");
     server.execute(PostgresSchema.storeDdl("tck.counts"));
     server.execute(PostgresSchema.storeDdl("tck_borrowed"));
+    server.execute(PostgresSchema.storeDdl("tck_alone"));
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(server.jdbcUrl());
     config.setMaximumPoolSize(2);
@@ -37,12 +39,12 @@ class PostgresConformanceTest extends ConformanceSuite {
     PostgresDataSources.register("borrowed", new HikariDataSource(config));
     return List.of(
         StoreConfiguration.of("postgresql", clock ->
-            Tally.builder(server.uri("pool=16")).timeSource(clock).build()).withoutEachLimitsState(),
+            Tally.builder(server.uri("pool=16")).timeSource(clock).build()),
         StoreConfiguration.of("postgresql datasource (2 connections)", clock ->
-            Tally.builder("postgresql:?datasource=borrowed&table=tck_borrowed").timeSource(clock).build()).operationsPerThread(500)
-            .withoutEachLimitsState(),
+            Tally.builder("postgresql:?datasource=borrowed&table=tck_borrowed").timeSource(clock).build()).operationsPerThread(500),
         StoreConfiguration.of("postgresql table=tck.counts limiterCommit=server", clock ->
-            Tally.builder(server.uri("table=tck.counts&limiterCommit=server")).timeSource(clock).build())
-            .withoutEachLimitsState());
+            Tally.builder(server.uri("table=tck.counts&limiterCommit=server")).timeSource(clock).build()),
+        StoreConfiguration.of("postgresql table=tck_alone limiterBatch=off", clock ->
+            Tally.builder(server.uri("table=tck_alone&limiterBatch=off")).timeSource(clock).build()));
   }
 }

@@ -340,7 +340,6 @@ public abstract class LimiterContract extends TallyFixture {
    */
   @Test
   public void aDecisionOfSeveralLimitsReportsEachLimitAsItAloneWould() {
-    assumeEachLimitsState();
     Limit[] limits = {
         Limit.tokenBucket(5, Duration.ofMinutes(1)),
         Limit.fixedWindow(100, Duration.ofHours(1)),
@@ -604,13 +603,6 @@ public abstract class LimiterContract extends TallyFixture {
       }
     });
     assertThat(added).hasValue(100);
-  }
-
-  /** Skips a case about each limit's own state for a store that reports only the most restrictive. */
-  private void assumeEachLimitsState() {
-    StoreConfiguration c = configuration();
-    org.junit.jupiter.api.Assumptions.assumeTrue(c == null || c.reportsEachLimit(),
-        () -> c + " reports only the most restrictive limit's state (withoutEachLimitsState)");
   }
 
   /** Skips a case a store on its server's own clock cannot show ({@link StoreConfiguration#onServerClock}). */

@@ -28,18 +28,16 @@ public final class StoreConfiguration {
   private final UnaryOperator<String> groupNames;
   private final int operationsPerThread;
   private final long serverClockResolutionNanos; // 0: the store runs on the kit's clock itself
-  private final boolean reportsEachLimit;
 
   private StoreConfiguration(String name, Function<ManualTimeSource, Tally> opener,
       boolean expiresOnServerClock, UnaryOperator<String> groupNames, int operationsPerThread,
-      long serverClockResolutionNanos, boolean reportsEachLimit) {
+      long serverClockResolutionNanos) {
     this.name = Objects.requireNonNull(name, "name");
     this.opener = Objects.requireNonNull(opener, "opener");
     this.expiresOnServerClock = expiresOnServerClock;
     this.groupNames = groupNames;
     this.operationsPerThread = operationsPerThread;
     this.serverClockResolutionNanos = serverClockResolutionNanos;
-    this.reportsEachLimit = reportsEachLimit;
   }
 
   /**
@@ -47,7 +45,7 @@ public final class StoreConfiguration {
    * instance on each call; pass the clock to {@link Tally.Builder#timeSource}).
    */
   public static StoreConfiguration of(String name, Function<ManualTimeSource, Tally> opener) {
-    return new StoreConfiguration(name, opener, false, UnaryOperator.identity(), 2_000, 0, true);
+    return new StoreConfiguration(name, opener, false, UnaryOperator.identity(), 2_000, 0);
   }
 
   /**
@@ -55,20 +53,18 @@ public final class StoreConfiguration {
    * letting time pass sleeps for real. Limiters and operation ids still follow the kit's clock.
    */
   public StoreConfiguration expiringOnServerClock() {
-    return new StoreConfiguration(name, opener, true, groupNames, operationsPerThread, serverClockResolutionNanos,
-        reportsEachLimit);
+    return new StoreConfiguration(name, opener, true, groupNames, operationsPerThread, serverClockResolutionNanos);
   }
 
   /** Each test's group name passes through {@code names}, e.g. into a Redis Cluster hash tag. */
   public StoreConfiguration groupNames(UnaryOperator<String> names) {
     return new StoreConfiguration(name, opener, expiresOnServerClock, names, operationsPerThread,
-        serverClockResolutionNanos, reportsEachLimit);
+        serverClockResolutionNanos);
   }
 
   /** Fewer (or more) operations per thread in the concurrency suite, for a slow server. */
   public StoreConfiguration operationsPerThread(int n) {
-    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, n, serverClockResolutionNanos,
-        reportsEachLimit);
+    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, n, serverClockResolutionNanos);
   }
 
   /**
@@ -80,22 +76,7 @@ public final class StoreConfiguration {
    */
   public StoreConfiguration onServerClock(Duration resolution) {
     return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, operationsPerThread,
-        resolution.toNanos(), reportsEachLimit);
-  }
-
-  /**
-   * The store's decisions of a limiter with several limits report only the most restrictive
-   * state, not each limit's own ({@link dev.tally.Decision#limits()} is a list of one): the kit
-   * skips the cases about each limit's state, saying so. For a store that has not caught up yet.
-   */
-  public StoreConfiguration withoutEachLimitsState() {
-    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, operationsPerThread,
-        serverClockResolutionNanos, false);
-  }
-
-  /** Whether a decision of several limits carries each one's state (see {@link #withoutEachLimitsState}). */
-  public boolean reportsEachLimit() {
-    return reportsEachLimit;
+        resolution.toNanos());
   }
 
   /** Whether the store decides at the kit's clock to the nanosecond (false for {@link #onServerClock}). */
