@@ -1,5 +1,6 @@
 package dev.tally.jdbc;
 
+import dev.tally.tck.Internals;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariConfig;
@@ -158,7 +159,7 @@ class LimiterBatchTest {
   }
 
   private static LimiterBatches<?> batches(Tally tally) {
-    return ((PostgresStore) tally.store()).limiterBatches();
+    return ((PostgresStore) Internals.storeOf(tally)).limiterBatches();
   }
 
   private static Callable<Object> outcome(Callable<Object> call) {
