@@ -156,22 +156,27 @@ public final class PostgresComparison {
         }
         Counters counters = tally.counters();
         for (int t : threadCounts) {
+          settle(ds);
           rows.add(measure("limiter", "Tally token bucket", t, seconds, keys, (th, k) -> {
             if (!tallyLimiters[(int) k].tryAcquire()) {
               throw new IllegalStateException("denied");
             }
           }));
+          settle(ds);
           rows.add(measure("limiter", "Tally token bucket, limiterCommit=server", t, seconds, keys, (th, k) -> {
             if (!waitingLimiters[(int) k].tryAcquire()) {
               throw new IllegalStateException("denied");
             }
           }));
+          settle(ds);
           rows.add(measure("limiter", "Bucket4j 8.14 PostgreSQL (select for update)", t, seconds, keys, (th, k) -> {
             if (!buckets[(int) k].tryConsume(1)) {
               throw new IllegalStateException("denied");
             }
           }));
+          settle(ds);
           rows.add(measure("incr", "Tally incr", t, seconds, keys, (th, k) -> counters.incr("c" + k)));
+          settle(ds);
           rows.add(measure("incr", "UPDATE ... RETURNING (same pool)", t, seconds, keys, (th, k) -> {
             try (Connection c = ds.getConnection();
                 PreparedStatement ps = c.prepareStatement("UPDATE counters SET v = v + 1 WHERE k = ? RETURNING v")) {
@@ -186,6 +191,22 @@ public final class PostgresComparison {
         flush(ds, tally, flushKeys);
       } finally {
         PostgresDataSources.unregister("bench");
+      }
+    }
+  }
+
+  /**
+   * Lets every client start from the same database: without it, the autovacuum and checkpoint
+   * work that one client's writes leave behind (tens of thousands of updated rows) runs during
+   * the next client's measurement and is charged to it.
+   */
+  private static void settle(HikariDataSource ds) throws SQLException {
+    try (Connection c = ds.getConnection(); java.sql.Statement st = c.createStatement()) {
+      st.execute("VACUUM");
+      try {
+        st.execute("CHECKPOINT");
+      } catch (SQLException notSuperuser) {
+        System.err.println("CHECKPOINT refused (" + notSuperuser.getMessage().trim() + "); VACUUM only");
       }
     }
   }
