@@ -56,7 +56,7 @@ final class ServeCommand implements Callable<Integer> {
   Path tokenFile;
 
   @Option(names = "--threads", paramLabel = "N",
-      description = "Event-loop threads (default one per core).")
+      description = "Event-loop threads (default one per two cores, at least one).")
   Integer threads;
 
   @Option(names = "--request-timeout", paramLabel = "DURATION", defaultValue = "10s",

@@ -114,7 +114,7 @@ public final class TallyServer implements AutoCloseable {
     }
 
     /**
-     * 127.0.0.1:8080, no token, one event loop per core, 64 KiB bodies, 10 s grace, 10 s to send
+     * 127.0.0.1:8080, no token, one event loop per two cores, 64 KiB bodies, 10 s grace, 10 s to send
      * a request, 60 s idle, no other host names, no CORS, no access log, cleartext.
      */
     public static Settings defaults() {
@@ -123,9 +123,17 @@ public final class TallyServer implements AutoCloseable {
           List.of(), false, null, null, false);
     }
 
-    /** Event-loop threads by default: one per core. */
+    /**
+     * Event-loop threads by default: one per two cores, at least one. The loops are not the only
+     * threads that need the cores: the kernel's network path, the store's own client threads
+     * (Lettuce's event loops, the pool's connections), the collector and the compiler run beside
+     * them, and a loop that has to share its core with them pays in context switches on every
+     * wake-up (docs/benchmarks.md, HTTP: on 2 cores, one loop answered more requests, at less CPU
+     * each, than two). {@code --threads} sets it, e.g. one per core on a host whose clients are
+     * elsewhere and whose store is in-process.
+     */
     public static int defaultThreads() {
-      return Runtime.getRuntime().availableProcessors();
+      return Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
     }
   }
 
