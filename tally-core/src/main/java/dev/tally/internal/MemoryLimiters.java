@@ -254,7 +254,7 @@ final class MemoryLimiters {
           throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
         }
         if (!counter.removeIfExpired(cells, key, now)) {
-          backoff(spins);
+          MemoryStore.backoff(spins);
         }
       } else if (c instanceof BucketCell b) {
         Decision d = onBucket(key, b, machine, op, permits, now);
@@ -324,14 +324,6 @@ final class MemoryLimiters {
       }
     }
     return null;
-  }
-
-  private static void backoff(int spins) {
-    if (spins < 64) {
-      Thread.onSpinWait();
-    } else {
-      Thread.yield();
-    }
   }
 
   private static MemoryCell newCell(LimiterOutcome out, long now) {

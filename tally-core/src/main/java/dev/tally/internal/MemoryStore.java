@@ -522,7 +522,8 @@ final class MemoryStore implements Store {
     install(l, l.present ? new Cell(l.floating, l.bits, l.expiresAt) : null);
   }
 
-  private static void backoff(int spins) {
+  /** Waits a little for another writer to finish with a cell: spins, then yields, then parks. */
+  static void backoff(int spins) {
     if (spins < 64) {
       Thread.onSpinWait();
     } else if (spins < 128) {
