@@ -80,4 +80,12 @@ public abstract class ConformanceSuite {
       return configuration;
     }
   }
+
+  @Nested
+  public class ServerFaults extends ServerFaultContract {
+    @Override
+    protected StoreConfiguration configuration() {
+      return configuration;
+    }
+  }
 }

@@ -28,16 +28,32 @@ public final class StoreConfiguration {
   private final UnaryOperator<String> groupNames;
   private final int operationsPerThread;
   private final long serverClockResolutionNanos; // 0: the store runs on the kit's clock itself
+  private final Freezing freezing; // null: no server to freeze (in-process and file stores)
 
   private StoreConfiguration(String name, Function<ManualTimeSource, Tally> opener,
       boolean expiresOnServerClock, UnaryOperator<String> groupNames, int operationsPerThread,
-      long serverClockResolutionNanos) {
+      long serverClockResolutionNanos, Freezing freezing) {
     this.name = Objects.requireNonNull(name, "name");
     this.opener = Objects.requireNonNull(opener, "opener");
     this.expiresOnServerClock = expiresOnServerClock;
     this.groupNames = groupNames;
     this.operationsPerThread = operationsPerThread;
     this.serverClockResolutionNanos = serverClockResolutionNanos;
+    this.freezing = freezing;
+  }
+
+  /**
+   * How {@link ServerFaultContract} freezes this configuration's server: the call timeout the
+   * opener sets, how long the freeze lasts (longer than that timeout), and the harness's freeze.
+   */
+  record Freezing(Duration callTimeout, Duration freezeFor, ServerFreeze server) {
+    Freezing {
+      Objects.requireNonNull(server, "server");
+      if (freezeFor.compareTo(callTimeout) <= 0) {
+        throw new IllegalArgumentException("freeze for longer than the call timeout (" + callTimeout
+            + "), or no call can time out: " + freezeFor);
+      }
+    }
   }
 
   /**
@@ -45,7 +61,7 @@ public final class StoreConfiguration {
    * instance on each call; pass the clock to {@link Tally.Builder#timeSource}).
    */
   public static StoreConfiguration of(String name, Function<ManualTimeSource, Tally> opener) {
-    return new StoreConfiguration(name, opener, false, UnaryOperator.identity(), 2_000, 0);
+    return new StoreConfiguration(name, opener, false, UnaryOperator.identity(), 2_000, 0, null);
   }
 
   /**
@@ -53,18 +69,20 @@ public final class StoreConfiguration {
    * letting time pass sleeps for real. Limiters and operation ids still follow the kit's clock.
    */
   public StoreConfiguration expiringOnServerClock() {
-    return new StoreConfiguration(name, opener, true, groupNames, operationsPerThread, serverClockResolutionNanos);
+    return new StoreConfiguration(name, opener, true, groupNames, operationsPerThread, serverClockResolutionNanos,
+        freezing);
   }
 
   /** Each test's group name passes through {@code names}, e.g. into a Redis Cluster hash tag. */
   public StoreConfiguration groupNames(UnaryOperator<String> names) {
     return new StoreConfiguration(name, opener, expiresOnServerClock, names, operationsPerThread,
-        serverClockResolutionNanos);
+        serverClockResolutionNanos, freezing);
   }
 
   /** Fewer (or more) operations per thread in the concurrency suite, for a slow server. */
   public StoreConfiguration operationsPerThread(int n) {
-    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, n, serverClockResolutionNanos);
+    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, n, serverClockResolutionNanos,
+        freezing);
   }
 
   /**
@@ -76,7 +94,23 @@ public final class StoreConfiguration {
    */
   public StoreConfiguration onServerClock(Duration resolution) {
     return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, operationsPerThread,
-        resolution.toNanos());
+        resolution.toNanos(), freezing);
+  }
+
+  /**
+   * The server behind this configuration can be frozen: {@link ServerFaultContract} freezes it
+   * through {@code server} for {@code freezeFor} (longer than {@code callTimeout}, the timeout the
+   * opener gives the store) while threads increment and decide. Every networked configuration
+   * declares this; without it the fault contract is skipped (no server: {@code mem:}, files).
+   */
+  public StoreConfiguration freezable(Duration callTimeout, Duration freezeFor, ServerFreeze server) {
+    return new StoreConfiguration(name, opener, expiresOnServerClock, groupNames, operationsPerThread,
+        serverClockResolutionNanos, new Freezing(callTimeout, freezeFor, server));
+  }
+
+  /** How to freeze the server, or null when there is none. */
+  Freezing freezing() {
+    return freezing;
   }
 
   /** Whether the store decides at the kit's clock to the nanosecond (false for {@link #onServerClock}). */
