@@ -62,8 +62,7 @@ final class AsyncRedisStore implements AsyncStore {
   /** An increment from 0 under an operation id: the common idempotent call, kept small. */
   static final Script ONCE_INCR = Script.load("once-incr.lua");
 
-  private final RedisClusterAsyncCommands<String, String> commands;
-  private final ScriptRunner scripts;
+  private final RedisConnection connection;
   private final boolean cluster;
   private final Duration timeout;
   private final TimeSource clock;
@@ -75,8 +74,7 @@ final class AsyncRedisStore implements AsyncStore {
 
   /** @param handoff where completions of blocking limiter calls go ({@link Handoff}) */
   AsyncRedisStore(RedisConnection connection, StoreContext context, RedisSettings settings, Handoff handoff) {
-    this.commands = connection.commands();
-    this.scripts = new ScriptRunner(commands);
+    this.connection = connection;
     this.cluster = connection.cluster();
     this.timeout = connection.timeout();
     this.clock = context.timeSource();
@@ -87,25 +85,65 @@ final class AsyncRedisStore implements AsyncStore {
     this.operationKeys = new OperationKeys(cluster, context);
   }
 
-  /** Completes with {@code map(value)}, or with the Tally exception for the failure. */
-  private <T, R> CompletableFuture<R> call(CompletionStage<T> command, String[] keys, Function<T, R> map) {
-    return command.toCompletableFuture().handle((value, failure) -> {
+  /**
+   * Completes with {@code map(value)} of the command {@code send} sends on the current link, or
+   * with the Tally exception for the failure. A failure that calls the link's server into question
+   * is reported to the connection ({@link RedisConnection#failed}). A {@code write} with
+   * {@code ?replicas=n} completes only once {@code n} replicas hold it ({@link ReplicaAcks}).
+   */
+  private <T, R> CompletableFuture<R> call(Function<RedisClusterAsyncCommands<String, String>, CompletionStage<T>> send,
+      String[] keys, Function<T, R> map, boolean write) {
+    Link link = connection.link();
+    CompletableFuture<T> reply;
+    try {
+      reply = send.apply(link.commands).toCompletableFuture();
+    } catch (RuntimeException e) { // Lettuce refuses some commands before sending (a closed connection)
+      reply = CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<T> answered = reply;
+    if (write && link.acks != null) {
+      answered = reply.thenCompose(value -> link.acks.confirm().thenApply(count -> {
+        if (count < link.acks.replicas()) {
+          throw ReplicaAcks.unconfirmed(keys, count, link.acks, link.address);
+        }
+        return value;
+      }));
+    }
+    return answered.handle((value, failure) -> {
       if (failure != null) {
+        connection.failed(link, failure);
         throw RedisFailures.translate(failure, keys, timeout);
       }
       return map.apply(value);
     });
   }
 
-  private <T, R> CompletableFuture<R> call(CompletionStage<T> command, String key, Function<T, R> map) {
-    return call(command, new String[] {key}, map);
+  private <T, R> CompletableFuture<R> read(Function<RedisClusterAsyncCommands<String, String>, CompletionStage<T>> send,
+      String key, Function<T, R> map) {
+    return call(send, new String[] {key}, map, false);
+  }
+
+  private <T, R> CompletableFuture<R> write(Function<RedisClusterAsyncCommands<String, String>, CompletionStage<T>> send,
+      String key, Function<T, R> map) {
+    return call(send, new String[] {key}, map, true);
+  }
+
+  /** Runs {@code script} with {@code keys} and {@code args}, as a write. */
+  private CompletableFuture<List<Object>> script(Script script, String[] keys, String... args) {
+    return call(c -> ScriptRunner.<List<Object>>run(c, script, ScriptOutputType.MULTI, keys, args), keys,
+        Function.identity(), true);
   }
 
   /** Runs {@code counters.lua} and returns its list of results, one per operation. */
   private CompletableFuture<List<Object>> run(CounterScript s) {
+    return run(s, true);
+  }
+
+  private CompletableFuture<List<Object>> run(CounterScript s, boolean write) {
     String[] keys = s.keys();
-    return call(scripts.<List<Object>>run(CounterScript.SCRIPT, ScriptOutputType.MULTI, keys, s.args()),
-        keys, Function.identity());
+    String[] args = s.args();
+    return call(c -> ScriptRunner.<List<Object>>run(c, CounterScript.SCRIPT, ScriptOutputType.MULTI, keys, args),
+        keys, Function.identity(), write);
   }
 
   private static String first(List<Object> results) {
@@ -115,7 +153,7 @@ final class AsyncRedisStore implements AsyncStore {
   @Override
   public CompletableFuture<Long> incr(String key, long delta, long dflt, boolean create) {
     if (create && dflt == 0) {
-      return call(commands.incrby(key, delta), key, Function.identity())
+      return write(c -> c.incrby(key, delta), key, Function.identity())
           .exceptionallyCompose(failure -> refusedIncrement(key, delta, failure));
     }
     return run(new CounterScript().incr(key, delta, dflt, create)).thenApply(r -> Long.parseLong(first(r)));
@@ -130,7 +168,7 @@ final class AsyncRedisStore implements AsyncStore {
   private CompletableFuture<Long> refusedIncrement(String key, long delta, Throwable failure) {
     Throwable cause = RedisFailures.unwrap(failure);
     if (cause instanceof CounterOverflowException overflow) {
-      return call(commands.get(key), key, value -> {
+      return read(c -> c.get(key), key, value -> {
         if (value != null && CounterValues.isInteger(value)) {
           try {
             CounterMath.add(key, Long.parseLong(value), delta); // throws with the numbers
@@ -144,7 +182,7 @@ final class AsyncRedisStore implements AsyncStore {
     if (!(cause instanceof NotAnIntegerException notAnInteger)) {
       return CompletableFuture.failedFuture(cause);
     }
-    return call(commands.get(key), key, value -> {
+    return read(c -> c.get(key), key, value -> {
       if (value != null) {
         CounterValues.decode(key, value); // throws for a value that is not a counter
       }
@@ -170,7 +208,7 @@ final class AsyncRedisStore implements AsyncStore {
 
   @Override
   public CompletableFuture<Number> get(String key) {
-    return call(commands.get(key), key, v -> CounterValues.decode(key, v));
+    return read(c -> c.get(key), key, v -> CounterValues.decode(key, v));
   }
 
   // put, add, delete and ttl go through the counter script, not SET, DEL and PTTL: those would
@@ -202,12 +240,12 @@ final class AsyncRedisStore implements AsyncStore {
   public CompletableFuture<Boolean> touch(String key, long ttlNanos) {
     GetExArgs args = ttlNanos == Store.NO_TTL
         ? new GetExArgs().persist() : new GetExArgs().px(CounterScript.millis(ttlNanos));
-    return call(commands.getex(key, args), key, v -> v != null);
+    return write(c -> c.getex(key, args), key, v -> v != null);
   }
 
   @Override
   public CompletableFuture<Long> ttl(String key) {
-    return run(new CounterScript().ttl(key)).thenApply(r -> {
+    return run(new CounterScript().ttl(key), false).thenApply(r -> {
       long ms = Long.parseLong(first(r));
       return ms == -2 ? Store.TTL_MISSING : ms == -1 ? Store.TTL_PERMANENT : ms * 1_000_000;
     });
@@ -228,7 +266,7 @@ final class AsyncRedisStore implements AsyncStore {
   }
 
   private CompletableFuture<Void> scanFrom(ScanCursor cursor, KeyScanArgs args, Set<String> found, String[] described) {
-    return call(commands.scan(cursor, args), described, Function.identity()).thenCompose(page -> {
+    return call(c -> c.scan(cursor, args), described, Function.identity(), false).thenCompose(page -> {
       found.addAll(page.getKeys());
       return page.isFinished() ? CompletableFuture.completedFuture(null) : scanFrom(page, args, found, described);
     });
@@ -329,15 +367,13 @@ final class AsyncRedisStore implements AsyncStore {
    * the instant it decided at.
    */
   private CompletableFuture<List<Object>> runLimiter(String[] keys, LongFunction<String[]> args, long now) {
-    return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args.apply(now)), keys,
-        Function.identity())
+    return script(LimiterScript.SCRIPT, keys, args.apply(now))
         .exceptionallyCompose(failure -> {
           Throwable cause = RedisFailures.unwrap(failure);
           if (!(cause instanceof ClockSkewException skew)) {
             return CompletableFuture.failedFuture(RedisFailures.forLimiter(cause, keys[0]));
           }
-          return call(scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, keys, args.apply(skew.at)),
-              keys, Function.identity())
+          return script(LimiterScript.SCRIPT, keys, args.apply(skew.at))
               .exceptionallyCompose(again -> CompletableFuture.failedFuture(
                   RedisFailures.forLimiter(RedisFailures.unwrap(again), keys[0])));
         });
@@ -358,10 +394,10 @@ final class AsyncRedisStore implements AsyncStore {
       long now = clock.nanos();
       if (mutation instanceof Mutation.Incr m && m.create() && m.dflt() == 0) {
         String[] keys = {record, m.key()};
-        return call(scripts.<List<Object>>run(ONCE_INCR, ScriptOutputType.MULTI, keys, Long.toString(m.delta()),
+        return script(ONCE_INCR, keys, Long.toString(m.delta()),
             OperationKeys.hex(m.fingerprint()), Long.toString(operationKeys.pexpireMillis(clockOverridden)),
-            clockOverridden ? Long.toString(now) : "-", clockOverridden ? Long.toString(operationKeys.expiry(now)) : "-"),
-            keys, r -> OperationRecord.decode(first(r)).replay(id, mutation));
+            clockOverridden ? Long.toString(now) : "-", clockOverridden ? Long.toString(operationKeys.expiry(now)) : "-")
+            .thenApply(r -> OperationRecord.decode(first(r)).replay(id, mutation));
       }
       CounterScript s = new CounterScript().once(record, mutation.fingerprint(), shape(mutation),
           operationKeys.pexpireMillis(clockOverridden), clockOverridden ? Long.toString(now) : null,

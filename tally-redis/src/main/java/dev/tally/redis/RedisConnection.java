@@ -4,6 +4,9 @@ import dev.tally.StoreUnavailableException;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisURI;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.SslOptions;
@@ -24,6 +27,7 @@ import io.lettuce.core.resource.Delay;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.net.ssl.SSLException;
 
 /**
@@ -46,26 +50,30 @@ import javax.net.ssl.SSLException;
  *   <li>Reconnection runs in the background with an exponential delay capped at one second,
  *       so work resumes by itself within about a second of Redis coming back.
  *   <li>RESP2 is pinned: Lua {@code false} then always means nil, whatever the server version.
+ *   <li>Through Sentinel, a link that times out or meets a replica is dropped and the primary
+ *       found afresh ({@link SentinelFollower}); on a Cluster, a timeout refreshes the topology,
+ *       so a primary frozen past its replica's promotion is left within the timeout.
+ *   <li>With {@code ?replicas=n}, a write is acknowledged only once {@code n} replicas hold it
+ *       ({@link ReplicaAcks}).
  * </ul>
  */
 final class RedisConnection implements AutoCloseable {
   private static final Delay RECONNECT_DELAY =
       Delay.exponential(Duration.ofMillis(5), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS);
+  /** The least time between two topology refreshes a Cluster's timeouts ask for. */
+  private static final long REFRESH_SPACING_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
 
   private final ClientResources resources;
   private final AbstractRedisClient client;
-  private final StatefulConnection<String, String> connection;
-  private final RedisClusterAsyncCommands<String, String> commands;
   private final boolean cluster;
   private final Duration timeout;
+  private volatile Link link;
+  private SentinelFollower follower; // Sentinel only
+  private final AtomicLong lastRefresh = new AtomicLong(System.nanoTime() - REFRESH_SPACING_NANOS);
 
-  private RedisConnection(ClientResources resources, AbstractRedisClient client,
-      StatefulConnection<String, String> connection, RedisClusterAsyncCommands<String, String> commands,
-      boolean cluster, Duration timeout) {
+  private RedisConnection(ClientResources resources, AbstractRedisClient client, boolean cluster, Duration timeout) {
     this.resources = resources;
     this.client = client;
-    this.connection = connection;
-    this.commands = commands;
     this.cluster = cluster;
     this.timeout = timeout;
   }
@@ -79,6 +87,7 @@ final class RedisConnection implements AutoCloseable {
     SocketOptions socket = SocketOptions.builder().connectTimeout(settings.timeout).keepAlive(true).build();
     TimeoutOptions timeouts = TimeoutOptions.builder().fixedTimeout(settings.timeout).build();
     AbstractRedisClient client = null;
+    RedisConnection opened = null;
     try {
       if (settings.topology == RedisSettings.Topology.CLUSTER) {
         RedisClusterClient c = RedisClusterClient.create(resources, settings.uris);
@@ -90,14 +99,17 @@ final class RedisConnection implements AutoCloseable {
             .socketOptions(socket)
             .sslOptions(ssl(settings))
             .timeoutOptions(timeouts)
-            // adaptive refresh (MOVED, ASK, reconnects, uncovered slots) is on by default
+            // adaptive refresh (MOVED, ASK, reconnects, uncovered slots) is on by default; a frozen
+            // node causes none of them, so timeouts ask for a refresh too (failed())
             .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                 .enablePeriodicRefresh(Duration.ofSeconds(30))
                 .build())
             .build());
         StatefulRedisClusterConnection<String, String> conn = c.connect(StringCodec.UTF8);
         connectToEveryPrimary(conn);
-        return new RedisConnection(resources, c, conn, conn.async(), true, settings.timeout);
+        opened = new RedisConnection(resources, c, true, settings.timeout);
+        opened.link = new Link(conn, conn.async(), settings.toString(), null);
+        return opened;
       }
       RedisClient c = RedisClient.create(resources);
       client = c;
@@ -109,17 +121,58 @@ final class RedisConnection implements AutoCloseable {
           .sslOptions(ssl(settings))
           .timeoutOptions(timeouts)
           .build());
-      StatefulRedisConnection<String, String> conn = c.connect(StringCodec.UTF8, settings.uris.get(0));
-      return new RedisConnection(resources, c, conn, conn.async(), false, settings.timeout);
-    } catch (RedisException e) {
-      if (client != null) {
-        client.shutdown(Duration.ZERO, settings.timeout);
+      RedisConnection connection = new RedisConnection(resources, c, false, settings.timeout);
+      opened = connection;
+      RedisURI uri = settings.uris.get(0);
+      if (settings.topology == RedisSettings.Topology.SENTINEL) {
+        connection.follower = new SentinelFollower(c, uri, settings.timeout,
+            address -> connection.connect(settings, primary(uri, address), address),
+            () -> connection.link, next -> connection.link = next);
+        connection.link = connection.follower.connectToPrimary();
+        connection.follower.listen();
+      } else {
+        connection.link = connection.connect(settings, uri, uri.getHost() + ":" + uri.getPort());
       }
-      resources.shutdown(0, settings.timeout.toMillis(), TimeUnit.MILLISECONDS);
-      throw new StoreUnavailableException("cannot connect to Redis (" + settings + "): " + why(e), e);
+      return connection;
+    } catch (RedisException | StoreUnavailableException e) {
+      if (opened != null) {
+        opened.close();
+      } else {
+        if (client != null) {
+          client.shutdown(Duration.ZERO, settings.timeout);
+        }
+        resources.shutdown(0, settings.timeout.toMillis(), TimeUnit.MILLISECONDS);
+      }
+      String why = e instanceof RedisException r ? why(r) : e.getMessage();
+      throw new StoreUnavailableException("cannot connect to Redis (" + settings + "): " + why, e);
     }
   }
 
+  private Link connect(RedisSettings settings, RedisURI uri, String address) {
+    StatefulRedisConnection<String, String> conn = ((RedisClient) client).connect(StringCodec.UTF8, uri);
+    ReplicaAcks acks = settings.replicas == 0 ? null
+        : new ReplicaAcks(conn.async(), settings.replicas, settings.timeout.dividedBy(2));
+    return new Link(conn, conn.async(), address, acks);
+  }
+
+  /** The Sentinel URI's credentials, database and TLS, for the server at {@code address}. */
+  private static RedisURI primary(RedisURI group, String address) {
+    int colon = address.lastIndexOf(':');
+    RedisURI.Builder b = RedisURI.Builder.redis(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)))
+        .withSsl(group.isSsl())
+        .withDatabase(group.getDatabase())
+        .withTimeout(group.getTimeout());
+    if (group.isSsl()) {
+      b.withVerifyPeer(group.getVerifyMode());
+    }
+    if (group.getCredentialsProvider() != null) {
+      b.withAuthentication(group);
+    }
+    if (group.getClientName() != null) {
+      b.withClientName(group.getClientName());
+    }
+    return b.build();
+  }
   /**
    * Lettuce's message and, when it differs, the root cause's: "Unable to connect to host:port"
    * alone does not tell a refused connection from a certificate nobody trusts.
@@ -165,9 +218,63 @@ final class RedisConnection implements AutoCloseable {
     }
   }
 
-  /** The asynchronous commands, routed by key on a Cluster. */
-  RedisClusterAsyncCommands<String, String> commands() {
-    return commands;
+  /** The link calls go on now: take it once per call, and send all of the call on it. */
+  Link link() {
+    return link;
+  }
+
+  /**
+   * A call on {@code on} failed with {@code failure} (Lettuce's, untranslated): a timeout, a
+   * closed link or a server that is no longer the primary starts the search for the primary
+   * (Sentinel) or a topology refresh (Cluster). Cheap; any thread.
+   */
+  void failed(Link on, Throwable failure) {
+    Throwable t = RedisFailures.unwrap(failure);
+    String why = suspicion(t);
+    if (why == null) {
+      return;
+    }
+    if (follower != null) {
+      follower.suspect(on, why);
+    } else if (cluster && t instanceof RedisCommandTimeoutException) {
+      refreshTopology();
+    }
+  }
+
+  /** Why {@code t} calls the link's server into question, or null if it does not. */
+  private static String suspicion(Throwable t) {
+    if (t instanceof RedisCommandTimeoutException) {
+      return "no answer within the timeout";
+    }
+    if (t instanceof RedisCommandExecutionException) {
+      String message = String.valueOf(t.getMessage());
+      return message.startsWith("READONLY") || message.startsWith("NOREPLICAS") || message.startsWith("MASTERDOWN")
+          ? message : null;
+    }
+    if (t instanceof RedisException) {
+      return "the connection is lost: " + t.getMessage();
+    }
+    return null;
+  }
+
+  private void refreshTopology() {
+    long last = lastRefresh.get();
+    long now = System.nanoTime();
+    if (now - last < REFRESH_SPACING_NANOS || !lastRefresh.compareAndSet(last, now)) {
+      return;
+    }
+    RedisClusterClient c = (RedisClusterClient) client;
+    @SuppressWarnings("unchecked")
+    StatefulRedisClusterConnection<String, String> conn = (StatefulRedisClusterConnection<String, String>) link.connection;
+    c.refreshPartitionsAsync().whenCompleteAsync((done, failure) -> {
+      if (failure == null) {
+        try {
+          connectToEveryPrimary(conn); // a promoted replica's first command would be refused otherwise
+        } catch (RedisException e) {
+          // the next timeout refreshes again
+        }
+      }
+    }, resources.eventExecutorGroup());
   }
 
   boolean cluster() {
@@ -181,7 +288,13 @@ final class RedisConnection implements AutoCloseable {
   @Override
   public void close() {
     try {
-      connection.close();
+      if (follower != null) {
+        follower.close();
+      }
+      Link last = link;
+      if (last != null) {
+        last.connection.close();
+      }
     } finally {
       client.shutdown(Duration.ZERO, timeout);
       resources.shutdown(0, timeout.toMillis(), TimeUnit.MILLISECONDS);

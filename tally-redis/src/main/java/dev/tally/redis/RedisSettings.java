@@ -35,7 +35,8 @@ import java.util.regex.Pattern;
  * their retry-after; default false) with {@code denyCacheSize} (most limiters cached, default
  * {@value #DEFAULT_DENY_CACHE_SIZE}), {@code batch=true|false} (concurrent calls on one limiter
  * share a script run; default true), {@code spinWait=true|false} (one waiting blocking caller spins
- * briefly for a fast reply before it parks; default true), and for TLS {@code verifyPeer=full|ca|none},
+ * briefly for a fast reply before it parks; default true), {@code replicas} (a write is acknowledged only
+ * once that many replicas hold it, Redis' {@code WAIT}; default 0, not on a Cluster), and for TLS {@code verifyPeer=full|ca|none},
  * {@code caCert} (a PEM file of the certificates to trust instead of the JVM's trust store: a
  * private CA) and {@code clientCert} with {@code clientKey} (PEM files: the certificate chain and
  * unencrypted PKCS#8 key this client presents to a server that asks for one, as Redis does by
@@ -69,6 +70,8 @@ final class RedisSettings {
   final boolean batch;
   /** Whether one waiting blocking caller spins briefly before it parks ({@link ReplyWait}). */
   final boolean spinWait;
+  /** How many replicas must hold a write before it is acknowledged ({@link ReplicaAcks}); 0: none. */
+  final int replicas;
   /** TLS: the certificates to trust, or null for the JVM's trust store. */
   final Path caCert;
   /** TLS: the certificate chain and key presented to the server, or both null. */
@@ -76,7 +79,7 @@ final class RedisSettings {
   final Path clientKey;
 
   private RedisSettings(Topology topology, List<RedisURI> uris, Duration timeout, boolean denyCache,
-      int denyCacheSize, boolean batch, boolean spinWait, Path caCert, Path clientCert, Path clientKey) {
+      int denyCacheSize, boolean batch, boolean spinWait, int replicas, Path caCert, Path clientCert, Path clientKey) {
     this.topology = topology;
     this.uris = List.copyOf(uris);
     this.timeout = timeout;
@@ -84,6 +87,7 @@ final class RedisSettings {
     this.denyCacheSize = denyCacheSize;
     this.batch = batch;
     this.spinWait = spinWait;
+    this.replicas = replicas;
     this.caCert = caCert;
     this.clientCert = clientCert;
     this.clientKey = clientKey;
@@ -150,6 +154,7 @@ final class RedisSettings {
     int denyCacheSize = DEFAULT_DENY_CACHE_SIZE;
     boolean batch = true;
     boolean spinWait = true;
+    int replicas = 0;
     Path caCert = null;
     Path clientCert = null;
     Path clientKey = null;
@@ -172,6 +177,20 @@ final class RedisSettings {
             throw bad(uri, "denyCacheSize must be a positive number of limiters, not '" + value + "'");
           }
         }
+        case "replicas" -> {
+          try {
+            replicas = Integer.parseInt(value);
+          } catch (NumberFormatException e) {
+            replicas = -1;
+          }
+          if (replicas < 0 || replicas > 100) {
+            throw bad(uri, "replicas must be a number of replicas from 0 to 100, not '" + value + "'");
+          }
+          if (topology == Topology.CLUSTER && replicas > 0) {
+            throw bad(uri, "replicas is not supported on a Cluster yet; use redis:// or redis-sentinel://, or"
+                + " Redis' own min-replicas-to-write on the Cluster's primaries");
+          }
+        }
         case "caCert" -> caCert = tlsFile(uri, tls, "caCert", value);
         case "clientCert" -> clientCert = tlsFile(uri, tls, "clientCert", value);
         case "clientKey" -> clientKey = tlsFile(uri, tls, "clientKey", value);
@@ -187,7 +206,7 @@ final class RedisSettings {
           };
         }
         default -> throw bad(uri, "unknown option '" + o.getKey()
-            + "'; known: timeout, clientName, denyCache, denyCacheSize, batch, spinWait, sentinelMasterId,"
+            + "'; known: timeout, clientName, denyCache, denyCacheSize, batch, spinWait, replicas, sentinelMasterId,"
             + " verifyPeer, caCert, clientCert, clientKey");
       }
     }
@@ -231,8 +250,8 @@ final class RedisSettings {
         uris.add(finish(b, tls, verify, database, user, password, clientName, timeout));
       }
     }
-    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch, spinWait, caCert, clientCert,
-        clientKey);
+    return new RedisSettings(topology, uris, timeout, denyCache, denyCacheSize, batch, spinWait, replicas, caCert,
+        clientCert, clientKey);
   }
 
   private static RedisURI finish(RedisURI.Builder b, boolean tls, SslVerifyMode verify, int database,
@@ -332,6 +351,7 @@ final class RedisSettings {
     String where = String.join(",", nodes.stream().map(u -> u.getHost() + ":" + u.getPort()).toList());
     return topology.name().toLowerCase(Locale.ROOT) + " " + where
         + (topology == Topology.SENTINEL ? " primary " + uris.get(0).getSentinelMasterId() : "")
-        + ", timeout " + timeout + (denyCache ? ", deny cache of " + denyCacheSize : "");
+        + ", timeout " + timeout + (denyCache ? ", deny cache of " + denyCacheSize : "")
+        + (replicas > 0 ? ", writes confirmed by " + replicas + (replicas == 1 ? " replica" : " replicas") : "");
   }
 }

@@ -19,18 +19,15 @@ import java.util.concurrent.CompletionException;
  *
  * <pre>{@code
  * static final Script TOKEN_BUCKET = Script.load("token-bucket.lua");
- * scripts.run(TOKEN_BUCKET, ScriptOutputType.MULTI, new String[] {key}, capacity, refill, now);
+ * ScriptRunner.run(commands, TOKEN_BUCKET, ScriptOutputType.MULTI, new String[] {key}, capacity, refill, now);
  * }</pre>
  */
 final class ScriptRunner {
-  private final RedisClusterAsyncCommands<String, String> commands;
+  private ScriptRunner() {}
 
-  ScriptRunner(RedisClusterAsyncCommands<String, String> commands) {
-    this.commands = commands;
-  }
-
-  /** Runs {@code script}; the stage fails with Lettuce's exception, untranslated. */
-  <T> CompletableFuture<T> run(Script script, ScriptOutputType type, String[] keys, String... args) {
+  /** Runs {@code script} on {@code commands}; the stage fails with Lettuce's exception, untranslated. */
+  static <T> CompletableFuture<T> run(RedisClusterAsyncCommands<String, String> commands, Script script,
+      ScriptOutputType type, String[] keys, String... args) {
     CompletableFuture<T> result = new CompletableFuture<>();
     commands.<T>evalsha(script.sha(), type, keys, args).whenComplete((value, failure) -> {
       if (failure == null) {

@@ -182,7 +182,7 @@ class LimiterMachineParityTest {
     SplittableRandom rnd = new SplittableRandom(Long.getLong("parity.seed", 20261108L) + 1);
     RedisClient client = RedisClient.create(SharedServers.standalone().uri());
     try (StatefulRedisConnection<String, String> connection = client.connect()) {
-      ScriptRunner scripts = new ScriptRunner(connection.async());
+      var commands = connection.async();
       for (int trial = 0; trial < 300; trial++) {
         clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())));
         String key = "parity-batch-" + trial + "-" + rnd.nextInt(1 << 30);
@@ -210,7 +210,7 @@ class LimiterMachineParityTest {
           record = out.record();
           expected.add(out.decision());
         }
-        List<Object> reply = scripts.<List<Object>>run(LimiterScript.SCRIPT, ScriptOutputType.MULTI, new String[] {key},
+        List<Object> reply = ScriptRunner.<List<Object>>run(commands, LimiterScript.SCRIPT, ScriptOutputType.MULTI, new String[] {key},
             LimiterScript.batchArgs(call, ops, permits, now, true)).join();
         List<Decision> actual = new ArrayList<>();
         for (int i = 0; i < size; i++) {

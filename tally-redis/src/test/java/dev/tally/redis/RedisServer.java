@@ -95,6 +95,14 @@ final class RedisServer implements AutoCloseable {
    * detection; {@code extra} are more lines of its configuration file.
    */
   static RedisServer startSentinel(String name, int primaryPort, String... extra) {
+    return startSentinel(name, primaryPort, 1, 1000, extra);
+  }
+
+  /**
+   * A Sentinel watching the primary on {@code primaryPort} under {@code name}, agreeing to a
+   * failover with {@code quorum} Sentinels, and calling the primary down after {@code downAfterMillis}.
+   */
+  static RedisServer startSentinel(String name, int primaryPort, int quorum, int downAfterMillis, String... extra) {
     int port = freePort(false);
     Path dir = tempDir("sentinel-" + port);
     Path conf = dir.resolve("sentinel.conf");
@@ -104,8 +112,8 @@ final class RedisServer implements AutoCloseable {
           "bind 127.0.0.1",
           "dir " + dir,
           "logfile sentinel.log",
-          "sentinel monitor " + name + " 127.0.0.1 " + primaryPort + " 1",
-          "sentinel down-after-milliseconds " + name + " 1000",
+          "sentinel monitor " + name + " 127.0.0.1 " + primaryPort + " " + quorum,
+          "sentinel down-after-milliseconds " + name + " " + downAfterMillis,
           "sentinel failover-timeout " + name + " 4000",
           "sentinel parallel-syncs " + name + " 1",
           String.join("\n", extra),

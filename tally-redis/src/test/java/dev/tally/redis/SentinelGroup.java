@@ -1,13 +1,15 @@
 package dev.tally.redis;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 
 /**
  * A primary, its replica and one Sentinel watching them with quick failure detection (down
- * after 1 s), so a failover completes within a few seconds of the primary dying. Over TLS
+ * after 1 s), so a failover completes within a few seconds of the primary dying; or, from
+ * {@link #start(int, int, int)}, more replicas and Sentinels. Over TLS
  * ({@link #startTls}) clients, replication and the Sentinel's own checks all use TLS ports, and
  * every server keeps its plain port for the tests' own checks.
  */
@@ -17,6 +19,10 @@ final class SentinelGroup implements AutoCloseable {
   final RedisServer first;
   final RedisServer second;
   final RedisServer sentinel;
+  /** Every data server, the first primary first. */
+  final List<RedisServer> servers = new ArrayList<>();
+  /** Every Sentinel, {@link #sentinel} first. */
+  final List<RedisServer> sentinels = new ArrayList<>();
   /** The ports clients use: the TLS ports in a TLS group, else the servers' own. */
   private final int sentinelPort;
   private final boolean tls;
@@ -27,6 +33,65 @@ final class SentinelGroup implements AutoCloseable {
     this.sentinel = sentinel;
     this.sentinelPort = sentinelPort;
     this.tls = tls;
+    servers.add(first);
+    servers.add(second);
+    sentinels.add(sentinel);
+  }
+
+  /**
+   * A primary with {@code replicas} replicas, watched by {@code sentinelCount} Sentinels of
+   * which a majority must agree to fail over, each calling the primary down after
+   * {@code downAfterMillis}.
+   */
+  static SentinelGroup start(int replicas, int sentinelCount, int downAfterMillis) {
+    List<RedisServer> started = new ArrayList<>();
+    try {
+      RedisServer first = RedisServer.start();
+      started.add(first);
+      for (int i = 0; i < replicas; i++) {
+        started.add(RedisServer.start("--replicaof", "127.0.0.1", Integer.toString(first.port())));
+      }
+      int quorum = sentinelCount / 2 + 1;
+      List<RedisServer> watching = new ArrayList<>();
+      for (int i = 0; i < sentinelCount; i++) {
+        RedisServer s = RedisServer.startSentinel(NAME, first.port(), quorum, downAfterMillis);
+        started.add(s);
+        watching.add(s);
+      }
+      SentinelGroup group = new SentinelGroup(first, started.get(1), watching.get(0), watching.get(0).port(), false);
+      group.servers.addAll(started.subList(2, replicas + 1));
+      group.sentinels.addAll(watching.subList(1, watching.size()));
+      group.awaitReplicaKnown();
+      group.awaitEveryReplicaSynced();
+      return group;
+    } catch (RuntimeException e) {
+      closeAll(started.toArray(RedisServer[]::new));
+      throw e;
+    }
+  }
+
+  /** Waits until every replica replicates and every Sentinel knows every replica and Sentinel. */
+  private void awaitEveryReplicaSynced() {
+    long deadline = System.nanoTime() + 30_000_000_000L;
+    while (System.nanoTime() < deadline) {
+      boolean ready = servers.subList(1, servers.size()).stream()
+          .allMatch(r -> "up".equals(r.info("replication").get("master_link_status")));
+      for (RedisServer s : sentinels) {
+        ready &= s.call("SENTINEL", "REPLICAS", NAME) instanceof List<?> l && l.size() == servers.size() - 1;
+        ready &= s.call("SENTINEL", "SENTINELS", NAME) instanceof List<?> l && l.size() == sentinels.size() - 1;
+      }
+      if (ready) {
+        return;
+      }
+      RedisServer.sleep(100);
+    }
+    throw new IllegalStateException("the Sentinel group did not settle:\n" + sentinel.logTail());
+  }
+
+  /** The data server at {@code port}. */
+  RedisServer server(int port) {
+    return servers.stream().filter(s -> s.port() == port).findFirst()
+        .orElseThrow(() -> new IllegalStateException("no server of the group on port " + port));
   }
 
   static SentinelGroup start() {
@@ -116,6 +181,7 @@ final class SentinelGroup implements AutoCloseable {
 
   @Override
   public void close() {
-    closeAll(sentinel, second, first);
+    closeAll(sentinels.toArray(RedisServer[]::new));
+    closeAll(servers.toArray(RedisServer[]::new));
   }
 }
