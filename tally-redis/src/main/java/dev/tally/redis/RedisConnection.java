@@ -26,8 +26,11 @@ import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.net.ssl.SSLException;
 
 /**
@@ -60,8 +63,9 @@ import javax.net.ssl.SSLException;
 final class RedisConnection implements AutoCloseable {
   private static final Delay RECONNECT_DELAY =
       Delay.exponential(Duration.ofMillis(5), Duration.ofSeconds(1), 2, TimeUnit.MILLISECONDS);
-  /** The least time between two topology refreshes a Cluster's timeouts ask for. */
-  private static final long REFRESH_SPACING_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+  /** How often a Cluster's topology is refreshed after a timeout, and for how long. */
+  private static final long REFRESH_EVERY_MILLIS = 250;
+  private static final long REFRESH_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final ClientResources resources;
   private final AbstractRedisClient client;
@@ -69,13 +73,22 @@ final class RedisConnection implements AutoCloseable {
   private final Duration timeout;
   private volatile Link link;
   private SentinelFollower follower; // Sentinel only
-  private final AtomicLong lastRefresh = new AtomicLong(System.nanoTime() - REFRESH_SPACING_NANOS);
+  private final AtomicBoolean refreshing = new AtomicBoolean();
+  private volatile long refreshUntil;
+  private volatile boolean closed;
+  /** A Cluster's topology refreshes after timeouts: one thread, started only on a Cluster. */
+  private final ScheduledExecutorService refresher;
 
   private RedisConnection(ClientResources resources, AbstractRedisClient client, boolean cluster, Duration timeout) {
     this.resources = resources;
     this.client = client;
     this.cluster = cluster;
     this.timeout = timeout;
+    this.refresher = !cluster ? null : Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "tally-redis-cluster-refresh");
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   /**
@@ -100,7 +113,7 @@ final class RedisConnection implements AutoCloseable {
             .sslOptions(ssl(settings))
             .timeoutOptions(timeouts)
             // adaptive refresh (MOVED, ASK, reconnects, uncovered slots) is on by default; a frozen
-            // node causes none of them, so timeouts ask for a refresh too (failed())
+            // node causes none of them, so timeouts start refreshes too (failed())
             .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                 .enablePeriodicRefresh(Duration.ofSeconds(30))
                 .build())
@@ -126,7 +139,7 @@ final class RedisConnection implements AutoCloseable {
       RedisURI uri = settings.uris.get(0);
       if (settings.topology == RedisSettings.Topology.SENTINEL) {
         connection.follower = new SentinelFollower(c, uri, settings.timeout,
-            address -> connection.connect(settings, primary(uri, address), address),
+            address -> connection.connectAsync(settings, primary(uri, address), address),
             () -> connection.link, next -> connection.link = next);
         connection.link = connection.follower.connectToPrimary();
         connection.follower.listen();
@@ -149,7 +162,15 @@ final class RedisConnection implements AutoCloseable {
   }
 
   private Link connect(RedisSettings settings, RedisURI uri, String address) {
-    StatefulRedisConnection<String, String> conn = ((RedisClient) client).connect(StringCodec.UTF8, uri);
+    return link(settings, ((RedisClient) client).connect(StringCodec.UTF8, uri), address);
+  }
+
+  private CompletableFuture<Link> connectAsync(RedisSettings settings, RedisURI uri, String address) {
+    return ((RedisClient) client).connectAsync(StringCodec.UTF8, uri).toCompletableFuture()
+        .thenApply(conn -> link(settings, conn, address));
+  }
+
+  private static Link link(RedisSettings settings, StatefulRedisConnection<String, String> conn, String address) {
     ReplicaAcks acks = settings.replicas == 0 ? null
         : new ReplicaAcks(conn.async(), settings.replicas, settings.timeout.dividedBy(2));
     return new Link(conn, conn.async(), address, acks);
@@ -218,6 +239,13 @@ final class RedisConnection implements AutoCloseable {
     }
   }
 
+  /** Closes {@code value}'s connection if it is a link: a step abandoned after it completed. */
+  static void closeIfLink(Object value) {
+    if (value instanceof Link l) {
+      l.connection.closeAsync();
+    }
+  }
+
   /** The link calls go on now: take it once per call, and send all of the call on it. */
   Link link() {
     return link;
@@ -257,24 +285,44 @@ final class RedisConnection implements AutoCloseable {
     return null;
   }
 
+  /**
+   * Refreshes the Cluster's topology every {@value #REFRESH_EVERY_MILLIS} ms until
+   * {@link #REFRESH_WINDOW_NANOS} after the last timeout: a frozen primary's replica is promoted
+   * some seconds after the first timeout, and calls should find it then, not at the next timeout.
+   */
   private void refreshTopology() {
-    long last = lastRefresh.get();
-    long now = System.nanoTime();
-    if (now - last < REFRESH_SPACING_NANOS || !lastRefresh.compareAndSet(last, now)) {
+    refreshUntil = System.nanoTime() + REFRESH_WINDOW_NANOS;
+    if (refreshing.compareAndSet(false, true)) {
+      refresher.execute(this::refreshRound);
+    }
+  }
+
+  private void refreshRound() {
+    if (closed || System.nanoTime() > refreshUntil) {
+      refreshing.set(false);
+      if (!closed && System.nanoTime() <= refreshUntil && refreshing.compareAndSet(false, true)) {
+        refresher.execute(this::refreshRound); // a timeout came in as this ended
+      }
       return;
     }
-    RedisClusterClient c = (RedisClusterClient) client;
     @SuppressWarnings("unchecked")
     StatefulRedisClusterConnection<String, String> conn = (StatefulRedisClusterConnection<String, String>) link.connection;
-    c.refreshPartitionsAsync().whenCompleteAsync((done, failure) -> {
-      if (failure == null) {
-        try {
-          connectToEveryPrimary(conn); // a promoted replica's first command would be refused otherwise
-        } catch (RedisException e) {
-          // the next timeout refreshes again
-        }
+    try {
+      ((RedisClusterClient) client).refreshPartitionsAsync().toCompletableFuture()
+          .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      connectToEveryPrimary(conn); // a promoted replica's first command would be refused otherwise
+    } catch (Exception e) {
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+        return;
       }
-    }, resources.eventExecutorGroup());
+      // the next round tries again
+    }
+    try {
+      refresher.schedule(this::refreshRound, REFRESH_EVERY_MILLIS, TimeUnit.MILLISECONDS);
+    } catch (RuntimeException closing) {
+      refreshing.set(false);
+    }
   }
 
   boolean cluster() {
@@ -287,7 +335,11 @@ final class RedisConnection implements AutoCloseable {
 
   @Override
   public void close() {
+    closed = true;
     try {
+      if (refresher != null) {
+        refresher.shutdownNow();
+      }
       if (follower != null) {
         follower.close();
       }

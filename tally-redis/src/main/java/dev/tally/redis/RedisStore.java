@@ -22,12 +22,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The blocking face of {@link AsyncRedisStore}: each call waits for its asynchronous twin.
  *
  * <p>Lettuce times every command out by itself; the wait here is bounded too (by the timeout
- * plus a second), so a caller never hangs even if a completion were lost. {@link #keys} is the
+ * plus half a second, from the call's start), so a caller never hangs even if a completion were
+ * lost, nor waits much past its timeout when its command went out late (behind a shared
+ * {@code INCRBY} that timed out first, or a {@code WAIT} for replicas). {@link #keys} is the
  * exception: it is many {@code SCAN} calls, each under the command timeout. A lone caller spins
  * briefly before it parks ({@link ReplyWait}).
  */
 final class RedisStore implements Store {
-  private static final Duration SLACK = Duration.ofSeconds(1);
+  private static final Duration SLACK = Duration.ofMillis(500);
 
   private final String uri;
   private final RedisConnection connection;

@@ -12,9 +12,12 @@ import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -60,7 +63,7 @@ final class SentinelFollower implements AutoCloseable {
   private final RedisClient client;
   private final RedisURI group;
   private final Duration timeout;
-  private final Function<String, Link> connect;
+  private final Function<String, CompletableFuture<Link>> connect;
   private final Supplier<Link> current;
   private final Consumer<Link> install;
   private final ExecutorService worker;
@@ -76,7 +79,7 @@ final class SentinelFollower implements AutoCloseable {
    * @param current the store's link now
    * @param install makes a confirmed link the store's
    */
-  SentinelFollower(RedisClient client, RedisURI group, Duration timeout, Function<String, Link> connect,
+  SentinelFollower(RedisClient client, RedisURI group, Duration timeout, Function<String, CompletableFuture<Link>> connect,
       Supplier<Link> current, Consumer<Link> install) {
     this.client = client;
     this.group = group;
@@ -97,28 +100,57 @@ final class SentinelFollower implements AutoCloseable {
    */
   Link connectToPrimary() {
     String address = primaryAddress();
-    Link link;
+    String heard = announced;
+    CompletableFuture<Link> connecting;
     try {
-      link = connect.apply(address);
+      connecting = connect.apply(address);
     } catch (RuntimeException e) {
       throw new StoreUnavailableException("cannot connect to the primary the Sentinels name, " + address + ": "
           + e.getMessage(), e);
     }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    Link link = await(connecting, address, heard, deadline, "connect to");
     try {
-      List<Object> role = link.commands.role().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      List<Object> role = await(link.commands.role().toCompletableFuture(), address, heard, deadline, "hear ROLE from");
       Object what = role.isEmpty() ? null : role.get(0);
       if (!"master".equals(what)) {
         throw new StoreUnavailableException("the Sentinels name " + address + " the primary of '"
             + group.getSentinelMasterId() + "', but it says it is a " + what + " (a failover is under way)", null);
       }
       return link;
-    } catch (Exception e) {
+    } catch (RuntimeException e) {
       link.connection.closeAsync();
-      if (e instanceof InterruptedException) {
-        Thread.currentThread().interrupt();
+      throw e;
+    }
+  }
+
+  /**
+   * Waits for {@code step} on the way to {@code address} until {@code deadline}, in short slices:
+   * a promotion announced meanwhile, of another server than the one {@code heard} named, ends the
+   * wait at once, so that a search stuck on a frozen primary moves to the promoted replica as
+   * soon as the Sentinels announce it rather than after the timeout.
+   */
+  private <T> T await(CompletableFuture<T> step, String address, String heard, long deadline, String doing) {
+    try {
+      while (true) {
+        try {
+          return step.get(20, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException slice) {
+          String now = announced;
+          boolean promotedElsewhere = now != null && !now.equals(heard) && !now.equals(address);
+          if (promotedElsewhere || closed || System.nanoTime() > deadline) {
+            step.thenAccept(RedisConnection::closeIfLink); // whenever it completes
+            throw new StoreUnavailableException("could not " + doing + " the primary " + address + " within "
+                + timeout + (promotedElsewhere ? " before the Sentinels promoted " + now : ""), null);
+          }
+        }
       }
-      throw e instanceof StoreUnavailableException s ? s : new StoreUnavailableException("the primary the Sentinels"
-          + " name, " + address + ", did not confirm its role within " + timeout + ": " + e, e);
+    } catch (ExecutionException e) {
+      throw new StoreUnavailableException("could not " + doing + " the primary " + address + ": "
+          + e.getCause().getMessage(), e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StoreUnavailableException("interrupted while looking for the primary", e);
     }
   }
 

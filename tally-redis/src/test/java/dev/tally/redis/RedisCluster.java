@@ -17,6 +17,8 @@ final class RedisCluster implements AutoCloseable {
   private static final int SLOTS = 16384;
 
   final List<RedisServer> nodes = new ArrayList<>();
+  /** Replicas ({@link #startWithReplica}): of the first node. */
+  final List<RedisServer> replicas = new ArrayList<>();
   /** Where clients reach each node, and its cluster bus port, as CLUSTER MEET is told. */
   private final List<int[]> endpoints = new ArrayList<>();
   private final boolean tls;
@@ -49,6 +51,58 @@ final class RedisCluster implements AutoCloseable {
   }
 
   private record Node(RedisServer server, int clientPort, int busPort) {}
+
+  /**
+   * The three primaries and a replica of the first, which the Cluster promotes when the first
+   * fails (its nodes call a silent node failed after {@code nodeTimeoutMillis}).
+   */
+  static RedisCluster startWithReplica(int nodeTimeoutMillis) {
+    String timeout = Integer.toString(nodeTimeoutMillis);
+    RedisCluster cluster = start(false, () -> {
+      RedisServer node = RedisServer.startClusterNode("--cluster-node-timeout", timeout);
+      return new Node(node, node.port(), node.port() + 10_000);
+    });
+    try {
+      RedisServer replica = RedisServer.startClusterNode("--cluster-node-timeout", timeout);
+      cluster.replicas.add(replica);
+      cluster.nodes.get(0).call("CLUSTER", "MEET", "127.0.0.1", Integer.toString(replica.port()),
+          Integer.toString(replica.port() + 10_000));
+      String primaryId = (String) cluster.nodes.get(0).call("CLUSTER", "MYID");
+      long deadline = System.nanoTime() + 20_000_000_000L;
+      while (true) {
+        try {
+          replica.call("CLUSTER", "REPLICATE", primaryId); // refused until the replica has heard of the primary
+          break;
+        } catch (RuntimeException notYet) {
+          if (System.nanoTime() > deadline) {
+            throw notYet;
+          }
+          RedisServer.sleep(50);
+        }
+      }
+      while (!"up".equals(replica.info("replication").get("master_link_status"))) {
+        if (System.nanoTime() > deadline) {
+          throw new IllegalStateException("the replica did not sync with its primary");
+        }
+        RedisServer.sleep(50);
+      }
+      return cluster;
+    } catch (RuntimeException e) {
+      cluster.close();
+      throw e;
+    }
+  }
+
+  /** Whether {@code server} is a primary, as the Cluster's node {@code asked} sees it now. */
+  static boolean isPrimary(RedisServer asked, RedisServer server) {
+    for (String line : ((String) asked.call("CLUSTER", "NODES")).lines().toList()) {
+      String[] f = line.split(" ", -1);
+      if (f.length > 2 && f[1].startsWith("127.0.0.1:" + server.port() + "@")) {
+        return f[2].contains("master") && !f[2].contains("fail");
+      }
+    }
+    return false;
+  }
 
   private static RedisCluster start(boolean tls, Supplier<Node> startNode) {
     RedisCluster cluster = new RedisCluster(tls);
@@ -123,6 +177,7 @@ final class RedisCluster implements AutoCloseable {
 
   @Override
   public void close() {
+    replicas.forEach(RedisServer::close);
     nodes.forEach(RedisServer::close);
   }
 }

@@ -45,7 +45,7 @@ public abstract class ServerFaultContract extends TallyFixture {
     StoreConfiguration.Freezing freezing = configuration() == null ? null : configuration().freezing();
     assumeTrue(freezing != null, "no server to freeze in this configuration");
     long bound = freezing.callTimeout().plus(SLACK).toNanos();
-    RateLimiter limiter = tally.limiter(group("frozen"), Limit.tokenBucket(CAPACITY, Duration.ofHours(1)));
+    RateLimiter limiter = tally.limiter(group(uniqueGroup()) + ":frozen", Limit.tokenBucket(CAPACITY, Duration.ofHours(1)));
     counters.incr("frozen", 0); // the counter exists before the freeze
 
     FaultWorkload load = FaultWorkload.start(counters, "frozen", INCREMENTERS, limiter, DECIDERS);
