@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>
  * mvn -B -q package -pl tally-bench -am -DskipTests
- * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisReplicaCost [--seconds 3] [--rounds 5]
+ * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisReplicaCost [--seconds 3] [--rounds 6]
  *     [--threads 1,32] [--ops limiter,incr] [--keys 1000,1]
  * </pre>
  *
@@ -41,8 +41,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@code replicas=1} first in odd ones, so that the drift of a shared machine meets both alike.
  * The table gives each configuration's median over the rounds (rate, p50 and p99 each the median
  * of the rounds' figures), the ratio of the median rates, and the median of the round-by-round
- * ratios. {@code WAIT}s and scripts per call come from the primary's {@code INFO commandstats}
- * (after {@code CONFIG RESETSTAT}); a call that fails (with {@code replicas=1}, a write fewer
+ * ratios. Writes ({@code EVALSHA} and {@code INCRBY}) and {@code WAIT}s per call come from the
+ * primary's {@code INFO commandstats} (after {@code CONFIG RESETSTAT}); a call that fails (with {@code replicas=1}, a write fewer
  * replicas confirmed in time fails with {@code StoreTimeoutException}) is counted, timed, and
  * does not stop the run.
  */
@@ -85,7 +85,7 @@ public final class RedisReplicaCost {
       options.put(args[i].replaceFirst("^--", ""), args[i + 1]);
     }
     double seconds = Double.parseDouble(options.getOrDefault("seconds", "3"));
-    int rounds = Integer.parseInt(options.getOrDefault("rounds", "5"));
+    int rounds = Integer.parseInt(options.getOrDefault("rounds", "6"));
     int[] threadCounts = ints(options.getOrDefault("threads", "1,32"));
     int[] keyCounts = ints(options.getOrDefault("keys", "1000,1"));
     List<String> ops = Arrays.asList(options.getOrDefault("ops", "limiter,incr").split(",", -1));
@@ -120,8 +120,8 @@ public final class RedisReplicaCost {
           StringBuilder table = new StringBuilder();
           table.append("| operation | threads | default calls/s | replicas=1 calls/s | replicas=1 / default (median rates)"
               + " | round by round, median | p50 µs default / replicas=1 | p99 µs default / replicas=1"
-              + " | WAITs per call | scripts per call default / replicas=1 | failed calls |\n");
-          table.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              + " | writes per call default / replicas=1 | WAITs per call | writes per WAIT | failed calls |\n");
+          table.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
           for (Shape s : shapes) {
             Map<String, List<Run>> runs = new LinkedHashMap<>();
             for (int round = 0; round < rounds; round++) {
@@ -130,8 +130,8 @@ public final class RedisReplicaCost {
                 Run r = measure(redis, c, s, seconds);
                 runs.computeIfAbsent(c.name(), n -> new ArrayList<>()).add(r);
                 System.out.printf(Locale.ROOT, "%s, %d threads, round %d, %s: %,.0f/s, p50 %.0f µs, p99 %.0f µs,"
-                    + " WAIT %.3f/call, scripts %.3f/call, failed %d%s%n", s.label(), s.threads(), round, c.name(),
-                    r.rate(), r.p50us(), r.p99us(), r.perCall("wait"), scripts(r), r.failed(),
+                    + " writes %.3f/call, WAIT %.3f/call, failed %d%s%n", s.label(), s.threads(), round, c.name(),
+                    r.rate(), r.p50us(), r.p99us(), writes(r), r.perCall("wait"), r.failed(),
                     r.firstFailure() == null ? "" : " (first: " + r.firstFailure() + ")");
               }
             }
@@ -296,8 +296,15 @@ public final class RedisReplicaCost {
         failed.get(), firstFailure.get(), commands);
   }
 
-  private static double scripts(Run r) {
-    return r.perCall("evalsha") + r.perCall("eval");
+  /** Writes per call: script runs (limiters) and {@code INCRBY}s (counters), each one a Redis write. */
+  private static double writes(Run r) {
+    return r.perCall("evalsha") + r.perCall("eval") + r.perCall("incrby");
+  }
+
+  /** Writes each {@code WAIT} confirmed, on average (0 without {@code WAIT}s). */
+  private static double writesPerWait(Run r) {
+    double waits = r.perCall("wait");
+    return waits == 0 ? 0 : writes(r) / waits;
   }
 
   private static String row(Shape s, List<Run> base, List<Run> replicas) {
@@ -309,14 +316,15 @@ public final class RedisReplicaCost {
     double replicaRate = median(replicas.stream().mapToDouble(Run::rate).toArray());
     long failed = base.stream().mapToLong(Run::failed).sum() + replicas.stream().mapToLong(Run::failed).sum();
     long calls = base.stream().mapToLong(Run::calls).sum() + replicas.stream().mapToLong(Run::calls).sum();
-    return String.format(Locale.ROOT, "| %s | %d | %,.0f | %,.0f | %.2f | %.2f | %.0f / %.0f | %.0f / %.0f | %.3f"
-        + " | %.3f / %.3f | %,d of %,d |", s.label(), s.threads(), baseRate, replicaRate, replicaRate / baseRate,
+    return String.format(Locale.ROOT, "| %s | %d | %,.0f | %,.0f | %.2f | %.2f | %.0f / %.0f | %.0f / %.0f"
+        + " | %.3f / %.3f | %.3f | %.1f | %,d of %,d |", s.label(), s.threads(), baseRate, replicaRate, replicaRate / baseRate,
         median(paired), median(base.stream().mapToDouble(Run::p50us).toArray()),
         median(replicas.stream().mapToDouble(Run::p50us).toArray()), median(base.stream().mapToDouble(Run::p99us).toArray()),
         median(replicas.stream().mapToDouble(Run::p99us).toArray()),
+        median(base.stream().mapToDouble(RedisReplicaCost::writes).toArray()),
+        median(replicas.stream().mapToDouble(RedisReplicaCost::writes).toArray()),
         median(replicas.stream().mapToDouble(r -> r.perCall("wait")).toArray()),
-        median(base.stream().mapToDouble(RedisReplicaCost::scripts).toArray()),
-        median(replicas.stream().mapToDouble(RedisReplicaCost::scripts).toArray()), failed, calls);
+        median(replicas.stream().mapToDouble(RedisReplicaCost::writesPerWait).toArray()), failed, calls);
   }
 
   /** The median (the mean of the middle two of an even number). */
