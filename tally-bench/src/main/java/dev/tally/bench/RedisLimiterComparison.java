@@ -15,13 +15,8 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
 import java.io.BufferedReader;
-import java.io.IOException;
 import java.io.InputStreamReader;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,14 +24,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.regex.Matcher;
@@ -126,21 +119,17 @@ public final class RedisLimiterComparison {
     int repeat = Integer.parseInt(options.getOrDefault("repeat", "1"));
     int[] threadCounts = Arrays.stream(options.getOrDefault("threads", "1,8,32").split(","))
         .mapToInt(Integer::parseInt).toArray();
-    Process server = null;
+    LocalRedis server = null;
     String uri = options.get("uri");
     if (uri == null) {
-      int port = freePort();
-      Path dir = Files.createTempDirectory("tally-bench-redis");
-      server = new ProcessBuilder("redis-server", "--port", Integer.toString(port), "--bind", "127.0.0.1",
-          "--save", "", "--appendonly", "no", "--dir", dir.toString())
-          .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
-      uri = "redis://127.0.0.1:" + port;
+      server = LocalRedis.start();
+      uri = server.uri();
     }
     RedisClient client = RedisClient.create(uri);
     try (StatefulRedisConnection<String, String> admin = connect(client)) {
       RedisCommands<String, String> redis = admin.sync();
       System.out.println("# " + redis.info("server").lines().filter(l -> l.startsWith("redis_version")).findFirst().orElse("")
-          + ", " + uri + ", uptime: " + uptime());
+          + ", " + uri + ", uptime: " + LocalRedis.load());
       List<Result> results = new ArrayList<>();
       List<String> names = List.of("seed WATCH/MULTI", "Bucket4j", "Bucket4j batching", "Tally token bucket",
           "Tally GCRA", "Tally token bucket, denyCache");
@@ -206,12 +195,11 @@ public final class RedisLimiterComparison {
       if (parts.contains("incr") && !options.containsKey("only")) {
         System.out.println(incr(uri, threadCounts, seconds));
       }
-      System.out.println("# uptime after: " + uptime());
+      System.out.println("# uptime after: " + LocalRedis.load());
     } finally {
       client.shutdown();
       if (server != null) {
-        server.destroy();
-        server.waitFor(10, TimeUnit.SECONDS);
+        server.close();
       }
     }
   }
@@ -401,7 +389,7 @@ public final class RedisLimiterComparison {
     if (!failures.isEmpty()) {
       throw new IllegalStateException(name + " failed", failures.get(0));
     }
-    Map<String, Long> commands = commandStats(redis);
+    Map<String, Long> commands = LocalRedis.commandStats(redis);
     long decisions = Arrays.stream(counts).sum();
     long[] all = Arrays.stream(latencies).flatMapToLong(Arrays::stream).sorted().toArray();
     double elapsed = (lastEnd.get() - firstStart.get()) / 1e9;
@@ -411,26 +399,12 @@ public final class RedisLimiterComparison {
       granted += grantedPerKey.get(i);
       worst = Math.max(worst, grantedPerKey.get(i));
     }
-    return new Result(workload.name(), name, threads, keyCount, decisions, elapsed, percentile(all, 0.50) / 1e3,
-        percentile(all, 0.99) / 1e3, commands, granted, worst,
+    return new Result(workload.name(), name, threads, keyCount, decisions, elapsed,
+        LocalRedis.percentile(all, 0.50) / 1e3, LocalRedis.percentile(all, 0.99) / 1e3, commands, granted, worst,
         workload.capacity() + workload.ratePerSecond() * elapsed, limiter.note(decisions));
   }
 
-  private static long percentile(long[] sorted, double p) {
-    return sorted.length == 0 ? 0 : sorted[Math.min(sorted.length - 1, (int) Math.floor(p * sorted.length))];
-  }
 
-  private static Map<String, Long> commandStats(RedisCommands<String, String> redis) {
-    Map<String, Long> calls = new TreeMap<>();
-    Pattern stat = Pattern.compile("cmdstat_([^:]+):calls=(\\d+)");
-    for (String line : redis.info("commandstats").split("\r?\n", -1)) {
-      Matcher m = stat.matcher(line);
-      if (m.find() && !m.group(1).equals("info") && !m.group(1).startsWith("config")) {
-        calls.put(m.group(1), Long.parseLong(m.group(2)));
-      }
-    }
-    return calls;
-  }
 
   private static String row(Result r) {
     return String.format(Locale.ROOT, "| %s | %s | %d | %d | %,.0f | %.0f | %.0f | %.2f | %.2f | %s | %,d / %,.0f | %s |",
@@ -616,20 +590,6 @@ public final class RedisLimiterComparison {
       });
     } finally {
       completer.interrupt();
-    }
-  }
-
-  private static String uptime() {
-    try {
-      return Files.readString(Path.of("/proc/loadavg")).trim() + " (load 1/5/15 min, running/total, last pid)";
-    } catch (IOException e) {
-      return "?";
-    }
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return s.getLocalPort();
     }
   }
 }
