@@ -43,6 +43,32 @@ public final class RlsCodec {
           .setIdempotent(false)
           .build();
 
+  /**
+   * {@link #SHOULD_RATE_LIMIT} as a server receives it: the request's bytes, decoded by the
+   * handler ({@link #decodeRequest(byte[])}), which can then answer a message that does not parse
+   * with {@code INTERNAL}, as gRPC's generated services do (grpc-java answers {@code UNKNOWN} for
+   * any failure of a marshaller).
+   */
+  public static final MethodDescriptor<byte[], Rls.Response> SHOULD_RATE_LIMIT_BYTES =
+      SHOULD_RATE_LIMIT.toBuilder(new Bytes(), SHOULD_RATE_LIMIT.getResponseMarshaller()).build();
+
+  /** A message's bytes as they came. */
+  private static final class Bytes implements MethodDescriptor.Marshaller<byte[]> {
+    @Override
+    public InputStream stream(byte[] value) {
+      return new ByteArrayInputStream(value);
+    }
+
+    @Override
+    public byte[] parse(InputStream stream) {
+      try {
+        return stream.readAllBytes();
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+  }
+
   private interface Encoder<T> {
     byte[] encode(T value);
   }
@@ -69,9 +95,11 @@ public final class RlsCodec {
     public T parse(InputStream stream) {
       try {
         return decoder.decode(CodedInputStream.newInstance(stream));
-      } catch (IOException e) {
-        // grpc-java answers INTERNAL for a message it cannot parse; the cause says why
-        throw new IllegalArgumentException("not a valid message: " + e.getMessage(), e);
+      } catch (IOException | RuntimeException e) {
+        // INTERNAL, as gRPC's own generated marshallers answer a message that does not parse
+        // (grpc-java turns any other exception from here into UNKNOWN)
+        throw io.grpc.Status.INTERNAL.withDescription("not a valid message: " + e.getMessage()).withCause(e)
+            .asRuntimeException();
       }
     }
   }
@@ -102,15 +130,34 @@ public final class RlsCodec {
   private static Descriptor descriptor(CodedInputStream in) throws IOException {
     List<Entry> entries = new ArrayList<>();
     Descriptor.LimitOverride override = null;
+    Long hits = null;
     int tag;
     while ((tag = in.readTag()) != 0) {
       switch (tag) {
         case 10 -> entries.add(nested(in, RlsCodec::entry)); // 1: entries
         case 18 -> override = nested(in, RlsCodec::override); // 2: limit
+        case 26 -> hits = nested(in, RlsCodec::uint64Value); // 3: hits_addend (google.protobuf.UInt64Value)
         default -> skip(in, tag);
       }
     }
-    return new Descriptor(entries, override);
+    if (hits != null && hits < 0) { // above 2^63: more than any limit holds, and not a cost Tally can take
+      hits = Long.MAX_VALUE;
+    }
+    return new Descriptor(entries, override, hits);
+  }
+
+  /** {@code google.protobuf.UInt64Value}: its one field, 0 when absent (as proto3 sends 0). */
+  private static Long uint64Value(CodedInputStream in) throws IOException {
+    long value = 0;
+    int tag;
+    while ((tag = in.readTag()) != 0) {
+      if (tag == 8) { // 1: value
+        value = in.readUInt64();
+      } else {
+        skip(in, tag);
+      }
+    }
+    return value;
   }
 
   private static Entry entry(CodedInputStream in) throws IOException {
@@ -195,13 +242,27 @@ public final class RlsCodec {
           });
       size += bytesSize(2, limit);
     }
+    byte[] hits = null;
+    if (d.hitsAddend() != null) {
+      long h = d.hitsAddend();
+      hits = write(h == 0 ? 0 : CodedOutputStream.computeUInt64Size(1, h), out -> {
+        if (h != 0) {
+          out.writeUInt64(1, h);
+        }
+      });
+      size += bytesSize(3, hits);
+    }
     byte[] l = limit;
+    byte[] hh = hits;
     return write(size, out -> {
       for (byte[] b : entries) {
         out.writeByteArray(1, b);
       }
       if (l != null) {
         out.writeByteArray(2, l);
+      }
+      if (hh != null) {
+        out.writeByteArray(3, hh);
       }
     });
   }

@@ -94,7 +94,7 @@ final class GrpcEndpoint implements AutoCloseable {
         new DefaultThreadFactory("tally-grpc", true), io);
     Service service = new Service(limits, responseHeaders, registry);
     ServerServiceDefinition definition = ServerServiceDefinition.builder(Rls.SERVICE)
-        .addMethod(RlsCodec.SHOULD_RATE_LIMIT, ServerCalls.asyncUnaryCall(service::shouldRateLimit))
+        .addMethod(RlsCodec.SHOULD_RATE_LIMIT_BYTES, ServerCalls.asyncUnaryCall(service::shouldRateLimit))
         .build();
     NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(address, port));
     if (tls != null) {
@@ -179,8 +179,20 @@ final class GrpcEndpoint implements AutoCloseable {
       this.registry = registry;
     }
 
-    void shouldRateLimit(Rls.Request request, StreamObserver<Rls.Response> observer) {
+    void shouldRateLimit(byte[] message, StreamObserver<Rls.Response> observer) {
       long start = System.nanoTime();
+      Rls.Request request;
+      try {
+        request = RlsCodec.decodeRequest(message);
+      } catch (IOException | RuntimeException e) {
+        fail(observer, start, io.grpc.Status.INTERNAL.withDescription("not a valid RateLimitRequest: "
+            + e.getMessage()));
+        return;
+      }
+      shouldRateLimit(request, observer, start);
+    }
+
+    void shouldRateLimit(Rls.Request request, StreamObserver<Rls.Response> observer, long start) {
       if (request.domain().isEmpty()) {
         fail(observer, start, io.grpc.Status.INVALID_ARGUMENT.withDescription("the request names"
             + " no domain; set 'domain' in Envoy's rate limit filter"));
@@ -254,7 +266,8 @@ final class GrpcEndpoint implements AutoCloseable {
             : new Rls.Limit(r.name() == null ? "" : r.name(), r.requestsPerUnit(),
                 r.unit().number());
         statuses.add(new Rls.Status(s.code() == Code.OK ? Rls.OK : Rls.OVER_LIMIT, limit,
-            s.remaining(), limit == null ? null : Duration.ofNanos(s.resetNanos())));
+            // whole seconds, rounded up: Envoy reads only the seconds (its reset header would say 0)
+            s.remaining(), limit == null ? null : Duration.ofSeconds(RateLimitFields.ceilSeconds(s.resetNanos()))));
         // the headers describe the enforced limit nearest to refusing
         if (s.enforced() && (closest == null || nearer(s, closest))) {
           closest = s;

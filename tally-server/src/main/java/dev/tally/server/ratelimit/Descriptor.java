@@ -4,15 +4,26 @@ import java.util.List;
 
 /**
  * One descriptor of a request: its entries, and optionally a limit the caller sends in place of
- * the rules' (Envoy's {@code RateLimitDescriptor.limit}).
+ * the rules' (Envoy's {@code RateLimitDescriptor.limit}) and its own cost (Envoy's
+ * {@code RateLimitDescriptor.hits_addend}).
  *
  * @param entries the entries, matched level by level
  * @param override the caller's own limit, or null to take the rules'
+ * @param hitsAddend what this descriptor takes in place of the request's {@code hits_addend},
+ *     0 to check without taking anything; null to take the request's
  */
-public record Descriptor(List<Entry> entries, LimitOverride override) {
+public record Descriptor(List<Entry> entries, LimitOverride override, Long hitsAddend) {
   /** Copies the entries. */
   public Descriptor {
     entries = List.copyOf(entries);
+    if (hitsAddend != null && hitsAddend < 0) {
+      throw new IllegalArgumentException("a descriptor's hits_addend must be zero or more, not " + hitsAddend);
+    }
+  }
+
+  /** A descriptor that takes the request's {@code hits_addend}. */
+  public Descriptor(List<Entry> entries, LimitOverride override) {
+    this(entries, override, null);
   }
 
   /** A descriptor without an override. */

@@ -5,7 +5,11 @@ import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
 import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
@@ -30,11 +34,17 @@ import java.util.concurrent.ConcurrentHashMap;
  * <pre>rls:messaging:message_type=marketing:to_number=2061111111:5/day</pre>
  *
  * ({@code %}, {@code :} and {@code =} inside the parts are written {@code %25}, {@code %3A},
- * {@code %3D}). Because the limit is part of the name, a reload that changes a limit takes
+ * {@code %3D}). A key or value longer than {@value #MAX_PART_BYTES} bytes is written as
+ * {@code sha256-} and the base64url SHA-256 of its UTF-8 bytes, and a name that would still pass
+ * {@link dev.tally.Counters#MAX_KEY_BYTES} keeps its domain and limit around the hash of
+ * everything between: a request never escapes its limit by sending a long value (a path, a
+ * token), as it would if its name were refused and Envoy, failing open, let it through.
+ * Because the limit is part of the name, a reload that changes a limit takes
  * effect at once, on a window that starts from zero, while the old window expires by itself.
  *
  * <p>A decision takes {@code hits_addend} units (0 means 1) from every matched limit that has
- * room; a limit without room takes nothing (a difference from envoyproxy/ratelimit, whose
+ * room, or a descriptor's own {@code hits_addend} where it carries one (there 0 checks without
+ * taking anything, as Envoy means it for costs applied later); a limit without room takes nothing (a difference from envoyproxy/ratelimit, whose
  * counter counts refused hits too). The request is over limit when any descriptor is, except
  * one whose rule is in shadow mode: its status says {@code OVER_LIMIT}, and the request still
  * passes. Limiters are called through Tally's asynchronous API: no thread waits for the store.
@@ -45,6 +55,8 @@ public final class NamedLimits {
   public static final long MAX_UINT32 = 0xFFFF_FFFFL;
   /** The most descriptors one request may carry. */
   public static final int MAX_DESCRIPTORS = 1000;
+  /** The longest key or value a limiter's name carries as it is; a longer one is hashed. */
+  public static final int MAX_PART_BYTES = 128;
   /** Keys whose stored limits differed, warned about once each, up to this many. */
   private static final int MAX_WARNED = 1000;
 
@@ -151,11 +163,15 @@ public final class NamedLimits {
     RuleSet set = rules.current();
     int n = descriptors.size();
     Rule[] matched = new Rule[n];
+    List<List<Entry>> counted = new ArrayList<>(n);
     Set<String> replaced = null;
+    boolean known = set.hasDomain(domain);
     for (int i = 0; i < n; i++) {
       Descriptor d = descriptors.get(i);
-      Rule r = d.override() != null ? override(domain, d) : null;
+      // an override applies on a domain the rules define, as upstream: an unknown domain is OK throughout
+      Rule r = d.override() != null && known ? override(domain, d) : null;
       matched[i] = r != null ? r : set.match(domain, d.entries());
+      counted.add(r != null ? d.entries() : set.countedAs(domain, d.entries()));
       if (matched[i] != null && !matched[i].replaces().isEmpty()) {
         if (replaced == null) {
           replaced = new HashSet<>();
@@ -171,14 +187,13 @@ public final class NamedLimits {
         }
       }
     }
-    boolean known = set.hasDomain(domain);
     if (n == 1) {
-      return status(domain, descriptors.get(0), matched[0], hits, partId(operationId, 0))
+      return status(domain, counted.get(0), matched[0], hits(descriptors.get(0), hits), partId(operationId, 0))
           .thenApply(s -> outcome(domain, known, List.of(s)));
     }
     List<CompletableFuture<Status>> parts = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      parts.add(status(domain, descriptors.get(i), matched[i], hits, partId(operationId, i))
+      parts.add(status(domain, counted.get(i), matched[i], hits(descriptors.get(i), hits), partId(operationId, i))
           .toCompletableFuture());
     }
     return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
@@ -190,14 +205,34 @@ public final class NamedLimits {
     });
   }
 
+  /** What {@code d} takes: its own addend if it carries one, else the request's. */
+  private static long hits(Descriptor d, long request) {
+    return d.hitsAddend() != null ? d.hitsAddend() : request;
+  }
+
+  /**
+   * OVER_LIMIT if an enforced descriptor outside quota mode is over its limit, or if the request
+   * has quota-mode descriptors and every one of them is over: as envoyproxy/ratelimit, a request
+   * passes while any of its quotas has room.
+   */
   private static Outcome outcome(String domain, boolean known, List<Status> statuses) {
-    Code overall = Code.OK;
+    boolean over = false;
+    int quotas = 0;
+    int quotasOver = 0;
     for (Status s : statuses) {
-      if (s.code() == Code.OVER_LIMIT && s.enforced()) {
-        overall = Code.OVER_LIMIT;
+      if (!s.enforced()) {
+        continue;
+      }
+      boolean isOver = s.code() == Code.OVER_LIMIT;
+      if (s.rule().quotaMode()) {
+        quotas++;
+        quotasOver += isOver ? 1 : 0;
+      } else {
+        over |= isOver;
       }
     }
-    return new Outcome(domain, known, overall, statuses);
+    over |= quotas > 0 && quotasOver == quotas;
+    return new Outcome(domain, known, over ? Code.OVER_LIMIT : Code.OK, statuses);
   }
 
   /** The rule made of the limit a descriptor carries, or null if Tally cannot apply it. */
@@ -223,7 +258,8 @@ public final class NamedLimits {
         + suffix;
   }
 
-  private CompletionStage<Status> status(String domain, Descriptor d, Rule rule, long hits,
+  /** @param entries the descriptor's entries as its limit counts them ({@link RuleSet#countedAs}) */
+  private CompletionStage<Status> status(String domain, List<Entry> entries, Rule rule, long hits,
       String operationId) {
     if (rule == null) {
       return CompletableFuture.completedFuture(new Status(Code.OK, null, 0, 0, null, -1));
@@ -236,7 +272,7 @@ public final class NamedLimits {
       return CompletableFuture.completedFuture(new Status(Code.OVER_LIMIT, rule, 0,
           windowLeft(rule.unit()), null, -1));
     }
-    String name = limiterName(domain, d.entries(), rule);
+    String name = limiterName(domain, entries, rule);
     RateLimiter limiter;
     try {
       limiter = tally.limiter(name, Limit.fixedWindow(rule.requestsPerUnit(),
@@ -258,8 +294,9 @@ public final class NamedLimits {
       reset = !d.allowed() && d.retryAfterNanos() != Decision.NEVER && d.retryAfterNanos() > 0
           ? d.retryAfterNanos() : windowLeft(rule.unit());
     }
+    // over its limit, nothing is left to the caller, whatever a smaller request could still take
     Status s = new Status(d.allowed() ? Code.OK : Code.OVER_LIMIT, rule,
-        Math.min(d.remaining(), MAX_UINT32), reset, name, d.limit());
+        d.allowed() ? Math.min(d.remaining(), MAX_UINT32) : 0, reset, name, d.limit());
     if (s.storedDiffers()) {
       warnOnce(name, "limiter '" + name + "' holds a stored limit of " + d.limit() + ", not the "
           + rule.describe() + " of " + rule.source() + ": the stored limits decide, as for every"
@@ -288,19 +325,55 @@ public final class NamedLimits {
 
   /**
    * The limiter a rule counts in for these entries:
-   * {@code rls:DOMAIN:KEY=VALUE:...:COUNT/UNIT}.
+   * {@code rls:DOMAIN:KEY=VALUE:...:COUNT/UNIT}, with any part over {@value #MAX_PART_BYTES}
+   * bytes hashed, and everything between the domain and the limit hashed if the name would
+   * still be longer than a key may be.
    */
   public static String limiterName(String domain, List<Entry> entries, Rule rule) {
     StringBuilder b = new StringBuilder(32 + 16 * entries.size()).append("rls:");
-    escape(b, domain);
+    part(b, domain);
+    int afterDomain = b.length();
     for (Entry e : entries) {
       b.append(':');
-      escape(b, e.key());
+      part(b, e.key());
       b.append('=');
-      escape(b, e.value());
+      part(b, e.value());
     }
-    return b.append(':').append(rule.requestsPerUnit()).append('/')
-        .append(rule.unit().yamlName()).toString();
+    String limit = ":" + rule.requestsPerUnit() + "/" + rule.unit().yamlName();
+    if (utf8Length(b) + limit.length() > dev.tally.Counters.MAX_KEY_BYTES) {
+      String entriesPart = b.substring(afterDomain);
+      b.setLength(afterDomain);
+      b.append(":").append(hash(entriesPart));
+    }
+    return b.append(limit).toString();
+  }
+
+  /** {@code s} escaped, or its hash if it is long. */
+  private static void part(StringBuilder b, String s) {
+    if (s.length() > MAX_PART_BYTES / 3 && s.getBytes(StandardCharsets.UTF_8).length > MAX_PART_BYTES) {
+      b.append(hash(s));
+    } else {
+      escape(b, s);
+    }
+  }
+
+  /** {@code sha256-} and the unpadded base64url SHA-256 of {@code s}'s UTF-8 bytes: 50 characters. */
+  static String hash(String s) {
+    try {
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+      return "sha256-" + Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("the JDK has no SHA-256", e);
+    }
+  }
+
+  private static int utf8Length(CharSequence s) {
+    int n = 0;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      n += c < 0x80 ? 1 : c < 0x800 ? 2 : Character.isSurrogate(c) ? 2 : 3; // a pair: 4 bytes, 2 each
+    }
+    return n;
   }
 
   private static void escape(StringBuilder b, String s) {

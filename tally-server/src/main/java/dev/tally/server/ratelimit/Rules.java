@@ -131,6 +131,11 @@ public final class Rules implements AutoCloseable {
       lastError = null;
       return Outcome.UNCHANGED;
     }
+    if (files.isEmpty() && !loaded.rules().domains().isEmpty()) {
+      // Most likely a directory caught half-written, and applying it would lift every limit.
+      return refuse("no rules files in " + paths + " now; to remove every limit on purpose, leave a file"
+          + " with its domain and no descriptors", digest);
+    }
     RuleSet next;
     try {
       next = parse(files);
@@ -189,43 +194,70 @@ public final class Rules implements AutoCloseable {
     }
   }
 
-  /** The bytes of every file the paths name, in a stable order. */
+  /** How often a read that saw the files change under it starts again before it gives up. */
+  private static final int READ_ATTEMPTS = 20;
+
+  /**
+   * The bytes of every file the paths name, in a stable order, all from one version of the
+   * files. A directory is usually swapped whole (a symbolic link moved to a new directory, as
+   * envoyproxy/ratelimit's deployments and Kubernetes ConfigMaps do): the link is resolved once
+   * and the real directory listed and read, and each file's own links too; then everything is
+   * resolved again, and if anything resolves elsewhere now, or a file vanished while being read,
+   * the read starts again. A swap therefore never yields an empty set, nor one file from each
+   * version.
+   */
   private static Map<Path, byte[]> read(List<Path> paths) throws RulesException {
-    Map<Path, byte[]> files = new java.util.LinkedHashMap<>();
+    RulesException last = null;
+    for (int attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+      try {
+        Map<Path, Path> before = resolve(paths);
+        Map<Path, byte[]> files = new java.util.LinkedHashMap<>();
+        for (Map.Entry<Path, Path> f : before.entrySet()) {
+          files.put(f.getKey(), Files.readAllBytes(f.getValue()));
+        }
+        if (before.equals(resolve(paths))) {
+          return files;
+        }
+      } catch (NoSuchFileException e) {
+        last = new RulesException(e.getFile() + ": no such file; --rules takes a rules file or a"
+            + " directory of *.yaml files");
+      } catch (IOException e) {
+        throw new RulesException("cannot read the rules: " + e.getMessage());
+      }
+      Thread.onSpinWait();
+    }
+    throw last != null ? last : new RulesException("the rules files kept changing while being read ("
+        + READ_ATTEMPTS + " attempts); the rules in force stay");
+  }
+
+  /**
+   * Each file the paths name (a directory: its {@code *.yaml} and {@code *.yml} files, not hidden
+   * ones), as named under the path given, and the real file it is now.
+   */
+  private static Map<Path, Path> resolve(List<Path> paths) throws IOException {
+    Map<Path, Path> files = new java.util.LinkedHashMap<>();
     for (Path p : paths) {
-      if (Files.isDirectory(p)) {
-        List<Path> inDir = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(p)) {
-          for (Path f : ds) {
-            String name = f.getFileName().toString();
-            if (!name.startsWith(".") && (name.endsWith(".yaml") || name.endsWith(".yml"))
-                && Files.isRegularFile(f)) {
-              inDir.add(f);
-            }
+      if (!Files.isDirectory(p)) {
+        files.put(p, p.toRealPath());
+        continue;
+      }
+      Path dir = p.toRealPath();
+      List<String> names = new ArrayList<>();
+      try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+        for (Path f : ds) {
+          String name = f.getFileName().toString();
+          if (!name.startsWith(".") && (name.endsWith(".yaml") || name.endsWith(".yml"))
+              && Files.isRegularFile(f)) {
+            names.add(name);
           }
-        } catch (IOException e) {
-          throw new RulesException(p + ": cannot list the directory: " + e.getMessage());
         }
-        inDir.sort(null);
-        for (Path f : inDir) {
-          files.put(f, bytes(f));
-        }
-      } else {
-        files.put(p, bytes(p));
+      }
+      names.sort(null);
+      for (String name : names) {
+        files.put(p.resolve(name), dir.resolve(name).toRealPath());
       }
     }
     return files;
-  }
-
-  private static byte[] bytes(Path f) throws RulesException {
-    try {
-      return Files.readAllBytes(f);
-    } catch (NoSuchFileException e) {
-      throw new RulesException(f + ": no such file; --rules takes a rules file or a directory"
-          + " of *.yaml files");
-    } catch (IOException e) {
-      throw new RulesException(f + ": cannot read: " + e.getMessage());
-    }
   }
 
   private static RuleSet parse(Map<Path, byte[]> files) throws RulesException {

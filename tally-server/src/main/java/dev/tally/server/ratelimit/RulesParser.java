@@ -36,18 +36,34 @@ import java.util.Set;
  * file and line, keys are checked per level (a {@code unit} beside {@code key} is refused, not
  * ignored), a {@code rate_limit} needs its {@code requests_per_unit} (envoyproxy/ratelimit reads a
  * missing one as 0, which refuses every request), and a mapping may not name a key twice.
- * {@code detailed_metric} is accepted and has no effect: Tally keeps no per-descriptor metrics.
+ * Keys envoyproxy/ratelimit reads for its metrics and tools ({@code detailed_metric},
+ * {@code value_to_metric}, {@code metadata}) are accepted and named once per file in the log with
+ * what Tally does with them; {@code share_threshold} makes a wildcard's values share one count,
+ * and {@code quota_mode} makes a limit one of the request's quotas, as there.
  */
 final class RulesParser {
   private static final YAMLFactory YAML = YAMLFactory.builder().build();
   private static final long MAX_UINT32 = 0xFFFF_FFFFL;
-  private static final Set<String> ROOT_KEYS = Set.of("domain", "descriptors");
-  private static final Set<String> DESCRIPTOR_KEYS =
-      Set.of("key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric");
-  private static final Set<String> RATE_LIMIT_KEYS =
-      Set.of("unit", "requests_per_unit", "unlimited", "name", "replaces");
+  private static final System.Logger LOG = System.getLogger("dev.tally.server");
+  /**
+   * Keys envoyproxy/ratelimit reads that change nothing Tally decides, with what Tally does with
+   * each: accepted wherever they may stand, and named once per file in the log.
+   */
+  private static final Map<String, String> NOTED_KEYS = Map.of(
+      "detailed_metric", "no effect: Tally keeps no per-descriptor metrics",
+      "value_to_metric", "no effect: Tally keeps no per-descriptor metrics",
+      "metadata", "no effect: Tally's answers carry no dynamic metadata");
+  private static final Set<String> ROOT_KEYS = Set.of("domain", "descriptors", "metadata");
+  private static final Set<String> DESCRIPTOR_KEYS = Set.of("key", "value", "rate_limit", "descriptors",
+      "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "quota_mode", "metadata");
+  private static final Set<String> RATE_LIMIT_KEYS = Set.of("unit", "requests_per_unit", "unlimited", "name",
+      "replaces", "quota_mode", "metadata", "detailed_metric");
 
   private final String file;
+  /** The keys of {@link #NOTED_KEYS} this file uses, logged once it is read. */
+  private final Set<String> noted = new java.util.TreeSet<>();
+  /** Whether a wildcard of this file shares its count ({@code share_threshold}). */
+  private boolean shares;
 
   private RulesParser(String file) {
     this.file = file;
@@ -89,6 +105,7 @@ final class RulesParser {
     }
     Mapping m = mapping(root, "the file", "'domain: NAME' and 'descriptors:'");
     checkKeys(m, ROOT_KEYS, "at the top of a rules file");
+    note(m);
     Value domain = m.values().get("domain");
     if (domain == null) {
       throw error(root.line(), "no 'domain'; every rules file names its domain, e.g. 'domain:"
@@ -99,9 +116,12 @@ final class RulesParser {
       throw error(domain.line(), "'domain' is empty; name it, e.g. 'domain: envoy'");
     }
     Value descriptors = m.values().get("descriptors");
-    Level level = descriptors == null || descriptors.value() == null ? Level.EMPTY
+    Level level = absent(descriptors) ? Level.EMPTY
         : level(list(descriptors, "descriptors"), "");
-    return new RuleSet.Domain(name, level, file);
+    for (String key : noted) {
+      LOG.log(System.Logger.Level.INFO, "{0}: ''{1}'': {2}", file, key, NOTED_KEYS.get(key));
+    }
+    return new RuleSet.Domain(name, level, file, shares);
   }
 
   /** Builds a tree of plain values from the parser's tokens, keeping lines. */
@@ -183,19 +203,21 @@ final class RulesParser {
             + " on line " + first + "); merge the two");
       }
       boolean shadow = bool(d, "shadow_mode");
-      bool(d, "detailed_metric"); // checked, then ignored: Tally keeps no per-descriptor metrics
+      boolean shared = bool(d, "share_threshold");
+      boolean quota = bool(d, "quota_mode");
+      note(d);
       Value rl = d.values().get("rate_limit");
-      Rule rule = rl == null || rl.value() == null ? null
-          : rule(rl, d.keyLines().get("rate_limit"), shadow, path);
+      Rule rule = absent(rl) ? null
+          : rule(rl, d.keyLines().get("rate_limit"), shadow, quota, path);
       Value nested = d.values().get("descriptors");
-      Level children = nested == null || nested.value() == null ? Level.EMPTY
+      Level children = absent(nested) ? Level.EMPTY
           : level(list(nested, "descriptors"), path);
       Node node = new Node(rule, children);
       if (value == null) {
         any.put(key, node);
-      } else if (value.endsWith("*")) {
-        wildcards.computeIfAbsent(key, k -> new ArrayList<>())
-            .add(new Wildcard(value.substring(0, value.length() - 1), node));
+      } else if (value.contains("*")) {
+        wildcards.computeIfAbsent(key, k -> new ArrayList<>()).add(new Wildcard(value, shared, node));
+        shares |= shared;
       } else {
         exact.computeIfAbsent(key, k -> new LinkedHashMap<>()).put(value, node);
       }
@@ -220,9 +242,11 @@ final class RulesParser {
   }
 
   /** {@code line}: where the {@code rate_limit:} key is, which errors and sources name. */
-  private Rule rule(Value rl, int line, boolean shadow, String path) throws RulesException {
+  private Rule rule(Value rl, int line, boolean shadow, boolean descriptorQuota, String path) throws RulesException {
     Mapping m = mapping(rl, "rate_limit", "'unit:' and 'requests_per_unit:'");
     checkKeys(m, RATE_LIMIT_KEYS, "in a rate_limit");
+    note(m);
+    boolean quota = descriptorQuota || bool(m, "quota_mode");
     boolean unlimited = bool(m, "unlimited");
     Value unitValue = m.values().get("unit");
     Value rpuValue = m.values().get("requests_per_unit");
@@ -234,17 +258,17 @@ final class RulesParser {
         throw error(line, "a rate_limit with 'unlimited: true' takes neither 'unit' nor"
             + " 'requests_per_unit'; remove them, or remove 'unlimited'");
       }
-      return new Rule(0, null, true, shadow, name, replaces, path, source);
+      return new Rule(0, null, true, shadow, name, replaces, path, source, quota);
     }
     if (unitValue == null) {
       throw error(line, "rate_limit of " + path + " has no 'unit'; give one of second,"
-          + " minute, hour, day, month, year (or 'unlimited: true')");
+          + " minute, hour, day, week, month, year (or 'unlimited: true')");
     }
     String unitName = scalar(unitValue, "unit");
     Unit unit = Unit.ofYaml(unitName);
     if (unit == null) {
       throw error(unitValue.line(), "unit '" + unitName + "' is not one of second, minute, hour,"
-          + " day, month, year");
+          + " day, week, month, year");
     }
     if (rpuValue == null) {
       throw error(line, "rate_limit of " + path + " has no 'requests_per_unit'; give the"
@@ -255,7 +279,7 @@ final class RulesParser {
       throw error(rpuValue.line(), "requests_per_unit must be a whole number from 0 to "
           + MAX_UINT32 + ", not " + describe(rpuValue));
     }
-    return new Rule(n.longValue(), unit, false, shadow, name, replaces, path, source);
+    return new Rule(n.longValue(), unit, false, shadow, name, replaces, path, source, quota);
   }
 
   private List<String> replaces(Value v, String ownName) throws RulesException {
@@ -317,6 +341,26 @@ final class RulesParser {
       throw error(v.line(), "'" + key + "' must be true or false, not " + describe(v));
     }
     return b;
+  }
+
+  /**
+   * Whether {@code v} is missing or empty: {@code ~}, and a key with nothing after it, which the
+   * YAML parser reads as an empty string (as envoyproxy/ratelimit's YAML reads both as absent).
+   */
+  private static boolean absent(Value v) {
+    return v == null || v.value() == null || "".equals(v.value());
+  }
+
+  /** Notes the keys of {@link #NOTED_KEYS} in {@code m}, checking the booleans among them. */
+  private void note(Mapping m) throws RulesException {
+    for (String key : m.keyLines().keySet()) {
+      if (NOTED_KEYS.containsKey(key)) {
+        if (key.equals("detailed_metric") || key.equals("value_to_metric")) {
+          bool(m, key);
+        }
+        noted.add(key);
+      }
+    }
   }
 
   private void checkKeys(Mapping m, Set<String> allowed, String where) throws RulesException {

@@ -7,8 +7,8 @@ import java.util.Locale;
  * The units of a rules file's {@code rate_limit}, with the numbers Envoy's protocol gives them and
  * the window each stands for. Windows are aligned to the Unix epoch, as envoyproxy/ratelimit
  * aligns them (the start of a window is {@code now - now % length}): a minute starts at :00, a
- * day at midnight UTC, a month every 30 days and a year every 365 days from 1970, exactly as
- * there.
+ * day at midnight UTC, a week every 7 days, a month every 30 days and a year every 365 days
+ * from 1970, exactly as there.
  */
 public enum Unit {
   SECOND(1, Duration.ofSeconds(1)),
@@ -16,7 +16,9 @@ public enum Unit {
   HOUR(3, Duration.ofHours(1)),
   DAY(4, Duration.ofDays(1)),
   MONTH(5, Duration.ofDays(30)),
-  YEAR(6, Duration.ofDays(365));
+  YEAR(6, Duration.ofDays(365)),
+  /** Seven days from the epoch (a Thursday), as envoyproxy/ratelimit's weeks. */
+  WEEK(7, Duration.ofDays(7));
 
   private final int number;
   private final Duration window;

@@ -211,7 +211,7 @@ class EnvoyRlsIT {
     assertThat(bad.exit()).isEqualTo(2);
     assertThat(bad.out()).isEmpty();
     assertThat(bad.err()).isEqualTo("tally serve: " + file + ":4: unit 'weekly' is not one of"
-        + " second, minute, hour, day, month, year\n");
+        + " second, minute, hour, day, week, month, year\n");
     Run noRules = run(dir, "serve", "--store", "mem:", "--port", "0", "--grpc-port", "0");
     assertThat(noRules.exit()).isEqualTo(2);
     assertThat(noRules.err()).contains("--grpc-port serves the named limits of rules files");
@@ -230,7 +230,7 @@ class EnvoyRlsIT {
     Run second = run(dir, "--store", store, "ratelimit", "edge", "tenant=acme", "--rules",
         file.toString(), "--hits", "2");
     assertThat(second.exit()).isEqualTo(1);
-    assertThat(second.out()).startsWith("OVER_LIMIT\nOVER_LIMIT (tenant=acme): 1 of 2 per year");
+    assertThat(second.out()).startsWith("OVER_LIMIT\nOVER_LIMIT (tenant=acme): 0 of 2 per year"); // over: none left to it
     Run json = run(dir, "--store", store, "--json", "ratelimit", "edge", "tenant=acme",
         "--rules", file.toString());
     assertThat(json.exit()).isZero();

@@ -10,11 +10,13 @@ import dev.tally.server.envoy.RlsCodec;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
+import dev.tally.server.ratelimit.Rule;
 import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.Unit;
 import dev.tally.tck.ManualTimeSource;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -268,9 +270,163 @@ class RateLimitServiceTest {
       assertThat(env.call(4, d("quota", "q")).statuses().get(0).limitRemaining()).isEqualTo(2);
       Rls.Response over = env.call(4, d("quota", "q"));
       assertThat(over.overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(over.statuses().get(0).limitRemaining()).as("over its limit, nothing is left").isZero();
       // a refused request takes nothing: the two left are still there
-      assertThat(over.statuses().get(0).limitRemaining()).isEqualTo(2);
       assertThat(env.call(0, d("quota", "q")).statuses().get(0).limitRemaining()).isEqualTo(1);
+    }
+  }
+
+  /**
+   * A descriptor's own {@code hits_addend} (Envoy's per-route cost) takes the place of the
+   * request's; 0 checks without taking anything, as Envoy sends it for costs applied later.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aDescriptorsOwnHitsAddendReplacesTheRequestsAndZeroChecksWithoutTaking(String store, @TempDir Path dir)
+      throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      Descriptor free = new Descriptor(List.of(new Entry("quota", "q")), null, 0L);
+      Descriptor three = new Descriptor(List.of(new Entry("quota", "q")), null, 3L);
+      for (int i = 0; i < 5; i++) {
+        Rls.Response checked = env.call(4, free);
+        assertThat(checked.overallCode()).isEqualTo(Rls.OK);
+        assertThat(checked.statuses().get(0).limitRemaining()).as("a check takes nothing").isEqualTo(10);
+      }
+      assertThat(env.call(4, three).statuses().get(0).limitRemaining()).isEqualTo(7);
+      assertThat(env.call(4, d("quota", "q")).statuses().get(0).limitRemaining()).isEqualTo(3);
+      assertThat(env.call(4, three).statuses().get(0).limitRemaining()).isZero();
+      Rls.Response atTheLimit = env.call(4, free);
+      assertThat(atTheLimit.overallCode()).as("a check at the limit is not over it").isEqualTo(Rls.OK);
+      assertThat(atTheLimit.statuses().get(0).limitRemaining()).isZero();
+      assertThat(env.call(1, d("quota", "q")).overallCode()).isEqualTo(Rls.OVER_LIMIT);
+    }
+  }
+
+  /**
+   * A value far longer than a limiter's name may be (a long path, a token) is limited like any
+   * other: Envoy, failing open, lets through any request whose check is an error, so a value that
+   * made the check fail would lift every limit of the request.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aLongValueIsLimitedLikeAnyOther(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      String path = "/api/" + "a".repeat(1_100);
+      for (int i = 1; i <= 3; i++) {
+        Rls.Response r = env.call(d("remote_address", "10.1.2." + i), d("path", path));
+        assertThat(r.overallCode()).as("request %d", i).isEqualTo(Rls.OK);
+        assertThat(r.statuses().get(1).limitRemaining()).isEqualTo(3 - i);
+      }
+      Rls.Response over = env.call(d("remote_address", "10.1.2.9"), d("path", path));
+      assertThat(over.overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(over.statuses().get(1).code()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(over.statuses().get(0).code()).as("the other descriptor is still decided").isEqualTo(Rls.OK);
+      // another long value counts apart, and a value just over the bound too
+      assertThat(env.call(d("path", "/api/" + "b".repeat(1_100))).statuses().get(0).limitRemaining()).isEqualTo(2);
+      String edge = "/api/" + "c".repeat(NamedLimits.MAX_PART_BYTES);
+      assertThat(env.call(d("path", edge)).statuses().get(0).limitRemaining()).isEqualTo(2);
+      assertThat(env.call(d("path", edge)).statuses().get(0).limitRemaining()).isEqualTo(1);
+      // many long entries: the name still fits
+      Rule rule = env.rules.current().match("edge", List.of(new Entry("path", path)));
+      List<Entry> many = new ArrayList<>();
+      for (int i = 0; i < 40; i++) {
+        many.add(new Entry("k" + "x".repeat(100) + i, "v" + i));
+      }
+      String name = NamedLimits.limiterName("edge", many, rule);
+      assertThat(name.getBytes(java.nio.charset.StandardCharsets.UTF_8).length).isLessThanOrEqualTo(1024);
+      assertThat(name).startsWith("rls:edge:sha256-").endsWith(":3/hour");
+    }
+  }
+
+  /**
+   * Quota-mode descriptors (envoyproxy/ratelimit's {@code quota_mode}): a request passes while any
+   * of its quotas has room, and is over only when every one is.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void aRequestPassesWhileOneOfItsQuotasHasRoom(String store, @TempDir Path dir) throws Exception {
+    String rules = """
+        domain: edge
+        descriptors:
+          - key: daily
+            quota_mode: true
+            rate_limit: {unit: day, requests_per_unit: 1}
+          - key: monthly
+            quota_mode: true
+            rate_limit: {unit: month, requests_per_unit: 2}
+          - key: files
+            value: files/*
+            share_threshold: true
+            rate_limit: {unit: hour, requests_per_unit: 2}
+        """;
+    try (Env env = new Env(store, dir, rules, Auth.NONE)) {
+      assertThat(env.call(d("daily", "u"), d("monthly", "u")).overallCode()).isEqualTo(Rls.OK);
+      Rls.Response second = env.call(d("daily", "u"), d("monthly", "u"));
+      assertThat(second.statuses().get(0).code()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(second.overallCode()).as("the monthly quota still had room").isEqualTo(Rls.OK);
+      assertThat(env.call(d("daily", "u"), d("monthly", "u")).overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      // every file under files/ shares one count
+      assertThat(env.call(d("files", "files/a")).overallCode()).isEqualTo(Rls.OK);
+      assertThat(env.call(d("files", "files/b")).overallCode()).isEqualTo(Rls.OK);
+      assertThat(env.call(d("files", "files/c")).overallCode()).isEqualTo(Rls.OVER_LIMIT);
+    }
+  }
+
+  /** A limit Envoy sends for a domain no rules file defines is not enforced: that domain is OK throughout. */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void aLimitOverrideOnAnUnknownDomainIsNotEnforced(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      Descriptor o = new Descriptor(List.of(new Entry("remote_address", "10.1.1.1")),
+          new Descriptor.LimitOverride(1, Unit.HOUR));
+      for (int i = 0; i < 3; i++) {
+        Rls.Response r = ClientCalls.blockingUnaryCall(env.channel, RlsCodec.SHOULD_RATE_LIMIT,
+            CallOptions.DEFAULT, new Rls.Request("elsewhere", List.of(o), 0));
+        assertThat(r.overallCode()).isEqualTo(Rls.OK);
+        assertThat(r.statuses().get(0).currentLimit()).isNull();
+      }
+    }
+  }
+
+  /** Envoy reads whole seconds of a reset: a part of a second left counts as a whole one. */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void theResetIsInWholeSecondsRoundedUp(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      env.clock.advance(Duration.ofMillis(59_500));
+      Rls.Response r = env.call(d("remote_address", "10.0.0.1"));
+      assertThat(r.statuses().get(0).durationUntilReset()).isEqualTo(Duration.ofSeconds(1));
+      assertThat(headers(r)).containsEntry("x-ratelimit-reset", "1");
+    }
+  }
+
+  /** A message that does not parse is INTERNAL, as gRPC's generated marshallers answer it. */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void anUnparsableMessageIsInternal(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      MethodDescriptor<byte[], byte[]> raw = RlsCodec.SHOULD_RATE_LIMIT.toBuilder(new RawBytes(), new RawBytes()).build();
+      assertThatThrownBy(() -> ClientCalls.blockingUnaryCall(env.channel, raw, CallOptions.DEFAULT,
+          new byte[] {0x12, 0x7f, 0x01})) // descriptors: a length past the end
+          .isInstanceOfSatisfying(StatusRuntimeException.class, e ->
+              assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INTERNAL));
+    }
+  }
+
+  /** Bytes as they are, to send a message no valid request encodes to. */
+  private static final class RawBytes implements MethodDescriptor.Marshaller<byte[]> {
+    @Override
+    public java.io.InputStream stream(byte[] value) {
+      return new java.io.ByteArrayInputStream(value);
+    }
+
+    @Override
+    public byte[] parse(java.io.InputStream stream) {
+      try {
+        return stream.readAllBytes();
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
     }
   }
 

@@ -3,9 +3,14 @@ package dev.tally.server.ratelimit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,6 +53,59 @@ class RulesTest {
       entries[i] = new Entry(kv[2 * i], kv[2 * i + 1]);
     }
     return rules.match("messaging", List.of(entries));
+  }
+
+  /**
+   * What envoyproxy/ratelimit's own files hold loads: weeks, keys with nothing after them, the
+   * keys it reads for metrics, metadata and quotas, and wildcards anywhere in a value.
+   */
+  @Test
+  void everyKeyEnvoysRateLimitReadsIsAccepted() throws Exception {
+    RuleSet r = rules("""
+        domain: messaging
+        metadata: {team: edge}
+        descriptors:
+          - key: empty
+            descriptors:
+          - key: nothing
+            rate_limit:
+          - key: weekly
+            detailed_metric: true
+            value_to_metric: true
+            metadata: {owner: billing}
+            rate_limit: {unit: week, requests_per_unit: 7}
+          - key: host
+            value: "*.example.com"
+            rate_limit: {unit: minute, requests_per_unit: 1}
+          - key: path
+            value: /api/*/items
+            rate_limit: {unit: minute, requests_per_unit: 2}
+          - key: files
+            value: files/*
+            share_threshold: true
+            rate_limit: {unit: hour, requests_per_unit: 10}
+          - key: plan
+            quota_mode: true
+            rate_limit: {unit: day, requests_per_unit: 3}
+        """);
+    assertThat(match(r, "empty", "x")).isNull();
+    assertThat(match(r, "nothing", "x")).isNull();
+    Rule weekly = match(r, "weekly", "x");
+    assertThat(weekly.unit()).isEqualTo(Unit.WEEK);
+    assertThat(weekly.unit().window()).isEqualTo(java.time.Duration.ofDays(7));
+    assertThat(Unit.ofNumber(7)).isEqualTo(Unit.WEEK);
+    assertThat(match(r, "host", "api.example.com").requestsPerUnit()).isEqualTo(1);
+    assertThat(match(r, "host", "example.org")).isNull();
+    assertThat(match(r, "path", "/api/v1/items").requestsPerUnit()).isEqualTo(2);
+    assertThat(match(r, "path", "/api/items")).isNull();
+    assertThat(match(r, "path", "/api/v1/items/9")).isNull();
+    assertThat(match(r, "plan", "pro").quotaMode()).isTrue();
+    assertThat(match(r, "weekly", "x").quotaMode()).isFalse();
+    // a shared wildcard counts every value it matches under its pattern; another keeps each value
+    assertThat(r.countedAs("messaging", List.of(new Entry("files", "files/a.txt"))))
+        .containsExactly(new Entry("files", "files/*"));
+    assertThat(r.countedAs("messaging", List.of(new Entry("path", "/api/v1/items"))))
+        .containsExactly(new Entry("path", "/api/v1/items"));
   }
 
   @Test
@@ -110,10 +168,11 @@ class RulesTest {
         + " e.g. 'domain: envoy'");
     refused("domain: d\ndescriptors:\n  - key: a\n    rate_limt: {unit: day}\n",
         "test.yaml:4: unknown key 'rate_limt' in a descriptor; expected descriptors,"
-            + " detailed_metric, key, rate_limit, shadow_mode, value");
+            + " detailed_metric, key, metadata, quota_mode, rate_limit, shadow_mode, share_threshold, value,"
+            + " value_to_metric");
     refused("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: fortnight,"
         + " requests_per_unit: 1}\n",
-        "test.yaml:4: unit 'fortnight' is not one of second, minute, hour, day, month, year");
+        "test.yaml:4: unit 'fortnight' is not one of second, minute, hour, day, week, month, year");
     refused("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: day\n",
         "test.yaml:4: rate_limit of a has no 'requests_per_unit'; give the number of requests"
             + " allowed per day (0 refuses every request)");
@@ -191,6 +250,71 @@ class RulesTest {
       Files.delete(dir.resolve("api.yaml"));
       assertThat(rules.reload()).isEqualTo(Rules.Outcome.APPLIED);
       assertThat(rules.current().domains()).containsExactly("edge");
+    }
+  }
+
+  /**
+   * A rules directory swapped by moving a symbolic link between two versions, as deployments of
+   * envoyproxy/ratelimit and Kubernetes ConfigMaps do, thousands of times while the rules are
+   * reloaded: every set in force is one version whole, never an empty set nor a mix of both.
+   */
+  @Test
+  void aDirectorySwappedByItsLinkIsReadWholeFromOneVersion(@TempDir Path dir) throws Exception {
+    for (int v = 1; v <= 2; v++) {
+      Path version = Files.createDirectories(dir.resolve("v" + v));
+      Files.writeString(version.resolve("edge.yaml"), "domain: edge\ndescriptors:\n  - key: ip\n    rate_limit:"
+          + " {unit: minute, requests_per_unit: " + v + "}\n");
+      Files.writeString(version.resolve("api.yaml"), "domain: api\ndescriptors:\n  - key: ip\n    rate_limit:"
+          + " {unit: minute, requests_per_unit: " + v + "}\n");
+    }
+    Path current = dir.resolve("current");
+    Files.createSymbolicLink(current, dir.resolve("v1"));
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicInteger swaps = new AtomicInteger();
+    Thread swapper = new Thread(() -> {
+      Path next = dir.resolve("next");
+      while (!stop.get()) {
+        try {
+          Files.deleteIfExists(next);
+          Files.createSymbolicLink(next, dir.resolve(swaps.get() % 2 == 0 ? "v2" : "v1"));
+          Files.move(next, current, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+          swaps.incrementAndGet();
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
+        }
+      }
+    });
+    try (Rules rules = Rules.load(List.of(current))) {
+      swapper.start();
+      int reloads = 0;
+      while (swaps.get() < 3_000 && reloads < 200_000) {
+        rules.reload();
+        reloads++;
+        RuleSet set = rules.current();
+        assertThat(set.domains()).as("after %d swaps", swaps.get()).containsExactlyInAnyOrder("api", "edge");
+        long edge = set.match("edge", List.of(new Entry("ip", "1"))).requestsPerUnit();
+        long api = set.match("api", List.of(new Entry("ip", "1"))).requestsPerUnit();
+        assertThat(api).as("both files from one version, after %d swaps", swaps.get()).isEqualTo(edge);
+      }
+      assertThat(swaps.get()).as("swaps in %d reloads", reloads).isGreaterThanOrEqualTo(3_000);
+      assertThat(rules.status().applied()).as("versions applied").isPositive();
+    } finally {
+      stop.set(true);
+      swapper.join();
+    }
+  }
+
+  @Test
+  void anEmptyDirectoryIsRefusedOnReloadKeepingTheRulesInForce(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("edge.yaml");
+    Files.writeString(file, "domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute,"
+        + " requests_per_unit: 10}\n");
+    try (Rules rules = Rules.load(List.of(dir))) {
+      RuleSet good = rules.current();
+      Files.delete(file);
+      assertThat(rules.reload()).isEqualTo(Rules.Outcome.REFUSED);
+      assertThat(rules.current()).isSameAs(good);
+      assertThat(rules.status().lastError()).startsWith("no rules files in [" + dir + "] now");
     }
   }
 
