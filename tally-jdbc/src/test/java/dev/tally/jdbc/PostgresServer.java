@@ -81,7 +81,12 @@ final class PostgresServer implements ServerFreeze {
 
   /** {@code jdbc:}-less store URI of database {@code postgres}, with extra options. */
   String uri(String options) {
-    return "postgresql://tally@127.0.0.1:" + port + "/postgres" + (options.isEmpty() ? "" : "?" + options);
+    return uriAs("tally", options);
+  }
+
+  /** The same as another role (which must exist). */
+  String uriAs(String role, String options) {
+    return "postgresql://" + role + "@127.0.0.1:" + port + "/postgres" + (options.isEmpty() ? "" : "?" + options);
   }
 
   String jdbcUrl() {
