@@ -440,7 +440,13 @@ public final class Flush implements AutoCloseable {
     public Builder into(String uri, String sql) {
       PostgresSettings s = PostgresSettings.parse(uri);
       this.ownedPool = Pool.open(s);
-      return into(ownedPool.dataSource(), sql);
+      try {
+        return into(ownedPool.dataSource(), sql);
+      } catch (RuntimeException e) {
+        ownedPool.close(); // a statement refused here leaves no pool behind: build() is never reached
+        ownedPool = null;
+        throw e;
+      }
     }
 
     /** The ledger table (default {@code tally_flush}), created from {@link PostgresSchema#ledgerDdl}. */
