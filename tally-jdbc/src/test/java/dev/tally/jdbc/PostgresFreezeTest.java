@@ -2,49 +2,43 @@ package dev.tally.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tally.Counters;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
-import dev.tally.StoreTimeoutException;
-import dev.tally.StoreUnavailableException;
 import dev.tally.Tally;
+import dev.tally.tck.FaultWorkload;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 /**
  * The issue's own case: PostgreSQL frozen ({@code SIGSTOP}) for 10 s under a store with
  * {@code timeout=2s}, while threads increment and decide (the limiter calls batched, the
  * default). Before, every call whose statement was out waited out the whole freeze; now each
- * ends within its timeout and a second, and the calls succeed again once the server resumes.
- * The kit's server-fault case runs a shorter freeze on every configuration; this one is long
- * enough that a call bounded only by the freeze's end would show.
+ * ends within its timeout and a second, the calls succeed again once the server resumes, and the
+ * books balance. The kit's server-fault case runs a shorter freeze on every configuration; this
+ * one is long enough that a call bounded only by the end of the freeze would show.
  */
 class PostgresFreezeTest {
   private static final Duration TIMEOUT = Duration.ofSeconds(2);
   private static final Duration FREEZE = Duration.ofSeconds(10);
   private static final Duration BOUND = TIMEOUT.plusSeconds(1);
+  private static final int CAPACITY = 100_000;
 
   @Test
   void aTenSecondFreezeEndsEveryCallWithinItsTimeoutAndASecond() throws Exception {
     PostgresServer server = PostgresServer.shared();
     String prefix = "freeze:" + Long.toHexString(System.nanoTime()) + ":";
     try (Tally tally = Tally.open(server.uri("timeout=" + TIMEOUT.toSeconds() + "s"))) {
-      RateLimiter limiter = tally.limiter(prefix + "limiter", Limit.tokenBucket(1_000_000, Duration.ofSeconds(1)));
-      tally.counters().incr(prefix + "counter", 0);
-      AtomicBoolean stop = new AtomicBoolean();
-      AtomicLong resumedAt = new AtomicLong(Long.MAX_VALUE);
-      List<Caller> callers = new ArrayList<>();
-      for (int i = 0; i < 8; i++) {
-        boolean decides = i % 2 == 1;
-        callers.add(new Caller((decides ? "decide-" : "incr-") + i, stop, resumedAt, decides
-            ? () -> limiter.decide(1)
-            : () -> tally.counters().incr(prefix + "counter")));
-      }
-      callers.forEach(Thread::start);
+      Counters counters = tally.counters();
+      // refilled over a year (a thousandth of a permit during the test): every permit taken shows
+      RateLimiter limiter = tally.limiter(prefix + "limiter", Limit.tokenBucket(CAPACITY, Duration.ofDays(365)));
+      counters.incr(prefix + "counter", 0);
+      FaultWorkload load = FaultWorkload.start(counters, prefix + "counter", 4, limiter, 4);
+      long resumedAt;
+      long recoveredAt;
+      List<String> hanging;
       try {
         Thread.sleep(500);
         server.freeze();
@@ -52,90 +46,29 @@ class PostgresFreezeTest {
           Thread.sleep(FREEZE.toMillis());
         } finally {
           server.resume();
-          resumedAt.set(System.nanoTime());
+          resumedAt = System.nanoTime();
         }
-        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (System.nanoTime() < until && !callers.stream().allMatch(Caller::succeededSinceResume)) {
+        long until = resumedAt + TimeUnit.SECONDS.toNanos(10);
+        while (System.nanoTime() < until && !load.allSucceededSince(resumedAt)) {
           Thread.sleep(20);
         }
+        recoveredAt = load.everyThreadSucceededAt(resumedAt);
       } finally {
-        stop.set(true);
-        for (Caller c : callers) {
-          c.join(BOUND.toMillis() + 1_000);
-        }
+        hanging = load.stop(BOUND.toMillis() + 1_000);
       }
-      for (Caller c : callers) {
-        System.out.println("PostgresFreezeTest " + c.getName() + ": " + c);
-        assertThat(c.isAlive()).as("%s hangs", c.getName()).isFalse();
-        assertThat(c.unexpected).as("%s: not a store failure", c.getName()).isNull();
-        assertThat(c.longestMillis).as("%s: the longest call (%s)", c.getName(), c).isLessThanOrEqualTo(BOUND.toMillis());
-        assertThat(c.succeededSinceResume()).as("%s succeeds again after the resume (%s)", c.getName(), c).isTrue();
-      }
-      assertThat(callers.stream().mapToLong(c -> c.timedOut + c.unavailable).sum()).as("calls failed by the freeze")
-          .isPositive();
-    }
-  }
-
-  /** One thread's calls, each timed. */
-  private static final class Caller extends Thread {
-    private final AtomicBoolean stop;
-    private final AtomicLong resumedAt;
-    private final Runnable call;
-    // written by this thread alone, read after join()
-    long answered;
-    long timedOut;
-    long unavailable;
-    long longestMillis;
-    volatile long lastSuccessAt = Long.MIN_VALUE;
-    volatile Throwable unexpected;
-
-    Caller(String name, AtomicBoolean stop, AtomicLong resumedAt, Runnable call) {
-      super(name);
-      setDaemon(true);
-      this.stop = stop;
-      this.resumedAt = resumedAt;
-      this.call = call;
-    }
-
-    boolean succeededSinceResume() {
-      return lastSuccessAt >= resumedAt.get();
-    }
-
-    @Override
-    public void run() {
-      while (!stop.get()) {
-        long started = System.nanoTime();
-        boolean failed = false;
-        try {
-          call.run();
-          answered++;
-          lastSuccessAt = System.nanoTime();
-        } catch (StoreTimeoutException e) {
-          timedOut++;
-          failed = true;
-        } catch (StoreUnavailableException e) {
-          unavailable++;
-          failed = true;
-        } catch (RuntimeException e) { // another StoreException than these two, or worse
-          unexpected = e;
-          return;
-        } finally {
-          longestMillis = Math.max(longestMillis, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-        }
-        if (failed) {
-          try {
-            Thread.sleep(10); // a client's pause between retries while the server is away
-          } catch (InterruptedException e) {
-            return;
-          }
-        }
-      }
-    }
-
-    @Override
-    public String toString() {
-      return answered + " answered, " + timedOut + " timed out, " + unavailable + " unavailable, longest call "
-          + longestMillis + " ms";
+      System.out.println("PostgresFreezeTest: " + FREEZE.toSeconds() + " s freeze, timeout " + TIMEOUT.toSeconds()
+          + " s: " + load + "; every thread succeeded again "
+          + TimeUnit.NANOSECONDS.toMillis(recoveredAt - resumedAt) + " ms after the resume");
+      assertThat(hanging).as("threads whose call hangs").isEmpty();
+      assertThat(load.unexpected()).as("a failure other than a store failure").isNull();
+      assertThat(Duration.ofNanos(load.longestCallNanos())).as("the longest call (%s)", load)
+          .isLessThanOrEqualTo(BOUND);
+      assertThat(load.allSucceededSince(resumedAt)).as("every thread succeeds again (%s)", load).isTrue();
+      assertThat(load.incrementsUnknown() + load.decisionsUnknown()).as("calls failed by the freeze").isPositive();
+      assertThat(counters.get(prefix + "counter").orElseThrow()).as("the counter (%s)", load)
+          .isBetween(load.acknowledged(), load.acknowledged() + load.incrementsUnknown());
+      assertThat(CAPACITY - limiter.available()).as("permits taken (%s)", load)
+          .isBetween(load.granted(), load.granted() + load.decisionsUnknown());
     }
   }
 }
