@@ -5,6 +5,7 @@ import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.WrongKindException;
+import java.net.SocketTimeoutException;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 
@@ -17,6 +18,9 @@ import java.sql.SQLTransientConnectionException;
  *   <tr><th>PostgreSQL / JDBC</th><th>Tally</th></tr>
  *   <tr><td>no pooled connection within the timeout (server down or pool exhausted)</td>
  *       <td>{@link StoreUnavailableException}: nothing was sent</td></tr>
+ *   <tr><td>no answer within the call's time (the socket timed out; pgjdbc closes the
+ *       connection and reports SQLSTATE 08006, so the pool discards it)</td>
+ *       <td>{@link StoreTimeoutException}: the statement may or may not have committed</td></tr>
  *   <tr><td>SQLSTATE class 08 (connection lost), 57P01-57P03 (shutdown, cannot connect now)</td>
  *       <td>{@link StoreUnavailableException}: the statement may or may not have committed</td></tr>
  *   <tr><td>57014 (statement_timeout)</td><td>{@link StoreTimeoutException}: rolled back</td></tr>
@@ -43,6 +47,10 @@ final class Failures {
       return new StoreUnavailableException("no connection to " + store + " (" + what + "): " + e.getMessage()
           + "; nothing was sent", e);
     }
+    if (state.startsWith("08") && socketTimedOut(e)) {
+      return new StoreTimeoutException(store + " did not answer within the timeout (" + what + "): the"
+          + " statement was in flight and may or may not have been applied; its connection was closed", e);
+    }
     if (state.startsWith("08") || state.equals("57P01") || state.equals("57P02") || state.equals("57P03")) {
       return new StoreUnavailableException(store + " is unreachable (" + what + "): " + e.getMessage()
           + "; the statement was in flight and may or may not have been applied", e);
@@ -56,6 +64,15 @@ final class Failures {
           + "; create it with `tally schema --store <uri> --apply`", e);
     }
     return new StoreException(store + " failed (" + what + "): " + e.getMessage(), e);
+  }
+
+  private static boolean socketTimedOut(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SocketTimeoutException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   static WrongKindException limiterHere(String key) {

@@ -63,6 +63,16 @@ import javax.sql.DataSource;
  * same ids (popped keys answer their first value, the others are popped now) and applying them.
  * Applied batches are never touched again.
  *
+ * <h2>Durable commits</h2>
+ *
+ * The protocol relies on the ledger keeping what it acknowledged: a record (step 1) that a
+ * database crash forgets after the pops emptied the source loses those counts, and an applied
+ * batch it forgets is replayed and applied twice. With {@code synchronous_commit = off} (on the
+ * server, the database or the role), PostgreSQL acknowledges a commit before its WAL is written
+ * and forgets it in a crash. So both transactions of a batch set
+ * {@code SET LOCAL synchronous_commit = on} whatever the defaults are; the rest of the session is
+ * untouched.
+ *
  * <h2>One flusher per prefix</h2>
  *
  * {@link #run} holds a PostgreSQL session advisory lock on (ledger, prefix) for its duration,
@@ -197,6 +207,7 @@ public final class Flush implements AutoCloseable {
     c.setAutoCommit(false);
     boolean committed = false;
     try {
+      durableCommit(c);
       long keys = 0;
       long total = 0;
       long unmatched = 0;
@@ -268,11 +279,37 @@ public final class Flush implements AutoCloseable {
   }
 
   private void record(Connection c, Batch b) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + ledger + " (batch, prefix, keys) VALUES (?, ?, ?)")) {
-      ps.setString(1, b.id);
-      ps.setString(2, prefix);
-      ps.setArray(3, c.createArrayOf("text", b.keys.toArray()));
-      ps.executeUpdate();
+    c.setAutoCommit(false);
+    boolean committed = false;
+    try {
+      durableCommit(c);
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + ledger + " (batch, prefix, keys) VALUES (?, ?, ?)")) {
+        ps.setString(1, b.id);
+        ps.setString(2, prefix);
+        ps.setArray(3, c.createArrayOf("text", b.keys.toArray()));
+        ps.executeUpdate();
+      }
+      c.commit();
+      committed = true;
+    } finally {
+      if (!committed) {
+        try {
+          c.rollback();
+        } catch (SQLException e) {
+          // the connection is gone: the server rolls back by itself
+        }
+      }
+      c.setAutoCommit(true);
+    }
+  }
+
+  /**
+   * Makes the open transaction's commit wait for its WAL to be written, whatever
+   * {@code synchronous_commit} the server, database or role has (see "Durable commits" above).
+   */
+  private static void durableCommit(Connection c) throws SQLException {
+    try (java.sql.Statement s = c.createStatement()) {
+      s.execute("SET LOCAL synchronous_commit = on");
     }
   }
 
@@ -403,7 +440,13 @@ public final class Flush implements AutoCloseable {
     public Builder into(String uri, String sql) {
       PostgresSettings s = PostgresSettings.parse(uri);
       this.ownedPool = Pool.open(s);
-      return into(ownedPool.dataSource(), sql);
+      try {
+        return into(ownedPool.dataSource(), sql);
+      } catch (RuntimeException e) {
+        ownedPool.close(); // a statement refused here leaves no pool behind: build() is never reached
+        ownedPool = null;
+        throw e;
+      }
     }
 
     /** The ledger table (default {@code tally_flush}), created from {@link PostgresSchema#ledgerDdl}. */

@@ -2,16 +2,34 @@ package dev.tally.jdbc;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.pool.HikariPool;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import java.time.Duration;
+import java.util.concurrent.Executor;
 import javax.sql.DataSource;
 
-/** The connections of a store: a HikariCP pool of its own, or a borrowed DataSource it never closes. */
+/**
+ * The connections of a store: a HikariCP pool of its own, or a borrowed DataSource it never closes.
+ *
+ * <p>Every call leases its connection until its {@link Deadline}: the wait for the connection is
+ * bounded by the store's {@code timeout} (for a borrowed DataSource, by the DataSource's own
+ * wait), and the connection's network timeout is set to what is left of the call's time, so a
+ * server that stops answering (frozen, partitioned) fails the call instead of holding it.
+ */
 final class Pool implements AutoCloseable {
+  /** pgjdbc ignores the executor of {@code setNetworkTimeout}; the JDBC API asks for one. */
+  private static final Executor INLINE = Runnable::run;
+
   private final DataSource dataSource;
   private final HikariDataSource owned;
+  private final HikariPool hikari; // of owned: its wait can be given per call
 
   private Pool(DataSource dataSource, HikariDataSource owned) {
     this.dataSource = dataSource;
     this.owned = owned;
+    this.hikari = owned == null ? null : (HikariPool) owned.getHikariPoolMXBean();
   }
 
   static Pool open(PostgresSettings s) {
@@ -29,13 +47,82 @@ final class Pool implements AutoCloseable {
     config.setMaximumPoolSize(s.pool);
     config.setMinimumIdle(Math.min(2, s.pool));
     config.setPoolName("tally-postgresql");
-    config.setConnectionTimeout(Math.max(250, s.timeout.toMillis()));
+    long timeoutMs = Math.max(250, s.timeout.toMillis());
+    config.setConnectionTimeout(timeoutMs);
+    // Hikari checks a connection idle for a while before handing it out; a frozen server must
+    // not hold that check for longer than the grace a call has past its timeout.
+    config.setValidationTimeout(Math.min(timeoutMs, Deadline.grace(s.timeout).toMillis()));
     config.setInitializationFailTimeout(-1); // open even while the server is down: calls then fail
     config.addDataSourceProperty("options", "-c statement_timeout=" + s.timeout.toMillis());
+    // pgjdbc counts these in whole seconds. The socket timeout is only the floor for what runs
+    // outside a leased call (Hikari's own statements); a lease sets the exact time left.
+    int seconds = wholeSeconds(s.timeout);
+    config.addDataSourceProperty("socketTimeout", String.valueOf(wholeSeconds(s.answerTimeout())));
+    config.addDataSourceProperty("connectTimeout", String.valueOf(seconds));
+    config.addDataSourceProperty("loginTimeout", String.valueOf(seconds));
+    config.addDataSourceProperty("cancelSignalTimeout", String.valueOf(seconds));
     config.addDataSourceProperty("tcpKeepAlive", "true");
     config.addDataSourceProperty("ApplicationName", "tally");
     HikariDataSource ds = new HikariDataSource(config);
     return new Pool(ds, ds);
+  }
+
+  private static int wholeSeconds(Duration d) {
+    return (int) Math.max(1, Math.min(Integer.MAX_VALUE, (d.toMillis() + 999) / 1000));
+  }
+
+  /**
+   * A connection for a call that must be over by {@code deadline}, its network timeout set to the
+   * time left. Fails with {@link SQLTransientConnectionException} (nothing was sent) if no
+   * connection came in time.
+   */
+  Lease lease(Deadline deadline) throws SQLException {
+    long wait = deadline.acquireMillisLeft();
+    if (wait <= 0) {
+      throw new SQLTransientConnectionException("the timeout passed before a connection was free");
+    }
+    Connection c = hikari != null ? hikari.getConnection(wait) : dataSource.getConnection();
+    try {
+      int previous = c.getNetworkTimeout();
+      long left = deadline.answerMillisLeft();
+      if (left <= 0) {
+        throw new SQLTransientConnectionException("the timeout passed while waiting for a connection");
+      }
+      c.setNetworkTimeout(INLINE, (int) Math.min(Integer.MAX_VALUE, left));
+      return new Lease(c, previous);
+    } catch (SQLException | RuntimeException e) {
+      try {
+        c.close();
+      } catch (SQLException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
+  }
+
+  /** A connection held for one call; closing it restores its network timeout and returns it. */
+  static final class Lease implements AutoCloseable {
+    final Connection connection;
+    private final int previousNetworkTimeout;
+
+    private Lease(Connection connection, int previousNetworkTimeout) {
+      this.connection = connection;
+      this.previousNetworkTimeout = previousNetworkTimeout;
+    }
+
+    @Override
+    public void close() throws SQLException {
+      try {
+        // A borrowed DataSource's pool may not reset it, and its next user should not inherit ours.
+        if (!connection.isClosed()) {
+          connection.setNetworkTimeout(INLINE, previousNetworkTimeout);
+        }
+      } catch (SQLException e) {
+        // broken meanwhile: the pool discards it
+      } finally {
+        connection.close();
+      }
+    }
   }
 
   DataSource dataSource() {

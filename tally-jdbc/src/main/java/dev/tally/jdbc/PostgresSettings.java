@@ -19,8 +19,9 @@ import java.util.regex.Pattern;
  * </pre>
  *
  * Options: {@code table} (default {@code tally}; {@code schema.table} is allowed), {@code pool}
- * (connections, default 8), {@code timeout} (statement timeout and time to wait for a
- * connection, e.g. {@code 2s}, {@code 500ms}; default 5s), {@code sweep} (how often expired rows
+ * (connections, default 8), {@code timeout} (how long one call may take, e.g. {@code 2s},
+ * {@code 500ms}; default 5s: the statement timeout, the wait for a connection or a batch's leader,
+ * and, a little later ({@link #answerTimeout}), the socket's wait for an answer), {@code sweep} (how often expired rows
  * are deleted, default 60s; {@code 0} for never), {@code limiterCommit} ({@code async}, the
  * default: a rate limiter's decision commits without waiting for its WAL flush; {@code server}:
  * as the server's {@code synchronous_commit} says; docs/postgresql.md says what a crash can
@@ -197,6 +198,15 @@ final class PostgresSettings {
 
   private static String decode(String s) {
     return URLDecoder.decode(s, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * How long a call hears nothing from the server before giving up on its connection: the
+   * {@code timeout} and a grace ({@link Deadline#grace}), so that the server's statement timeout,
+   * which rolls back cleanly, normally fires first.
+   */
+  Duration answerTimeout() {
+    return timeout.plus(Deadline.grace(timeout));
   }
 
   /** The table's name without its schema, for naming its indexes. */

@@ -4,6 +4,7 @@ import dev.tally.Decision;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
 import dev.tally.StoreException;
+import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.TimeSource;
 import dev.tally.spi.LimiterCall;
@@ -138,8 +139,8 @@ final class PostgresStore implements Store {
   /** Opens a store; fails if the schema is missing, naming the command that creates it. */
   static PostgresStore open(PostgresSettings settings, StoreContext context) {
     Pool pool = Pool.open(settings);
-    try (Connection c = pool.dataSource().getConnection()) {
-      PostgresSchema.check(c, settings.table, settings.describe, settings.limiterBatches > 0);
+    try (Pool.Lease lease = pool.lease(Deadline.start(settings))) {
+      PostgresSchema.check(lease.connection, settings.table, settings.describe, settings.limiterBatches > 0);
     } catch (SQLException e) {
       pool.close();
       throw Failures.translate(e, "opening the store", settings.describe);
@@ -162,12 +163,13 @@ final class PostgresStore implements Store {
     T read(ResultSet rs) throws SQLException;
   }
 
+  /** Runs {@code work} on a connection leased until the call's {@link Deadline}. */
   private <T> T run(String what, Work<T> work) {
     if (closed.get()) {
       throw new StoreUnavailableException("the store " + settings.describe + " is closed", null);
     }
-    try (Connection c = ds.getConnection()) {
-      return work.run(c);
+    try (Pool.Lease lease = pool.lease(Deadline.start(settings))) {
+      return work.run(lease.connection);
     } catch (SQLException e) {
       throw Failures.translate(e, what, settings.describe);
     }
@@ -596,8 +598,20 @@ final class PostgresStore implements Store {
     if (closed.get()) {
       throw new StoreUnavailableException("the store " + settings.describe + " is closed", null);
     }
-    Pending p = new Pending(call, operation, permits, clientNow);
-    batches.submit(p);
+    Deadline deadline = Deadline.start(settings);
+    Pending p = new Pending(call, operation, permits, clientNow, deadline);
+    switch (batches.submit(p)) {
+      case NOT_SENT:
+        throw new StoreUnavailableException("rate limiter '" + call.key() + "' in " + settings.describe
+            + " waited its timeout of " + settings.timeout + " for a batch to carry it (the server is slow"
+            + " or unreachable); nothing was sent", null);
+      case IN_FLIGHT:
+        throw new StoreTimeoutException("rate limiter '" + call.key() + "' in " + settings.describe
+            + " got no answer within its timeout of " + settings.timeout + ": the batch carrying it was sent,"
+            + " so it may or may not have been applied", null);
+      default:
+        break;
+    }
     if (p.failure != null) {
       throw p.failure;
     }
@@ -654,31 +668,45 @@ final class PostgresStore implements Store {
     final LimiterOperation operation;
     final long permits;
     final long clientNow;
+    final Deadline deadline;
     Decision decision;
     String refusal; // the step's TALLY_ code
     RuntimeException failure;
 
-    Pending(LimiterCall call, LimiterOperation operation, long permits, long clientNow) {
+    Pending(LimiterCall call, LimiterOperation operation, long permits, long clientNow, Deadline deadline) {
+      super(deadline.answerByNanos());
       this.call = call;
       this.operation = operation;
       this.permits = permits;
       this.clientNow = clientNow;
+      this.deadline = deadline;
     }
   }
 
   /**
    * Decides {@code batch} in one statement. Sorted by key (stably: two calls on one key keep their
    * order), so every batch locks its rows in the same order and none waits on another in a cycle.
+   * It runs within the time of {@code leader}, whose thread runs it: no call waits on a batch
+   * past its own time, and neither does the leader's caller.
    */
-  private void decide(List<Pending> batch) {
+  private void decide(List<Pending> batch, Pending leader) {
     List<Pending> sorted = new ArrayList<>(batch);
     sorted.sort(Comparator.comparing(p -> p.call.key()));
     try {
       if (closed.get()) {
         throw new StoreUnavailableException("the store " + settings.describe + " is closed", null);
       }
-      try (Connection c = ds.getConnection()) {
-        decide(c, sorted);
+      try (Pool.Lease lease = pool.lease(leader.deadline)) {
+        // Calls whose callers gave up while the leader waited for a connection stay unsent.
+        List<Pending> sending = new ArrayList<>(sorted.size());
+        for (Pending p : sorted) {
+          if (p.send()) {
+            sending.add(p);
+          }
+        }
+        if (!sending.isEmpty()) {
+          decide(lease.connection, sending);
+        }
       } catch (SQLException e) {
         for (Pending p : sorted) {
           p.failure = Failures.translate(e, "rate limiter '" + p.call.key() + "'", settings.describe);

@@ -140,6 +140,45 @@ class FlushTest {
     }
   }
 
+  /**
+   * A role whose sessions commit asynchronously (on a server that does too): the flush's ledger
+   * and apply transactions still commit synchronously. A trigger on the ledger records the
+   * setting each of them ran with.
+   */
+  @Test
+  void theLedgerAndApplyTransactionsCommitSynchronouslyWhateverTheRoleOrServerSays() throws SQLException {
+    SERVER.execute("DO $$ BEGIN CREATE ROLE flush_async LOGIN SUPERUSER; EXCEPTION WHEN duplicate_object"
+        + " THEN NULL; END $$");
+    SERVER.execute("ALTER ROLE flush_async SET synchronous_commit = off");
+    SERVER.execute("CREATE TABLE " + ledger + "_commits (op text, setting text)");
+    SERVER.execute("CREATE FUNCTION " + ledger + "_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        + " INSERT INTO " + ledger + "_commits VALUES (TG_OP, current_setting('synchronous_commit'));"
+        + " RETURN NEW; END $$");
+    SERVER.execute("CREATE TRIGGER note BEFORE INSERT OR UPDATE ON " + ledger + " FOR EACH ROW EXECUTE FUNCTION "
+        + ledger + "_note()");
+    String asAsync = SERVER.uriAs("flush_async", "");
+    // the precondition, or this test proves nothing: the role's sessions do commit asynchronously
+    try (Connection c = java.sql.DriverManager.getConnection(SERVER.jdbcUrl().replace("user=tally", "user=flush_async"));
+        PreparedStatement ps = c.prepareStatement("SHOW synchronous_commit"); ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      assertThat(rs.getString(1)).isEqualTo("off");
+    }
+    try (Tally tally = Tally.open("mem:")) {
+      tally.counters().incr("views:1", 5);
+      try (Flush f = Flush.from(tally, "views:").into(asAsync, sql).ledger(ledger).build()) {
+        assertThat(f.run().total()).isEqualTo(5);
+      }
+    }
+    try (Connection c = SERVER.connect(); PreparedStatement ps = c.prepareStatement(
+        "SELECT op, setting FROM " + ledger + "_commits ORDER BY op"); ResultSet rs = ps.executeQuery()) {
+      List<String> seen = new java.util.ArrayList<>();
+      while (rs.next()) {
+        seen.add(rs.getString(1) + " " + rs.getString(2));
+      }
+      assertThat(seen).as("the ledger's record (INSERT) and its apply (UPDATE)").containsExactly("INSERT on", "UPDATE on");
+    }
+  }
+
   @Test
   void anUnfinishedBatchOlderThanTheRetentionIsRefusedNotReplayed() {
     try (Tally tally = Tally.open("mem:")) {

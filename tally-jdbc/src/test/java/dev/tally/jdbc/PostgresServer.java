@@ -1,5 +1,6 @@
 package dev.tally.jdbc;
 
+import dev.tally.tck.ServerFreeze;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -27,8 +28,12 @@ import java.util.stream.Stream;
  * <p>The binaries are those in {@code $TALLY_PG_BIN}, else the newest
  * {@code /usr/lib/postgresql/<version>/bin}, else {@code initdb} on the {@code PATH}; without any,
  * every PostgreSQL test fails at once, saying how to install them.
+ *
+ * <p>Faults: {@link #freeze} stops every process of the server ({@code SIGSTOP}), as a hung host
+ * or a partition looks to a client: sockets open, nothing answers; {@link #crash} kills them all
+ * ({@code SIGKILL}), as a power cut looks to a process, and {@link #restart} recovers from it.
  */
-final class PostgresServer {
+final class PostgresServer implements ServerFreeze {
   private static PostgresServer shared;
 
   private final Path dir;
@@ -66,9 +71,7 @@ final class PostgresServer {
       PostgresServer server = new PostgresServer(dir, bin, port, root);
       server.run("initdb", "-D", dir.resolve("data").toString(), "-A", "trust", "-U", "tally", "-E", "UTF8",
           "--no-sync", "--locale=C");
-      server.run("pg_ctl", "-D", dir.resolve("data").toString(), "-l", dir.resolve("log").toString(), "-w",
-          "-t", "60", "-o", "-p " + port + " -k " + dir + " -c listen_addresses=127.0.0.1 -c fsync=off"
-              + " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", "start");
+      server.launch();
       Runtime.getRuntime().addShutdownHook(new Thread(server::stop, "postgres-test-server"));
       return server;
     } catch (IOException e) {
@@ -78,7 +81,12 @@ final class PostgresServer {
 
   /** {@code jdbc:}-less store URI of database {@code postgres}, with extra options. */
   String uri(String options) {
-    return "postgresql://tally@127.0.0.1:" + port + "/postgres" + (options.isEmpty() ? "" : "?" + options);
+    return uriAs("tally", options);
+  }
+
+  /** The same as another role (which must exist). */
+  String uriAs(String role, String options) {
+    return "postgresql://" + role + "@127.0.0.1:" + port + "/postgres" + (options.isEmpty() ? "" : "?" + options);
   }
 
   String jdbcUrl() {
@@ -111,6 +119,87 @@ final class PostgresServer {
       files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException e) {
       // leave it for the OS's /tmp cleaning
+    }
+  }
+
+  /** Stops the postmaster, then every process it started (they can start no others meanwhile). */
+  @Override
+  public void freeze() {
+    ProcessHandle postmaster = postmaster();
+    signal("STOP", List.of(postmaster));
+    signal("STOP", postmaster.children().toList());
+  }
+
+  @Override
+  public void resume() {
+    ProcessHandle postmaster = postmaster();
+    signal("CONT", postmaster.children().toList());
+    signal("CONT", List.of(postmaster));
+  }
+
+  /**
+   * Kills the postmaster and every process it started at once, and waits for them to be gone:
+   * nothing is written after, as in a crash of the host (the OS keeps what was written, so
+   * {@code fsync=off} loses nothing here that a commit waited for).
+   */
+  void crash() {
+    ProcessHandle postmaster = postmaster();
+    List<ProcessHandle> all = new ArrayList<>(List.of(postmaster));
+    all.addAll(postmaster.children().toList());
+    // kill(2) from here, the postmaster first (it starts no child after): microseconds for all,
+    // where spawning kill(1) would give the WAL writer time to write what a crash should lose
+    all.forEach(ProcessHandle::destroyForcibly);
+    for (ProcessHandle p : all) {
+      try {
+        p.onExit().get(30, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        throw new IllegalStateException("PostgreSQL process " + p.pid() + " survived SIGKILL", e);
+      }
+    }
+  }
+
+  /** Starts the server again on its data directory, on the same port: crash recovery runs first. */
+  void restart() {
+    launch();
+  }
+
+  private void launch() {
+    run("pg_ctl", "-D", dir.resolve("data").toString(), "-l", dir.resolve("log").toString(), "-w",
+        "-t", "60", "-o", startOptions(), "start");
+  }
+
+  private String startOptions() {
+    return "-p " + port + " -k " + dir + " -c listen_addresses=127.0.0.1 -c fsync=off"
+        + " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300";
+  }
+
+  private ProcessHandle postmaster() {
+    try {
+      long pid = Long.parseLong(Files.readAllLines(dir.resolve("data").resolve("postmaster.pid")).get(0).trim());
+      return ProcessHandle.of(pid).orElseThrow(() -> new IllegalStateException("PostgreSQL is not running"));
+    } catch (IOException e) {
+      throw new UncheckedIOException("PostgreSQL is not running: no postmaster.pid", e);
+    }
+  }
+
+  private static void signal(String signal, List<ProcessHandle> processes) {
+    if (processes.isEmpty()) {
+      return;
+    }
+    List<String> command = new ArrayList<>(List.of("kill", "-" + signal));
+    processes.forEach(p -> command.add(String.valueOf(p.pid())));
+    try {
+      Process kill = new ProcessBuilder(command).redirectErrorStream(true).start();
+      String out = new String(kill.getInputStream().readAllBytes());
+      // a backend may exit between the listing and the signal: only a refusal of all counts
+      if (!kill.waitFor(10, TimeUnit.SECONDS) || (kill.exitValue() != 0 && !out.contains("No such process"))) {
+        throw new IllegalStateException(String.join(" ", command) + " failed: " + out);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
     }
   }
 

@@ -15,7 +15,10 @@ import picocli.CommandLine.Spec;
 /**
  * {@code tally flush}: one exactly-once run of {@link Flush}, moving the counts under a prefix
  * of the store into a PostgreSQL table through the given statement. Safe to kill at any instant
- * and run again; a second one started while one runs exits at once, changing nothing.
+ * and run again; a second one started while one runs exits at once with 6
+ * ({@link dev.tally.server.http.Problem#FLUSH_BUSY}), changing nothing. The other exit codes are
+ * the command line's own (docs/cli.md): 2 for bad input, 4 for a store or database that fails
+ * or does not answer in time.
  */
 @Command(name = "flush", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
@@ -24,7 +27,9 @@ import picocli.CommandLine.Spec;
         "  tally flush --prefix views:episode: --into postgresql://app@db/app \\",
         "      --sql 'UPDATE episodes SET views = views + :count WHERE id = :suffix::bigint'",
         "In --sql, :count is the count, :key the full key, :suffix the key without the prefix.",
-        "The ledger table must exist: tally schema --ledger tally_flush --into URI --apply."})
+        "The ledger table must exist: tally schema --ledger tally_flush --into URI --apply.",
+        "Exit: 0 flushed, 2 bad input, 4 a store or the database failed (what committed stays),",
+        "6 another flusher holds the prefix (nothing changed: run it again later)."})
 final class FlushCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;

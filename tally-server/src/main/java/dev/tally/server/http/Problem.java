@@ -8,6 +8,7 @@ import dev.tally.OperationIdConflictException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.TallyException;
+import dev.tally.jdbc.FlushBusyException;
 
 /**
  * Why an operation did not succeed, with the HTTP status and the command-line exit code that
@@ -24,6 +25,8 @@ import dev.tally.TallyException;
  *   <tr><td>{@code store_unavailable}, {@code store_timeout}</td><td>503, 504</td><td>4</td></tr>
  *   <tr><td>{@code conflict}: overflow, or a floating counter read as an integer</td>
  *       <td>409</td><td>5</td></tr>
+ *   <tr><td>{@code flush_busy}: another flusher holds the prefix, nothing changed (command
+ *       line only: HTTP has no flush)</td><td>409</td><td>6</td></tr>
  *   <tr><td>{@code internal}: a bug; the log has the stack trace</td><td>500</td><td>70</td></tr>
  * </table>
  */
@@ -46,6 +49,7 @@ public enum Problem {
   STORE_TIMEOUT(504, 4, "Gateway Timeout"),
   SHUTTING_DOWN(503, 4, "Service Unavailable"),
   CONFLICT(409, 5, "Conflict"),
+  FLUSH_BUSY(409, 6, "Conflict"),
   INTERNAL(500, 70, "Internal Server Error");
 
   /** The problem type draft-ietf-httpapi-ratelimit-headers defines for a request over quota. */
@@ -112,6 +116,9 @@ public enum Problem {
     }
     if (e instanceof CounterOverflowException || e instanceof NotAnIntegerException) {
       return CONFLICT;
+    }
+    if (e instanceof FlushBusyException) {
+      return FLUSH_BUSY; // not a conflict in the data: the same flush, run again later, succeeds
     }
     if (e instanceof BucketFullException) {
       return DENIED;
