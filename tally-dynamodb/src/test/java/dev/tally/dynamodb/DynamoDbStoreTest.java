@@ -4,7 +4,10 @@ import dev.tally.Tally;
 import dev.tally.tck.ConformanceSuite;
 import dev.tally.tck.ManualTimeSource;
 import dev.tally.tck.StoreConfiguration;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -25,6 +28,13 @@ import org.junit.jupiter.params.provider.MethodSource;
  *       only, so the async API runs on Tally's executor.
  *   <li>{@value #ASYNC_OFF}: no DynamoDbAsyncClient: Tally runs the blocking calls on its executor.
  * </ul>
+ *
+ * Every configuration opens the store with a {@link #TIMEOUT} timeout and can have dynalite
+ * frozen under it ({@link Dynalite#FREEZE}) for {@link #FREEZE_FOR}, the kit's server-fault case;
+ * they share one dynalite, which is safe since the kit's tests run one at a time. The emulated
+ * transactions take it too: the case increments and decides, which pass the emulation straight
+ * through. Against a server given by TALLY_DYNAMODB_ENDPOINT nothing can be frozen, and the
+ * case is skipped.
  */
 @ParameterizedClass(name = "{0}")
 @MethodSource("configurations")
@@ -35,13 +45,17 @@ class DynamoDbStoreTest extends ConformanceSuite {
   static final String RETRY_LOST = "dynamodb retryLost=true";
   static final String EMULATED = "dynamodb emulated transactions";
   static final String ASYNC_OFF = "dynamodb async=off";
+  /** The store's timeout in every configuration: the bound the server-fault case holds it to. */
+  static final Duration TIMEOUT = Duration.ofSeconds(2);
+  /** How long the server-fault case freezes dynalite: twice the timeout, so calls do time out. */
+  static final Duration FREEZE_FOR = Duration.ofSeconds(4);
 
   DynamoDbStoreTest(StoreConfiguration configuration) {
     super(configuration);
   }
 
   static List<StoreConfiguration> configurations() {
-    return List.of(
+    return Stream.of(
         // Each operation is a request to a local server: the concurrency suite runs smaller
         // than on memory, fullest on the default configuration.
         StoreConfiguration.of(DEFAULT, clock -> open(DEFAULT, clock)).operationsPerThread(200),
@@ -50,7 +64,9 @@ class DynamoDbStoreTest extends ConformanceSuite {
             .operationsPerThread(60),
         StoreConfiguration.of(RETRY_LOST, clock -> open(RETRY_LOST, clock, "retryLost=true")).operationsPerThread(60),
         StoreConfiguration.of(EMULATED, DynamoDbStoreTest::openEmulated).operationsPerThread(60),
-        StoreConfiguration.of(ASYNC_OFF, clock -> open(ASYNC_OFF, clock, "async=off")).operationsPerThread(60));
+        StoreConfiguration.of(ASYNC_OFF, clock -> open(ASYNC_OFF, clock, "async=off")).operationsPerThread(60))
+        .map(c -> Dynalite.freezable() ? c.freezable(TIMEOUT, FREEZE_FOR, Dynalite.FREEZE) : c)
+        .toList();
   }
 
   /**
@@ -59,7 +75,9 @@ class DynamoDbStoreTest extends ConformanceSuite {
    * in another's.
    */
   private static Tally open(String configuration, ManualTimeSource clock, String... options) {
-    return Tally.builder(Dynalite.tableUri(table(configuration), "key", options)).timeSource(clock).build();
+    String[] all = Arrays.copyOf(options, options.length + 1);
+    all[options.length] = "timeout=" + TIMEOUT.toMillis();
+    return Tally.builder(Dynalite.tableUri(table(configuration), "key", all)).timeSource(clock).build();
   }
 
   static String table(String configuration) {
@@ -68,7 +86,8 @@ class DynamoDbStoreTest extends ConformanceSuite {
 
   static Tally openEmulated(ManualTimeSource clock) {
     // async=off: the emulation wraps the blocking client, so the async API must use it too
-    String uri = Dynalite.tableUri(table(EMULATED), "key", "async=off").replaceFirst("^dynamodb:", "dynamodb-txemu:");
+    String uri = Dynalite.tableUri(table(EMULATED), "key", "async=off", "timeout=" + TIMEOUT.toMillis())
+        .replaceFirst("^dynamodb:", "dynamodb-txemu:");
     return Tally.builder(uri).timeSource(clock).build();
   }
 }
