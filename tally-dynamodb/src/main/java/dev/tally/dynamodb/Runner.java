@@ -171,10 +171,12 @@ final class Runner {
       if (pause > 0 && pause >= deadline.remainingNanos()) {
         throw deadline.expired(x.key);
       }
+      // The client first: built on first use, which takes time the request's bound must not include.
+      DynamoDbAsyncClient client = asyncClient.get();
       CompletableFuture<DynamoDbResponse> sent = pause > 0
           ? CompletableFuture.supplyAsync(() -> bound(x, named(x, x.request()), deadline),
-              CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS)).thenCompose(this::sendAsync)
-          : sendAsync(bound(x, named(x, x.request()), deadline));
+              CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS)).thenCompose(r -> sendAsync(client, r))
+          : sendAsync(client, bound(x, named(x, x.request()), deadline));
       sent.whenComplete((response, failure) -> {
         if (failure == null) {
           try {
@@ -243,8 +245,7 @@ final class Runner {
   }
 
   @SuppressWarnings("unchecked")
-  private CompletableFuture<DynamoDbResponse> sendAsync(DynamoDbRequest r) {
-    DynamoDbAsyncClient asyncClient = this.asyncClient.get();
+  private static CompletableFuture<DynamoDbResponse> sendAsync(DynamoDbAsyncClient asyncClient, DynamoDbRequest r) {
     CompletableFuture<? extends DynamoDbResponse> f;
     if (r instanceof UpdateItemRequest u) {
       f = asyncClient.updateItem(u);

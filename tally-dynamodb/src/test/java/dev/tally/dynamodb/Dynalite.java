@@ -194,6 +194,12 @@ final class Dynalite {
       throw new IllegalStateException(e);
     }
     process = p;
+    // A dynalite that dies under the tests fails them all with refused connections: say why.
+    p.onExit().thenAccept(gone -> {
+      synchronized (output) {
+        System.out.println("[dynalite] exited with " + gone.exitValue() + "; its output:\n" + output);
+      }
+    });
     System.out.println("[dynalite] listening on 127.0.0.1:" + port + " (pid " + p.pid() + ")");
     return "http://127.0.0.1:" + port;
   }
