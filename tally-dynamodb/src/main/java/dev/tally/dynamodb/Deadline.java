@@ -106,7 +106,8 @@ final class Deadline {
 
   /** The failure of a call whose deadline passed between its requests. */
   StoreTimeoutException expired(String key) {
-    return new StoreTimeoutException("DynamoDB did not finish the call on '" + key + "' within its timeout ("
+    return new StoreTimeoutException("DynamoDB did not finish the call" + (key == null ? "" : " on '" + key + "'")
+        + " within its timeout ("
         + timeout.toMillis() + " ms); " + (sent ? "it may or may not have been applied"
         : "nothing was applied"), null);
   }

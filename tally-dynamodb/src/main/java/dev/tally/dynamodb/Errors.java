@@ -102,8 +102,9 @@ final class Errors {
       return new StoreUnavailableException(missingTable(options), t);
     }
     if (t instanceof SdkClientException && neverApplied(t)) {
+      // With retryLost=true an earlier attempt may have been a lost answer: claim nothing then.
       return new StoreUnavailableException("could not reach DynamoDB for " + what + ": "
-          + t.getMessage() + "; nothing was applied", t);
+          + t.getMessage() + (options.retryLost() ? "" : "; nothing was applied"), t);
     }
     if (t instanceof ApiCallTimeoutException || t instanceof ApiCallAttemptTimeoutException
         || causedBy(t, SocketTimeoutException.class)) {
