@@ -86,22 +86,23 @@ final class Deadline {
   }
 
   /**
-   * Takes {@code lock}, this process's turn on {@code key}, waiting no longer than the deadline.
+   * Takes {@code lock}, this process's turn on {@code key} ({@code what}: e.g. "limiter"), waiting
+   * no longer than the deadline.
    *
    * @throws StoreTimeoutException if other calls held it until then (nothing was applied)
    */
-  void lock(Lock lock, String key) {
+  void lock(Lock lock, String what, String key) {
     try {
       if (lock.tryLock(Math.max(0, remainingNanos()), TimeUnit.NANOSECONDS)) {
         return;
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new StoreUnavailableException("interrupted while waiting for this process's turn on '" + key
-          + "'; nothing was applied", e);
+      throw new StoreUnavailableException("interrupted while waiting for this process's turn on " + what
+          + " '" + key + "'; nothing was applied", e);
     }
-    throw new StoreTimeoutException("other calls of this process on '" + key + "' held it for the whole"
-        + " timeout (" + timeout.toMillis() + " ms); nothing was applied", null);
+    throw new StoreTimeoutException("other calls of this process held the turn on " + what + " '" + key
+        + "' for the whole timeout (" + timeout.toMillis() + " ms); nothing was applied", null);
   }
 
   /** The failure of a call whose deadline passed between its requests. */

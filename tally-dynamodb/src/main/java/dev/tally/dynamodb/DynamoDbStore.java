@@ -251,7 +251,7 @@ final class DynamoDbStore implements Store {
     int locked = 0;
     try {
       for (int s : stripes) {
-        deadline.lock(txStripes[s], ops.get(0).key());
+        deadline.lock(txStripes[s], "the keys of a transaction on", ops.get(0).key());
         locked++;
       }
       return run(x, deadline);
@@ -274,7 +274,7 @@ final class DynamoDbStore implements Store {
     checkOpen();
     LimiterCache.Entry entry = cache.entry(call.key());
     // Threads of this process take turns on a limiter: the wait for the turn is part of the call.
-    deadline.lock(entry.lock, call.key());
+    deadline.lock(entry.lock, "limiter", call.key());
     try {
       return limiters.run(new LimiterExchange(table, call, operation, permits, entry, once), deadline);
     } finally {

@@ -155,7 +155,8 @@ record Options(
     }
     String region = one(params, "region", null);
     return new Options(table, region, endpoint, key, retries, limiterRetries, conflictTries, timeout,
-        attemptTimeout, accessKey, secretKey, shards, List.copyOf(prefixes), async, Boolean.parseBoolean(retryLostText));
+        attemptTimeout, accessKey, secretKey, shards, List.copyOf(prefixes), async,
+        Boolean.parseBoolean(retryLostText));
   }
 
   /** Whether counters under {@code key} are sharded. */
