@@ -163,6 +163,9 @@ final class Clients implements AutoCloseable {
             .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(50), Duration.ofSeconds(2)))
             .circuitBreakerEnabled(false)
             .build());
+    if (b instanceof DynamoDbClientBuilder) {
+      c.addExecutionInterceptor(new TimedOutBeforeSending());
+    }
     for (ExecutionInterceptor i : interceptors) {
       c.addExecutionInterceptor(i);
     }
