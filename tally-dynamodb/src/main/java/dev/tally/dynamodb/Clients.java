@@ -145,9 +145,11 @@ final class Clients implements AutoCloseable {
     }
     ClientOverrideConfiguration.Builder c = ClientOverrideConfiguration.builder()
         // For requests outside a store call (opening, creating the table); the Runner bounds
-        // each of a call's requests by what is left of the call's timeout (Deadline).
+        // each of a call's requests by what is left of the call's timeout (Deadline). As there,
+        // an attempt is cut short only where the SDK retries it: a cold JVM on a busy machine
+        // can take seconds over its first request.
         .apiCallTimeout(o.timeout())
-        .apiCallAttemptTimeout(o.attemptTimeout())
+        .apiCallAttemptTimeout(o.retryLost() ? o.attemptTimeout() : o.timeout())
         .retryStrategy(StandardRetryStrategy.builder()
             // The SDK's defaults also retry 5xx answers and connections lost after the request
             // went out, after which a write may have been applied: a plain increment could count
