@@ -1,6 +1,7 @@
 package dev.tally.dynamodb;
 
 import dev.tally.Decision;
+import dev.tally.StoreTimeoutException;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
@@ -11,6 +12,7 @@ import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.function.Function;
@@ -43,7 +45,7 @@ final class AsyncDynamoDbStore implements AsyncStore {
     try {
       store.checkOpen();
       X x = exchange.get();
-      return store.counters.runAsync(x).thenApply(ignored -> result.apply(x));
+      return store.counters.runAsync(x, Deadline.start(options)).thenApply(ignored -> result.apply(x));
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -114,22 +116,33 @@ final class AsyncDynamoDbStore implements AsyncStore {
   @Override
   public CompletionStage<Number[]> transact(List<TxOp> ops) {
     // Transactions take this process's per-key turns, which a non-blocking chain cannot hold.
-    return CompletableFuture.supplyAsync(() -> store.transact(ops), blocking);
+    // The deadline starts now: a wait for the executor is part of the call.
+    Deadline deadline = Deadline.start(options);
+    return CompletableFuture.supplyAsync(() -> store.transact(ops, deadline), blocking);
   }
 
   @Override
   public CompletionStage<Object> applyOnce(OperationId id, Mutation mutation) {
     if (mutation instanceof Mutation.LimiterStep || mutation instanceof Mutation.Transact) {
       // These take this process's per-key turns, which a non-blocking chain cannot hold.
-      return CompletableFuture.supplyAsync(() -> store.applyOnce(id, mutation), blocking);
+      Deadline deadline = Deadline.start(options);
+      return CompletableFuture.supplyAsync(() -> store.applyOnce(id, mutation, deadline), blocking);
     }
     try {
       store.checkOpen();
       Once once = store.once(id, mutation);
       Exchange<?> x = store.onceExchange(once);
-      return store.counters.runAsync(new OnceExchanges.Claim(table, once))
-          .thenCompose(claimed -> store.counters.runAsync(x))
-          .thenApply(r -> (Object) r);
+      Deadline deadline = Deadline.start(options); // the claim and the write share it
+      return store.counters.runAsync(new OnceExchanges.Claim(table, once), deadline)
+          .thenCompose(claimed -> store.counters.runAsync(x, deadline))
+          .handle((r, failure) -> {
+            if (failure == null) {
+              return (Object) r;
+            }
+            Throwable f = Errors.unwrap(failure);
+            throw f instanceof StoreTimeoutException t ? DynamoDbStore.retrySafe(t, id)
+                : f instanceof RuntimeException re ? re : new CompletionException(f);
+          });
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -137,6 +150,7 @@ final class AsyncDynamoDbStore implements AsyncStore {
 
   @Override
   public CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
-    return CompletableFuture.supplyAsync(() -> store.limit(call, operation, permits), blocking);
+    Deadline deadline = Deadline.start(options);
+    return CompletableFuture.supplyAsync(() -> store.limit(call, operation, permits, null, deadline), blocking);
   }
 }

@@ -52,8 +52,10 @@ final class Clients implements AutoCloseable {
     this.http = Apache5HttpClient.builder()
         .maxConnections(64)
         .connectionMaxIdleTime(MAX_IDLE)
-        .connectionTimeout(o.timeout().compareTo(Duration.ofSeconds(2)) < 0 ? o.timeout() : Duration.ofSeconds(2))
+        .connectionTimeout(connectTimeout(o))
+        // Backstops: the SDK's call and attempt timeouts (set per request by the Runner) act first.
         .socketTimeout(o.timeout())
+        .connectionAcquisitionTimeout(o.timeout())
         .build();
     this.options = o;
     this.interceptors = List.copyOf(interceptors);
@@ -73,6 +75,15 @@ final class Clients implements AutoCloseable {
     this.limiters = l;
   }
 
+  /**
+   * How long opening a connection may take: the attempt timeout, at most 2 s. A connection that
+   * did not open sent nothing, so the SDK tries again, with time left in the call for it.
+   */
+  static Duration connectTimeout(Options o) {
+    Duration cap = Duration.ofSeconds(2);
+    return o.attemptTimeout().compareTo(cap) < 0 ? o.attemptTimeout() : cap;
+  }
+
   /** Whether an asynchronous client can be had. */
   boolean asyncAvailable() {
     return asyncAvailable;
@@ -90,24 +101,35 @@ final class Clients implements AutoCloseable {
       SdkAsyncHttpService service = ServiceLoader.load(SdkAsyncHttpService.class, Clients.class.getClassLoader())
           .findFirst().orElseThrow();
       async = configure(DynamoDbAsyncClient.builder(), options, options.retries(), interceptors)
-          .httpClientBuilder(new IdleLimited(service))
+          .httpClientBuilder(new Bounded(service, options))
           .build();
     }
     return async;
   }
 
-  /** The class path's async HTTP client, with {@link #MAX_IDLE}; the SDK owns (and closes) it. */
-  private static final class IdleLimited implements SdkAsyncHttpClient.Builder<IdleLimited> {
+  /**
+   * The class path's async HTTP client, with {@link #MAX_IDLE} and the blocking client's
+   * timeouts (its defaults wait 10 s for a pooled connection, 30 s for a read); the SDK owns (and
+   * closes) it.
+   */
+  private static final class Bounded implements SdkAsyncHttpClient.Builder<Bounded> {
     private final SdkAsyncHttpService service;
+    private final Options options;
 
-    IdleLimited(SdkAsyncHttpService service) {
+    Bounded(SdkAsyncHttpService service, Options options) {
       this.service = service;
+      this.options = options;
     }
 
     @Override
     public SdkAsyncHttpClient buildWithDefaults(AttributeMap defaults) {
       return service.createAsyncHttpClientFactory().buildWithDefaults(AttributeMap.builder()
-          .put(SdkHttpConfigurationOption.CONNECTION_MAX_IDLE_TIMEOUT, MAX_IDLE).build().merge(defaults));
+          .put(SdkHttpConfigurationOption.CONNECTION_MAX_IDLE_TIMEOUT, MAX_IDLE)
+          .put(SdkHttpConfigurationOption.CONNECTION_TIMEOUT, connectTimeout(options))
+          .put(SdkHttpConfigurationOption.READ_TIMEOUT, options.timeout())
+          .put(SdkHttpConfigurationOption.WRITE_TIMEOUT, options.timeout())
+          .put(SdkHttpConfigurationOption.CONNECTION_ACQUIRE_TIMEOUT, options.timeout())
+          .build().merge(defaults));
     }
   }
 
@@ -122,8 +144,12 @@ final class Clients implements AutoCloseable {
       b.endpointOverride(o.endpoint());
     }
     ClientOverrideConfiguration.Builder c = ClientOverrideConfiguration.builder()
-        .apiCallTimeout(o.timeout().multipliedBy(retries + 1L))
-        .apiCallAttemptTimeout(o.timeout())
+        // For requests outside a store call (opening, creating the table); the Runner bounds
+        // each of a call's requests by what is left of the call's timeout (Deadline). As there,
+        // an attempt is cut short only where the SDK retries it: a cold JVM on a busy machine
+        // can take seconds over its first request.
+        .apiCallTimeout(o.timeout())
+        .apiCallAttemptTimeout(o.retryLost() ? o.attemptTimeout() : o.timeout())
         .retryStrategy(StandardRetryStrategy.builder()
             // The SDK's defaults also retry 5xx answers and connections lost after the request
             // went out, after which a write may have been applied: a plain increment could count
@@ -139,6 +165,9 @@ final class Clients implements AutoCloseable {
             .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(50), Duration.ofSeconds(2)))
             .circuitBreakerEnabled(false)
             .build());
+    if (b instanceof DynamoDbClientBuilder) {
+      c.addExecutionInterceptor(new TimedOutBeforeSending());
+    }
     for (ExecutionInterceptor i : interceptors) {
       c.addExecutionInterceptor(i);
     }

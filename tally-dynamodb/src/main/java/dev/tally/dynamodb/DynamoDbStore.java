@@ -1,6 +1,7 @@
 package dev.tally.dynamodb;
 
 import dev.tally.Decision;
+import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.LimiterCall;
@@ -79,9 +80,14 @@ final class DynamoDbStore implements Store {
     }
   }
 
+  /** Carries out {@code x}, the whole call, within the store's timeout. */
   <T> T run(Exchange<T> x) {
+    return run(x, Deadline.start(options));
+  }
+
+  <T> T run(Exchange<T> x, Deadline deadline) {
     checkOpen();
-    return counters.run(x);
+    return counters.run(x, deadline);
   }
 
   final void checkOpen() {
@@ -230,10 +236,14 @@ final class DynamoDbStore implements Store {
    */
   @Override
   public Number[] transact(List<TxOp> ops) {
-    return transact(ops, transactExchange(ops, null));
+    return transact(ops, Deadline.start(options));
   }
 
-  private Number[] transact(List<TxOp> ops, Exchange<Number[]> x) {
+  Number[] transact(List<TxOp> ops, Deadline deadline) {
+    return transact(ops, transactExchange(ops, null), deadline);
+  }
+
+  private Number[] transact(List<TxOp> ops, Exchange<Number[]> x, Deadline deadline) {
     TreeSet<Integer> stripes = new TreeSet<>();
     for (TxOp op : ops) {
       stripes.add(Math.floorMod(op.key().hashCode(), txStripes.length));
@@ -241,10 +251,10 @@ final class DynamoDbStore implements Store {
     int locked = 0;
     try {
       for (int s : stripes) {
-        txStripes[s].lock();
+        deadline.lock(txStripes[s], "the keys of a transaction on", ops.get(0).key());
         locked++;
       }
-      return run(x);
+      return run(x, deadline);
     } finally {
       for (int s : stripes) {
         if (locked-- == 0) {
@@ -257,15 +267,16 @@ final class DynamoDbStore implements Store {
 
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
-    return limit(call, operation, permits, null);
+    return limit(call, operation, permits, null, Deadline.start(options));
   }
 
-  private Decision limit(LimiterCall call, LimiterOperation operation, long permits, Once once) {
+  Decision limit(LimiterCall call, LimiterOperation operation, long permits, Once once, Deadline deadline) {
     checkOpen();
     LimiterCache.Entry entry = cache.entry(call.key());
-    entry.lock.lock();
+    // Threads of this process take turns on a limiter: the wait for the turn is part of the call.
+    deadline.lock(entry.lock, "limiter", call.key());
     try {
-      return limiters.run(new LimiterExchange(table, call, operation, permits, entry, once));
+      return limiters.run(new LimiterExchange(table, call, operation, permits, entry, once), deadline);
     } finally {
       entry.lock.unlock();
     }
@@ -316,20 +327,37 @@ final class DynamoDbStore implements Store {
    */
   @Override
   public Object applyOnce(OperationId id, Mutation mutation) {
+    return applyOnce(id, mutation, Deadline.start(options));
+  }
+
+  /** The same within {@code deadline}, which the claim and the write share. */
+  Object applyOnce(OperationId id, Mutation mutation, Deadline deadline) {
     checkOpen();
     Once once = once(id, mutation);
-    if (mutation instanceof Mutation.LimiterStep step) {
-      limiters.run(new OnceExchanges.Claim(table, once));
-      return limit(step.call(), step.operation(), step.permits(), once);
+    try {
+      if (mutation instanceof Mutation.LimiterStep step) {
+        limiters.run(new OnceExchanges.Claim(table, once), deadline);
+        return limit(step.call(), step.operation(), step.permits(), once, deadline);
+      }
+      Exchange<?> x = onceExchange(once);
+      run(new OnceExchanges.Claim(table, once), deadline);
+      if (mutation instanceof Mutation.Transact tx) {
+        @SuppressWarnings("unchecked")
+        Exchange<Number[]> t = (Exchange<Number[]>) x;
+        return transact(tx.ops(), t, deadline);
+      }
+      return run(x, deadline);
+    } catch (StoreTimeoutException e) {
+      throw retrySafe(e, id);
     }
-    Exchange<?> x = onceExchange(once);
-    run(new OnceExchanges.Claim(table, once));
-    if (mutation instanceof Mutation.Transact tx) {
-      @SuppressWarnings("unchecked")
-      Exchange<Number[]> t = (Exchange<Number[]>) x;
-      return transact(tx.ops(), t);
-    }
-    return run(x);
+  }
+
+  /** A timeout of a call with an operation id says what the id makes safe. */
+  static StoreTimeoutException retrySafe(StoreTimeoutException e, OperationId id) {
+    StoreTimeoutException safe = new StoreTimeoutException(e.getMessage() + ". The call carried operation id '"
+        + id.value() + "': retrying it with the same id applies it at most once", e.getCause());
+    safe.setStackTrace(e.getStackTrace());
+    return safe;
   }
 
   /** The non-blocking form, when an async HTTP client is on the class path. */

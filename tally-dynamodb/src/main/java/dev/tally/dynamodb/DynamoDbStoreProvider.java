@@ -25,8 +25,9 @@ import java.util.Set;
  *   <tr><td>{@code retries}</td><td>retries of counter requests that provably did not apply, or that carry an id (default 3)</td></tr>
  *   <tr><td>{@code retryLost}</td><td>{@code true}: also retry plain requests whose answer was lost, which may count twice (default {@code false})</td></tr>
  *   <tr><td>{@code limiterRetries}</td><td>the same for limiter requests (default 1)</td></tr>
- *   <tr><td>{@code conflictTries}</td><td>conditional writes tried before giving up under contention (default 8)</td></tr>
- *   <tr><td>{@code timeout}</td><td>milliseconds per request attempt (default 5000)</td></tr>
+ *   <tr><td>{@code conflictTries}</td><td>conditional writes tried before giving up under contention (default 16)</td></tr>
+ *   <tr><td>{@code timeout}</td><td>milliseconds a whole call may take: its requests, retries, backoffs and waits (default 5000)</td></tr>
+ *   <tr><td>{@code attemptTimeout}</td><td>milliseconds a request attempt that a retry can follow may take (default half of {@code timeout})</td></tr>
  *   <tr><td>{@code shards}, {@code shardPrefix}</td><td>hot keys: N items per counter, for keys with these prefixes (all if none)</td></tr>
  *   <tr><td>{@code async}</td><td>{@code auto} (default: non-blocking when an async HTTP client is present) or {@code off}</td></tr>
  * </table>

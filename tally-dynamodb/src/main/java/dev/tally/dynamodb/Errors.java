@@ -40,7 +40,9 @@ final class Errors {
     }
     for (Throwable c = t; c != null; c = c.getCause()) {
       if (c instanceof ConnectException || c instanceof UnknownHostException
-          || c instanceof NoRouteToHostException) {
+          || c instanceof NoRouteToHostException
+          // Apache HttpClient's, an InterruptedIOException: the connection never opened
+          || c.getClass().getSimpleName().equals("ConnectTimeoutException")) {
         return true;
       }
     }
@@ -55,6 +57,9 @@ final class Errors {
   static boolean lostAnswer(Throwable t) {
     if (t instanceof AwsServiceException e) {
       return e.statusCode() >= 500 && !e.isThrottlingException();
+    }
+    if (t instanceof ApiCallAttemptTimeoutException || t instanceof ApiCallTimeoutException) {
+      return true; // the SDK aborts the request by interrupting its thread: no interrupt of ours
     }
     return t instanceof SdkClientException && !(t instanceof AbortedException)
         && !causedBy(t, InterruptedIOException.class) && !neverApplied(t);
@@ -96,10 +101,15 @@ final class Errors {
     if (t instanceof ResourceNotFoundException) {
       return new StoreUnavailableException(missingTable(options), t);
     }
+    if (t instanceof SdkClientException && neverApplied(t)) {
+      // With retryLost=true an earlier attempt may have been a lost answer: claim nothing then.
+      return new StoreUnavailableException("could not reach DynamoDB for " + what + ": "
+          + t.getMessage() + (options.retryLost() ? "" : "; nothing was applied"), t);
+    }
     if (t instanceof ApiCallTimeoutException || t instanceof ApiCallAttemptTimeoutException
         || causedBy(t, SocketTimeoutException.class)) {
-      return new StoreTimeoutException("DynamoDB did not answer in time for " + what
-          + "; the operation may or may not have been applied", t);
+      return new StoreTimeoutException("DynamoDB did not answer in time for " + what + " (timeout "
+          + options.timeout().toMillis() + " ms); the operation may or may not have been applied", t);
     }
     if (t instanceof AbortedException || causedBy(t, InterruptedIOException.class)) {
       return new StoreUnavailableException("the request for " + what + " was interrupted; it may"

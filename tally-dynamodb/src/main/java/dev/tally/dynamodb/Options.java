@@ -19,7 +19,12 @@ import java.util.regex.Pattern;
  * <pre>
  * dynamodb://TABLE?region=us-east-1&amp;endpoint=http://localhost:4567&amp;key=key&amp;retries=1
  *                 &amp;accessKey=…&amp;secretKey=…&amp;shards=16&amp;shardPrefix=views:
+ *                 &amp;timeout=5000&amp;attemptTimeout=2500
  * </pre>
+ *
+ * {@code timeout} bounds a whole call (every request, retry, backoff and wait for this process's
+ * turn in it: see {@link Deadline}); {@code attemptTimeout} one request attempt that a retry can
+ * follow.
  *
  * Values are percent-decoded, but {@code +} stays a plus sign, since AWS secret keys contain it.
  */
@@ -32,6 +37,7 @@ record Options(
     int limiterRetries,
     int conflictTries,
     Duration timeout,
+    Duration attemptTimeout,
     String accessKey,
     String secretKey,
     int shards,
@@ -53,8 +59,10 @@ record Options(
 
   private static final Pattern TABLE = Pattern.compile("[A-Za-z0-9_.-]{3,255}");
   private static final Set<String> KNOWN = Set.of("region", "endpoint", "key", "retries",
-      "limiterRetries", "conflictTries", "timeout", "accessKey", "secretKey", "shards",
+      "limiterRetries", "conflictTries", "timeout", "attemptTimeout", "accessKey", "secretKey", "shards",
       "shardPrefix", "async", "retryLost");
+  /** Milliseconds a whole call may take by default. */
+  static final int DEFAULT_TIMEOUT_MILLIS = 5_000;
   static final int MAX_SHARDS = 100; // one BatchGetItem reads at most 100 items
 
   static Options parse(String uri) {
@@ -107,7 +115,16 @@ record Options(
     int retries = integer(params, "retries", 3, 0, 20);
     int limiterRetries = integer(params, "limiterRetries", Math.min(1, retries), 0, 20);
     int conflictTries = integer(params, "conflictTries", 16, 1, 100);
-    Duration timeout = Duration.ofMillis(integer(params, "timeout", 5_000, 1, 600_000));
+    Duration timeout = Duration.ofMillis(integer(params, "timeout", DEFAULT_TIMEOUT_MILLIS, 1, 600_000));
+    // Half the timeout by default: a request stuck on a dead connection is cut short early
+    // enough for one retry on a fresh connection to fit in the same call.
+    Duration attemptTimeout = Duration.ofMillis(integer(params, "attemptTimeout",
+        (int) Math.max(1, timeout.toMillis() / 2), 1, 600_000));
+    if (attemptTimeout.compareTo(timeout) > 0) {
+      throw new IllegalArgumentException("attemptTimeout=" + attemptTimeout.toMillis() + " is longer than"
+          + " timeout=" + timeout.toMillis() + ", which bounds the whole call; give an attemptTimeout of at most"
+          + " the timeout (by default half of it)");
+    }
     String accessKey = one(params, "accessKey", null);
     String secretKey = one(params, "secretKey", null);
     if ((accessKey == null) != (secretKey == null)) {
@@ -138,7 +155,8 @@ record Options(
     }
     String region = one(params, "region", null);
     return new Options(table, region, endpoint, key, retries, limiterRetries, conflictTries, timeout,
-        accessKey, secretKey, shards, List.copyOf(prefixes), async, Boolean.parseBoolean(retryLostText));
+        attemptTimeout, accessKey, secretKey, shards, List.copyOf(prefixes), async,
+        Boolean.parseBoolean(retryLostText));
   }
 
   /** Whether counters under {@code key} are sharded. */

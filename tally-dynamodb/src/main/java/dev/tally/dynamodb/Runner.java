@@ -55,14 +55,15 @@ final class Runner {
 
   // ------------------------------------------------------------------ blocking
 
-  <T> T run(Exchange<T> x) {
+  /** Carries {@code x} out within {@code deadline}. */
+  <T> T run(Exchange<T> x, Deadline deadline) {
     try {
       while (!x.done()) {
-        pause(x.pauseNanos());
+        deadline.pause(x.pauseNanos(), x.key);
         DynamoDbRequest request = x.request();
         x.operation = operationName(request);
         try {
-          x.answer(send(request));
+          x.answer(send(bound(x, request, deadline)));
         } catch (ConditionalCheckFailedException e) {
           Map<String, AttributeValue> item;
           if (e.hasItem()) {
@@ -71,7 +72,7 @@ final class Runner {
           } else if (returnsFailedItems.get() || !x.needsItemOnConditionFailure()) {
             item = null;
           } else {
-            item = item(client.getItem(read(x.failedItemKey())));
+            item = item(client.getItem(deadline.bound(read(x.failedItemKey()), true, x.key)));
           }
           x.conditionFailed(item);
         } catch (TransactionCanceledException e) {
@@ -79,11 +80,11 @@ final class Runner {
         } catch (DynamoDbException e) {
           if (Errors.numberRefused(e)) {
             x.numberRefused(e);
-          } else if (!resend(x, e)) {
+          } else if (!resend(x, e, deadline)) {
             throw e;
           }
         } catch (SdkClientException e) {
-          if (!resend(x, e)) {
+          if (!resend(x, e, deadline)) {
             throw e;
           }
         }
@@ -94,30 +95,32 @@ final class Runner {
     }
   }
 
+  /**
+   * {@code r} within the deadline; its attempts are cut short where a retry can follow (the
+   * exchange re-sends lost answers itself, or the SDK retries every failure).
+   */
+  private DynamoDbRequest bound(Exchange<?> x, DynamoDbRequest r, Deadline deadline) {
+    boolean retryable = options.retryLost() || (x.retrySafe() && lostAnswerRetries > 0);
+    return deadline.bound(r, retryable, x.key);
+  }
+
   /** {@code TransactWriteItemsRequest} → {@code TransactWriteItems}. */
   static String operationName(DynamoDbRequest r) {
     String name = r.getClass().getSimpleName();
     return name.endsWith("Request") ? name.substring(0, name.length() - "Request".length()) : name;
   }
 
-  /** Whether to send the same request again after {@code failure}, having paused. */
-  private boolean resend(Exchange<?> x, Throwable failure) {
-    if (!x.retrySafe() || !Errors.lostAnswer(failure) || !x.anotherAttempt(lostAnswerRetries)) {
+  /**
+   * Whether to send the same request again after {@code failure}, having paused. Not once the
+   * deadline has come: the failure (a timeout, as a rule) is then the answer.
+   */
+  private boolean resend(Exchange<?> x, Throwable failure, Deadline deadline) {
+    if (!x.retrySafe() || !Errors.lostAnswer(failure) || deadline.remainingNanos() <= 0
+        || !x.anotherAttempt(lostAnswerRetries)) {
       return false;
     }
-    pause(x.lostAnswerPauseNanos());
+    deadline.pause(x.lostAnswerPauseNanos(), x.key);
     return true;
-  }
-
-  private static void pause(long nanos) {
-    if (nanos > 0) {
-      try {
-        TimeUnit.NANOSECONDS.sleep(nanos);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new dev.tally.StoreUnavailableException("interrupted while backing off", e);
-      }
-    }
   }
 
   private DynamoDbResponse send(DynamoDbRequest r) {
@@ -151,41 +154,47 @@ final class Runner {
 
   // ------------------------------------------------------------------ asynchronous
 
-  <T> CompletableFuture<T> runAsync(Exchange<T> x) {
+  /** Carries {@code x} out within {@code deadline}, on the asynchronous client's futures. */
+  <T> CompletableFuture<T> runAsync(Exchange<T> x, Deadline deadline) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    step(x, result);
+    step(x, deadline, result);
     return result;
   }
 
-  private <T> void step(Exchange<T> x, CompletableFuture<T> result) {
+  private <T> void step(Exchange<T> x, Deadline deadline, CompletableFuture<T> result) {
     try {
       if (x.done()) {
         result.complete(x.result());
         return;
       }
       long pause = x.pauseNanos();
+      if (pause > 0 && pause >= deadline.remainingNanos()) {
+        throw deadline.expired(x.key);
+      }
+      // The client first: built on first use, which takes time the request's bound must not include.
+      DynamoDbAsyncClient client = asyncClient.get();
       CompletableFuture<DynamoDbResponse> sent = pause > 0
-          ? CompletableFuture.supplyAsync(() -> named(x, x.request()),
-              CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS)).thenCompose(this::sendAsync)
-          : sendAsync(named(x, x.request()));
+          ? CompletableFuture.supplyAsync(() -> bound(x, named(x, x.request()), deadline),
+              CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS)).thenCompose(r -> sendAsync(client, r))
+          : sendAsync(client, bound(x, named(x, x.request()), deadline));
       sent.whenComplete((response, failure) -> {
         if (failure == null) {
           try {
             x.answer(response);
-            step(x, result);
+            step(x, deadline, result);
           } catch (Throwable t) {
             result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
           }
           return;
         }
-        onFailure(x, result, Errors.unwrap(failure));
+        onFailure(x, deadline, result, Errors.unwrap(failure));
       });
     } catch (Throwable t) {
       result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
     }
   }
 
-  private <T> void onFailure(Exchange<T> x, CompletableFuture<T> result, Throwable failure) {
+  private <T> void onFailure(Exchange<T> x, Deadline deadline, CompletableFuture<T> result, Throwable failure) {
     try {
       if (failure instanceof ConditionalCheckFailedException e) {
         if (e.hasItem()) {
@@ -194,14 +203,14 @@ final class Runner {
         } else if (returnsFailedItems.get() || !x.needsItemOnConditionFailure()) {
           x.conditionFailed(null);
         } else {
-          asyncClient.get().getItem(read(x.failedItemKey())).whenComplete((r, f) -> {
+          asyncClient.get().getItem(deadline.bound(read(x.failedItemKey()), true, x.key)).whenComplete((r, f) -> {
             if (f != null) {
               result.completeExceptionally(Errors.translate(f, x.key, options, x.operation));
               return;
             }
             try {
               x.conditionFailed(item(r));
-              step(x, result);
+              step(x, deadline, result);
             } catch (Throwable t) {
               result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
             }
@@ -212,15 +221,19 @@ final class Runner {
         x.canceled(e);
       } else if (failure instanceof DynamoDbException e && Errors.numberRefused(e)) {
         x.numberRefused(e);
-      } else if (x.retrySafe() && Errors.lostAnswer(failure) && x.anotherAttempt(lostAnswerRetries)) {
-        CompletableFuture.delayedExecutor(x.lostAnswerPauseNanos(), TimeUnit.NANOSECONDS)
-            .execute(() -> step(x, result));
+      } else if (x.retrySafe() && Errors.lostAnswer(failure) && deadline.remainingNanos() > 0
+          && x.anotherAttempt(lostAnswerRetries)) {
+        long pause = x.lostAnswerPauseNanos();
+        if (pause >= deadline.remainingNanos()) {
+          throw deadline.expired(x.key);
+        }
+        CompletableFuture.delayedExecutor(pause, TimeUnit.NANOSECONDS).execute(() -> step(x, deadline, result));
         return;
       } else {
         result.completeExceptionally(Errors.translate(failure, x.key, options, x.operation));
         return;
       }
-      step(x, result);
+      step(x, deadline, result);
     } catch (Throwable t) {
       result.completeExceptionally(Errors.translate(t, x.key, options, x.operation));
     }
@@ -232,8 +245,7 @@ final class Runner {
   }
 
   @SuppressWarnings("unchecked")
-  private CompletableFuture<DynamoDbResponse> sendAsync(DynamoDbRequest r) {
-    DynamoDbAsyncClient asyncClient = this.asyncClient.get();
+  private static CompletableFuture<DynamoDbResponse> sendAsync(DynamoDbAsyncClient asyncClient, DynamoDbRequest r) {
     CompletableFuture<? extends DynamoDbResponse> f;
     if (r instanceof UpdateItemRequest u) {
       f = asyncClient.updateItem(u);

@@ -33,7 +33,7 @@ class AsyncStoreTest {
   @BeforeAll
   static void open() {
     // 200 increments at once to a local server: on a busy machine some wait seconds, and a timeout
-    // is reported (retryLost=false), not retried, so the attempt timeout is generous.
+    // is reported (retryLost=false), not retried, so the call's timeout is generous.
     shared = Tally.open(Dynalite.uri("timeout=30000"));
   }
 

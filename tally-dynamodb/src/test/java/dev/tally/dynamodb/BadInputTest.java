@@ -136,6 +136,23 @@ class BadInputTest {
   }
 
   @Test
+  void timeoutsAreCheckedAndTheAttemptFitsInTheCall() {
+    assertThatThrownBy(() -> Tally.open("dynamodb://tally?timeout=0"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("timeout=0 must be an integer from 1");
+    assertThatThrownBy(() -> Tally.open("dynamodb://tally?timeout=2s"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("timeout=2s");
+    assertThatThrownBy(() -> Tally.open("dynamodb://tally?timeout=1000&attemptTimeout=1500"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("attemptTimeout=1500 is longer than timeout=1000");
+    Options defaults = Options.parse("dynamodb://tally");
+    assertThat(defaults.timeout()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(defaults.attemptTimeout()).isEqualTo(Duration.ofMillis(2500));
+    assertThat(Options.parse("dynamodb://tally?timeout=3000").attemptTimeout()).isEqualTo(Duration.ofMillis(1500));
+    assertThat(Options.parse("dynamodb://tally?timeout=3000&attemptTimeout=3000").attemptTimeout())
+        .isEqualTo(Duration.ofSeconds(3));
+  }
+
+  @Test
   void aMissingTableFailsAtOnceSayingHowToCreateIt() {
     String uri = "dynamodb://no-such-table-" + UUID.randomUUID() + "?endpoint=" + Dynalite.endpoint();
     long start = System.nanoTime();

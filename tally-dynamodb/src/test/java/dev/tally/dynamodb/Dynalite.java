@@ -1,11 +1,13 @@
 package dev.tally.dynamodb;
 
+import dev.tally.tck.ServerFreeze;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,12 +23,32 @@ import software.amazon.awssdk.services.dynamodb.model.TransactGetItem;
  *
  * <p>dynalite implements neither transactions nor TTL deletion; {@link #supportsTransactions}
  * probes the server, so the transaction tests run wherever the server has them.
+ *
+ * <p>The dynalite started here can be frozen ({@link #FREEZE}): {@code SIGSTOP} to its node
+ * process, started directly (no npm or npx wrapper whose pid would be the wrong one to stop), and
+ * to any process node started; {@code SIGCONT} resumes them. The kernel keeps accepting
+ * connections and buffering requests meanwhile, so a client sees a server that hears and never
+ * answers, as with a hung host.
  */
 final class Dynalite {
   static final String TABLE = "tally-test";
   private static volatile String endpoint;
   private static volatile Boolean transactions;
   private static final Map<String, Boolean> tables = new ConcurrentHashMap<>();
+  private static volatile Process process; // null until started here, and with a given endpoint
+
+  /** Freezes and resumes the dynalite started here, for the kit's server-fault case. */
+  static final ServerFreeze FREEZE = new ServerFreeze() {
+    @Override
+    public void freeze() {
+      Dynalite.freeze();
+    }
+
+    @Override
+    public void resume() {
+      Dynalite.resume();
+    }
+  };
 
   private Dynalite() {}
 
@@ -37,6 +59,45 @@ final class Dynalite {
       endpoint = given != null && !given.isBlank() ? given : start();
     }
     return endpoint;
+  }
+
+  /** Whether the tests start dynalite themselves (no TALLY_DYNAMODB_ENDPOINT), so can freeze it. */
+  static boolean freezable() {
+    String given = System.getenv("TALLY_DYNAMODB_ENDPOINT");
+    return given == null || given.isBlank();
+  }
+
+  /** Stops dynalite (and anything it started) until {@link #resume()}. */
+  static void freeze() {
+    signal("STOP");
+  }
+
+  /** Lets a frozen dynalite run again. */
+  static void resume() {
+    signal("CONT");
+  }
+
+  private static void signal(String signal) {
+    endpoint();
+    Process p = process;
+    if (p == null) {
+      throw new IllegalStateException("dynalite at " + endpoint + " was not started by the tests"
+          + " (TALLY_DYNAMODB_ENDPOINT): it cannot be frozen");
+    }
+    List<String> command = new ArrayList<>(List.of("kill", "-" + signal, Long.toString(p.pid())));
+    p.descendants().forEach(d -> command.add(Long.toString(d.pid())));
+    try {
+      Process kill = new ProcessBuilder(command).redirectErrorStream(true).start();
+      String said = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      if (kill.waitFor() != 0) {
+        throw new IllegalStateException(String.join(" ", command) + " failed: " + said);
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("could not run " + String.join(" ", command), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while sending SIG" + signal + " to dynalite", e);
+    }
   }
 
   /** A store URI on table {@code table} (created if needed) keyed by {@code key}, plus options. */
@@ -95,13 +156,12 @@ final class Dynalite {
           + ". Install Node.js 20 or later", e);
     }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      p.destroy();
+      p.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly(); // SIGKILL: a frozen node would not act on SIGTERM before SIGCONT
       try {
-        if (!p.waitFor(5, TimeUnit.SECONDS)) {
-          p.destroyForcibly();
-        }
+        p.waitFor(5, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
-        p.destroyForcibly();
+        Thread.currentThread().interrupt();
       }
     }, "dynalite-stop"));
     CountDownLatch listening = new CountDownLatch(1);
@@ -133,6 +193,13 @@ final class Dynalite {
       Thread.currentThread().interrupt();
       throw new IllegalStateException(e);
     }
+    process = p;
+    // A dynalite that dies under the tests fails them all with refused connections: say why.
+    p.onExit().thenAccept(gone -> {
+      synchronized (output) {
+        System.out.println("[dynalite] exited with " + gone.exitValue() + "; its output:\n" + output);
+      }
+    });
     System.out.println("[dynalite] listening on 127.0.0.1:" + port + " (pid " + p.pid() + ")");
     return "http://127.0.0.1:" + port;
   }

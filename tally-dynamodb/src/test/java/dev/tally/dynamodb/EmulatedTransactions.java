@@ -3,11 +3,15 @@ package dev.tally.dynamodb;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.StoreProvider;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
+import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.BatchGetItemRequest;
@@ -19,6 +23,7 @@ import software.amazon.awssdk.services.dynamodb.model.DeleteItemRequest;
 import software.amazon.awssdk.services.dynamodb.model.DeleteItemResponse;
 import software.amazon.awssdk.services.dynamodb.model.DescribeTableRequest;
 import software.amazon.awssdk.services.dynamodb.model.DescribeTableResponse;
+import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
 import software.amazon.awssdk.services.dynamodb.model.GetItemRequest;
 import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 import software.amazon.awssdk.services.dynamodb.model.ItemResponse;
@@ -43,6 +48,11 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  * under one lock that every emulated transaction in this JVM takes. The isolation holds between
  * transactions only (plain writes do not take the lock), which is what the kit's transaction
  * tests exercise. Opened as {@code dynamodb-txemu://…}.
+ *
+ * <p>A transaction keeps to the timeout the store gave its request ({@link Budget}): the wait for
+ * the lock and each request sent in its stead share what is left of it, so a frozen server makes
+ * it time out as a real transaction would. Unlike a real one, it is not atomic across such a
+ * timeout: writes done before it stay, and undoing them needs the server too.
  */
 final class EmulatedTransactions implements DynamoDbClient {
   private static final ReentrantLock LOCK = new ReentrantLock(true);
@@ -68,11 +78,13 @@ final class EmulatedTransactions implements DynamoDbClient {
 
   @Override
   public TransactGetItemsResponse transactGetItems(TransactGetItemsRequest request) {
-    LOCK.lock();
+    Budget budget = new Budget(request);
+    budget.lock();
     try {
       List<ItemResponse> out = new ArrayList<>();
       for (TransactGetItem g : request.transactItems()) {
-        GetItemResponse r = d.getItem(b -> b.tableName(g.get().tableName()).key(g.get().key()).consistentRead(true));
+        GetItemResponse r = d.getItem(b -> b.tableName(g.get().tableName()).key(g.get().key()).consistentRead(true)
+            .overrideConfiguration(budget.left()));
         out.add(r.hasItem() && !r.item().isEmpty() ? ItemResponse.builder().item(r.item()).build()
             : ItemResponse.builder().build());
       }
@@ -84,7 +96,8 @@ final class EmulatedTransactions implements DynamoDbClient {
 
   @Override
   public TransactWriteItemsResponse transactWriteItems(TransactWriteItemsRequest request) {
-    LOCK.lock();
+    Budget budget = new Budget(request);
+    budget.lock();
     try {
       List<Runnable> undo = new ArrayList<>();
       List<TransactWriteItem> items = request.transactItems();
@@ -94,7 +107,7 @@ final class EmulatedTransactions implements DynamoDbClient {
         Map<String, AttributeValue> key;
         if (w.put() != null) {
           table = w.put().tableName();
-          key = keyOf(table, w.put().item());
+          key = keyOf(table, w.put().item(), budget);
         } else if (w.delete() != null) {
           table = w.delete().tableName();
           key = w.delete().key();
@@ -102,10 +115,11 @@ final class EmulatedTransactions implements DynamoDbClient {
           table = w.conditionCheck().tableName();
           key = w.conditionCheck().key();
         }
-        GetItemResponse before = d.getItem(b -> b.tableName(table).key(key).consistentRead(true));
+        GetItemResponse before = d.getItem(b -> b.tableName(table).key(key).consistentRead(true)
+            .overrideConfiguration(budget.left()));
         Map<String, AttributeValue> old = before.hasItem() && !before.item().isEmpty() ? before.item() : null;
         try {
-          apply(w, old);
+          apply(w, old, budget);
         } catch (ConditionalCheckFailedException e) {
           for (int u = undo.size() - 1; u >= 0; u--) {
             undo.get(u).run();
@@ -119,9 +133,9 @@ final class EmulatedTransactions implements DynamoDbClient {
         }
         undo.add(() -> {
           if (old == null) {
-            d.deleteItem(b -> b.tableName(table).key(key));
+            d.deleteItem(b -> b.tableName(table).key(key).overrideConfiguration(budget.left()));
           } else {
-            d.putItem(b -> b.tableName(table).item(old));
+            d.putItem(b -> b.tableName(table).item(old).overrideConfiguration(budget.left()));
           }
         });
       }
@@ -131,35 +145,70 @@ final class EmulatedTransactions implements DynamoDbClient {
     }
   }
 
-  private void apply(TransactWriteItem w, Map<String, AttributeValue> old) {
+  private void apply(TransactWriteItem w, Map<String, AttributeValue> old, Budget budget) {
     if (w.put() != null) {
       var p = w.put();
       d.putItem(b -> b.tableName(p.tableName()).item(p.item()).conditionExpression(p.conditionExpression())
           .expressionAttributeNames(p.expressionAttributeNames())
-          .expressionAttributeValues(p.hasExpressionAttributeValues() ? p.expressionAttributeValues() : null));
+          .expressionAttributeValues(p.hasExpressionAttributeValues() ? p.expressionAttributeValues() : null)
+          .overrideConfiguration(budget.left()));
     } else if (w.delete() != null) {
       var x = w.delete();
       d.deleteItem(b -> b.tableName(x.tableName()).key(x.key()).conditionExpression(x.conditionExpression())
           .expressionAttributeNames(x.expressionAttributeNames())
-          .expressionAttributeValues(x.hasExpressionAttributeValues() ? x.expressionAttributeValues() : null));
+          .expressionAttributeValues(x.hasExpressionAttributeValues() ? x.expressionAttributeValues() : null)
+          .overrideConfiguration(budget.left()));
     } else {
       ConditionCheck c = w.conditionCheck();
       // Check by writing back what is there (or deleting nothing) under the same condition.
       if (old == null) {
         d.deleteItem(b -> b.tableName(c.tableName()).key(c.key()).conditionExpression(c.conditionExpression())
             .expressionAttributeNames(c.expressionAttributeNames())
-            .expressionAttributeValues(c.hasExpressionAttributeValues() ? c.expressionAttributeValues() : null));
+            .expressionAttributeValues(c.hasExpressionAttributeValues() ? c.expressionAttributeValues() : null)
+            .overrideConfiguration(budget.left()));
       } else {
         d.putItem(b -> b.tableName(c.tableName()).item(old).conditionExpression(c.conditionExpression())
             .expressionAttributeNames(c.expressionAttributeNames())
-            .expressionAttributeValues(c.hasExpressionAttributeValues() ? c.expressionAttributeValues() : null));
+            .expressionAttributeValues(c.hasExpressionAttributeValues() ? c.expressionAttributeValues() : null)
+            .overrideConfiguration(budget.left()));
       }
     }
   }
 
-  private Map<String, AttributeValue> keyOf(String table, Map<String, AttributeValue> item) {
-    String keyName = d.describeTable(b -> b.tableName(table)).table().keySchema().get(0).attributeName();
+  private Map<String, AttributeValue> keyOf(String table, Map<String, AttributeValue> item, Budget budget) {
+    String keyName = d.describeTable(b -> b.tableName(table).overrideConfiguration(budget.left()))
+        .table().keySchema().get(0).attributeName();
     return Map.of(keyName, item.get(keyName));
+  }
+
+  /** What is left of the timeout of the transaction request being emulated. */
+  private static final class Budget {
+    private final long until;
+
+    Budget(DynamoDbRequest outer) {
+      Duration timeout = outer.overrideConfiguration().flatMap(c -> c.apiCallTimeout()).orElse(Duration.ofMinutes(1));
+      this.until = System.nanoTime() + timeout.toNanos();
+    }
+
+    /** The timeout of the next request sent in the transaction's stead. */
+    AwsRequestOverrideConfiguration left() {
+      long n = until - System.nanoTime();
+      if (n <= 0) {
+        throw ApiCallTimeoutException.builder().message("the emulated transaction ran out of time").build();
+      }
+      return AwsRequestOverrideConfiguration.builder().apiCallTimeout(Duration.ofNanos(n)).build();
+    }
+
+    void lock() {
+      try {
+        if (LOCK.tryLock(until - System.nanoTime(), TimeUnit.NANOSECONDS)) {
+          return;
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      throw ApiCallTimeoutException.builder().message("the emulated transaction waited out its time for the lock").build();
+    }
   }
 
   // ------------------------------------------------------------------ everything else as is

@@ -25,9 +25,11 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 class RetryTest {
   private static final int RETRIES = 3;
 
+  // The timeout bounds the whole call, every retry and backoff in it: generous, since this test
+  // counts attempts, and a busy machine must not cut them short.
   private static Clients clients(int port, boolean retryLost) {
     return new Clients(Options.parse("dynamodb://tally?endpoint=http://127.0.0.1:" + port + "&retries=" + RETRIES
-        + "&timeout=1000&retryLost=" + retryLost), List.of());
+        + "&timeout=10000&retryLost=" + retryLost), List.of());
   }
 
   private static void increment(Clients c) {
