@@ -49,22 +49,22 @@ public final class TallyRuntime extends Tally {
   private final LazyExecutor executor;
   private final Counters rootCounters;
 
-  private TallyRuntime(Tally.Builder b, Store store, LazyExecutor executor) {
+  private TallyRuntime(Tally.Builder b, Store opened, LazyExecutor executor) {
     this.uri = b.uri();
-    this.openedStore = store;
+    this.openedStore = opened;
     this.executor = executor;
-    AsyncStore nativeAsync = store.async();
-    AsyncStore async = nativeAsync != null ? nativeAsync : new SyncStoreAdapter(store, executor);
+    AsyncStore nativeAsync = opened.async();
+    AsyncStore async = nativeAsync != null ? nativeAsync : new SyncStoreAdapter(opened, executor);
     if (b.circuitBreaker().enabled()) {
-      // Beneath everything, so that each operation of every API passes it once; the
-      // asynchronous side is put behind it before adapting, so a refused call of a blocking
-      // store fails on the caller's thread rather than after a hop to the executor.
+      // Beneath everything else, so that each operation of every API passes it once. The
+      // asynchronous side wraps the adapter, not the other way round, so a refused call of a
+      // blocking store fails on the caller's thread, without a hop to the executor.
       this.circuit = new Circuit(Tally.scheme(uri), b.circuitBreaker(), b.timeSource(), b.listener());
-      this.store = new CircuitBreakerStore(store, circuit);
+      this.store = new CircuitBreakerStore(opened, circuit);
       this.asyncStore = new CircuitBreakerStore.Async(async, circuit);
     } else {
       this.circuit = null;
-      this.store = store;
+      this.store = opened;
       this.asyncStore = async;
     }
     this.failures = new Failures(b.listener());
