@@ -307,6 +307,42 @@ class CircuitBreakerTest {
   }
 
   @Test
+  void failuresOnManyThreadsOpenItOnceAndThenStopReachingTheStore() throws Exception {
+    Tally t = open("outage:", THREE);
+    OutageStore store = store(t);
+    store.mode = Mode.DOWN;
+    Counters views = t.counters("views", FailurePolicy.FAIL_OPEN);
+    int threads = 8;
+    int perThread = 200;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      CountDownLatch start = new CountDownLatch(1);
+      List<Future<?>> runs = new ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        runs.add(pool.submit(() -> {
+          start.await();
+          for (int j = 0; j < perThread; j++) {
+            assertThat(views.incr("k")).isEqualTo(1);
+          }
+          return null;
+        }));
+      }
+      start.countDown();
+      for (Future<?> f : runs) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused");
+    // Only calls admitted before it opened reached the store: the threshold's, and at most one
+    // more in flight on each other thread.
+    assertThat(store.calls.get()).isBetween(3, 3 + threads - 1);
+    assertThat(rejected.get() + store.calls.get()).isEqualTo(threads * perThread);
+    assertThat(policyAnswers).hasSize(threads * perThread);
+  }
+
+  @Test
   void theAsynchronousApiPassesTheSameCircuit() {
     Tally t = open("outage:blocking", THREE);
     OutageStore store = store(t);
