@@ -120,6 +120,17 @@ public abstract class Tally implements AutoCloseable {
   /** The clock this store's expiry and limiters run on when the store has none of its own. */
   public abstract TimeSource timeSource();
 
+  /**
+   * Where the store's {@link Builder#circuitBreaker(CircuitBreaker) circuit breaker} stands, for
+   * health checks: {@link CircuitBreaker.State#CLOSED} when calls go to the store (always,
+   * without a breaker), {@link CircuitBreaker.State#OPEN} when they fail at once,
+   * {@link CircuitBreaker.State#HALF_OPEN} when the next call probes the store. This
+   * implementation, for test doubles, says {@code CLOSED}.
+   */
+  public CircuitBreaker.State circuitState() {
+    return CircuitBreaker.State.CLOSED;
+  }
+
   /** Closes the store: connections, files, threads. Further operations fail. */
   @Override
   public abstract void close();
@@ -151,6 +162,7 @@ public abstract class Tally implements AutoCloseable {
     private FailurePolicy failurePolicy = FailurePolicy.THROW;
     private TallyListener listener = TallyListener.NONE;
     private Duration operationRetention = DEFAULT_OPERATION_RETENTION;
+    private CircuitBreaker circuitBreaker = CircuitBreaker.DISABLED;
 
     private Builder(String uri) {
       this.uri = uri;
@@ -172,7 +184,10 @@ public abstract class Tally implements AutoCloseable {
       return this;
     }
 
-    /** Receives fail-open and fail-closed events, e.g. to count them in metrics. */
+    /**
+     * Receives fail-open and fail-closed events and the circuit breaker's, e.g. to count them in
+     * metrics.
+     */
     public Builder listener(TallyListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
       return this;
@@ -190,6 +205,18 @@ public abstract class Tally implements AutoCloseable {
         throw new IllegalArgumentException("operation id retention must be positive, not " + retention);
       }
       this.operationRetention = retention;
+      return this;
+    }
+
+    /**
+     * Stops calling a store that keeps failing, for a while, so that operations answer by their
+     * {@link FailurePolicy} at once rather than each after the store's timeout: see
+     * {@link CircuitBreaker}. {@link CircuitBreaker#DISABLED} by default in this version, so a
+     * library user's calls wait for the store as before; tally-server and the Spring Boot starter
+     * are to use {@link CircuitBreaker#DEFAULT}.
+     */
+    public Builder circuitBreaker(CircuitBreaker circuitBreaker) {
+      this.circuitBreaker = Objects.requireNonNull(circuitBreaker, "circuitBreaker");
       return this;
     }
 
@@ -221,6 +248,11 @@ public abstract class Tally implements AutoCloseable {
     /** How long operation ids are remembered. */
     public Duration operationRetention() {
       return operationRetention;
+    }
+
+    /** The circuit breaker's settings: {@link CircuitBreaker#DISABLED} unless set. */
+    public CircuitBreaker circuitBreaker() {
+      return circuitBreaker;
     }
 
     /**

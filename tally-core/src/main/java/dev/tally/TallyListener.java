@@ -1,8 +1,11 @@
 package dev.tally;
 
+import java.time.Duration;
+
 /**
- * Receives the events an operator needs to see: answers given on behalf of a failed store, and
- * denials a store served from a local cache.
+ * Receives the events an operator needs to see: answers given on behalf of a failed store,
+ * denials a store served from a local cache, and the store's {@link CircuitBreaker circuit}
+ * opening and closing.
  *
  * <p>Kept to a few callbacks with defaults, like Caffeine's {@code Ticker}, so the core needs
  * no metrics library; {@link TallyMetrics} adapts it to Micrometer when that is on the class
@@ -32,4 +35,32 @@ public interface TallyListener {
    * @param key the limiter's full key
    */
   default void onLocalDenial(String key) {}
+
+  /**
+   * The store's circuit opened: it failed {@link CircuitBreaker#failureThreshold()} times in a
+   * row, or a probe failed. Calls fail at once for {@code openFor}, then one probes. Called once
+   * per opening, on the thread whose call opened it.
+   *
+   * @param store the scheme of the store's URI ({@code redis}, {@code file}...), never the
+   *     whole URI, which may hold a password
+   * @param cause the failure that opened it
+   * @param openFor how long until the next probe
+   */
+  default void onCircuitOpened(String store, Throwable cause, Duration openFor) {}
+
+  /**
+   * The store's circuit closed: a probe was answered, and calls go to the store again. Called
+   * once per closing.
+   *
+   * @param store the scheme of the store's URI
+   */
+  default void onCircuitClosed(String store) {}
+
+  /**
+   * A call failed at once because the store's circuit was open (or a probe was in flight): the
+   * store was not called. Its failure policy answers next, as for any store failure.
+   *
+   * @param store the scheme of the store's URI
+   */
+  default void onCircuitRejected(String store) {}
 }

@@ -1,18 +1,21 @@
 package dev.tally;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
  * Micrometer metrics for one store: times and counts operations, counts errors, and, as the
  * store's {@link TallyListener}, counts every answer a {@link FailurePolicy} gave on behalf of
- * a failed store.
+ * a failed store and shows its {@link CircuitBreaker circuit}.
  *
  * <pre>{@code
  * TallyMetrics metrics = TallyMetrics.of(registry, "file:./tally-data");
@@ -37,6 +40,14 @@ import java.util.function.Supplier;
  *   <tr><td>{@code tally.failure.policy} ({@code tally_failure_policy_total})</td>
  *       <td>counter of fail-open and fail-closed answers; tags {@code operation},
  *       {@code policy}</td></tr>
+ *   <tr><td>{@code tally.circuit.open} ({@code tally_circuit_open})</td>
+ *       <td>gauge: 1 while the store's circuit is open (calls fail at once, or one probes), 0
+ *       while it is closed or there is no circuit breaker</td></tr>
+ *   <tr><td>{@code tally.circuit.opened} ({@code tally_circuit_opened_total})</td>
+ *       <td>counter of the circuit's openings, a failed probe's included</td></tr>
+ *   <tr><td>{@code tally.circuit.rejected} ({@code tally_circuit_rejected_total})</td>
+ *       <td>counter of calls failed at once, without reaching the store, because the circuit
+ *       was open; each is then answered by its failure policy</td></tr>
  * </table>
  *
  * <p>Micrometer is an <em>optional</em> dependency of tally-core: the library runs without it,
@@ -50,10 +61,27 @@ public final class TallyMetrics implements TallyListener {
   private final String store;
   /** Timers by operation, one slot per {@link Outcome}: found without building tags. */
   private final ConcurrentHashMap<String, Timer[]> timers = new ConcurrentHashMap<>();
+  /** 1 while the circuit is open, for the gauge; set by the circuit's events. */
+  private final AtomicInteger circuitOpen = new AtomicInteger();
+  private final Counter circuitOpened;
+  private final Counter circuitRejected;
 
   private TallyMetrics(MeterRegistry registry, String store) {
     this.registry = registry;
     this.store = store;
+    Gauge.builder("tally.circuit.open", circuitOpen, AtomicInteger::get)
+        .description("1 while the store's circuit breaker is open, else 0")
+        .tags("store", store)
+        .strongReference(true)
+        .register(registry);
+    this.circuitOpened = Counter.builder("tally.circuit.opened")
+        .description("Openings of the store's circuit breaker")
+        .tags("store", store)
+        .register(registry);
+    this.circuitRejected = Counter.builder("tally.circuit.rejected")
+        .description("Calls failed at once, without reaching the store, because its circuit was open")
+        .tags("store", store)
+        .register(registry);
   }
 
   /**
@@ -114,6 +142,22 @@ public final class TallyMetrics implements TallyListener {
         .tags("store", store, "operation", operation, "policy", policy.name().toLowerCase(Locale.ROOT))
         .register(registry)
         .increment();
+  }
+
+  @Override
+  public void onCircuitOpened(String store, Throwable cause, Duration openFor) {
+    circuitOpen.set(1);
+    circuitOpened.increment();
+  }
+
+  @Override
+  public void onCircuitClosed(String store) {
+    circuitOpen.set(0);
+  }
+
+  @Override
+  public void onCircuitRejected(String store) {
+    circuitRejected.increment();
   }
 
   @SuppressWarnings("EnumOrdinal") // an array slot per outcome, as in EnumMap; never stored

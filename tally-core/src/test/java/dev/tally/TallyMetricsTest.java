@@ -54,4 +54,24 @@ class TallyMetricsTest {
     assertThat(registry.getMeters()).noneSatisfy(
         m -> assertThat(m.getId().getTags().toString()).contains("secret"));
   }
+
+  @Test
+  void theCircuitIsAGaugeWithCountsOfOpeningsAndRefusedCalls() {
+    TallyMetrics metrics = TallyMetrics.of(registry, "unreachable:");
+    assertThat(registry.get("tally.circuit.open").tags("store", "unreachable").gauge().value()).isZero();
+    try (Tally tally = Tally.builder("unreachable:").listener(metrics)
+        .circuitBreaker(CircuitBreaker.of(2, Duration.ofSeconds(1))).timeSource(() -> 0L).build()) {
+      Counters views = tally.counters("views", FailurePolicy.FAIL_OPEN);
+      for (int i = 0; i < 5; i++) {
+        assertThat(views.incr("x")).isEqualTo(1);
+      }
+      assertThat(tally.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    }
+    assertThat(registry.get("tally.circuit.open").gauge().value()).isEqualTo(1);
+    assertThat(registry.get("tally.circuit.opened").counter().count()).isEqualTo(1);
+    assertThat(registry.get("tally.circuit.rejected").counter().count()).isEqualTo(3);
+    assertThat(registry.get("tally.failure.policy").counter().count()).isEqualTo(5);
+    metrics.onCircuitClosed("unreachable");
+    assertThat(registry.get("tally.circuit.open").gauge().value()).isZero();
+  }
 }

@@ -1,5 +1,6 @@
 package dev.tally.internal;
 
+import dev.tally.CircuitBreaker;
 import dev.tally.Counters;
 import dev.tally.FailurePolicy;
 import dev.tally.LeakyBucket;
@@ -36,20 +37,36 @@ public final class TallyRuntime extends Tally {
       "postgresql", "tally-jdbc");
 
   private final String uri;
+  /** The store as opened, for {@link #store()} and {@link #close()}. */
+  private final Store openedStore;
+  /** The store every counter and limiter calls: the opened one, behind the circuit if any. */
   private final Store store;
   private final AsyncStore asyncStore;
+  private final Circuit circuit; // null without a circuit breaker
   private final Failures failures;
   private final FailurePolicy defaultPolicy;
   private final TimeSource timeSource;
   private final LazyExecutor executor;
   private final Counters rootCounters;
 
-  private TallyRuntime(Tally.Builder b, Store store, LazyExecutor executor) {
+  private TallyRuntime(Tally.Builder b, Store opened, LazyExecutor executor) {
     this.uri = b.uri();
-    this.store = store;
+    this.openedStore = opened;
     this.executor = executor;
-    AsyncStore nativeAsync = store.async();
-    this.asyncStore = nativeAsync != null ? nativeAsync : new SyncStoreAdapter(store, executor);
+    AsyncStore nativeAsync = opened.async();
+    AsyncStore async = nativeAsync != null ? nativeAsync : new SyncStoreAdapter(opened, executor);
+    if (b.circuitBreaker().enabled()) {
+      // Beneath everything else, so that each operation of every API passes it once. The
+      // asynchronous side wraps the adapter, not the other way round, so a refused call of a
+      // blocking store fails on the caller's thread, without a hop to the executor.
+      this.circuit = new Circuit(Tally.scheme(uri), b.circuitBreaker(), b.timeSource(), b.listener());
+      this.store = new CircuitBreakerStore(opened, circuit);
+      this.asyncStore = new CircuitBreakerStore.Async(async, circuit);
+    } else {
+      this.circuit = null;
+      this.store = opened;
+      this.asyncStore = async;
+    }
     this.failures = new Failures(b.listener());
     this.defaultPolicy = b.failurePolicy();
     this.timeSource = b.timeSource();
@@ -150,19 +167,24 @@ public final class TallyRuntime extends Tally {
     return timeSource;
   }
 
+  @Override
+  public CircuitBreaker.State circuitState() {
+    return circuit == null ? CircuitBreaker.State.CLOSED : circuit.state();
+  }
+
   /**
    * The store behind this instance, for store-specific tools and tests: calls on it bypass
-   * validation, key prefixes and failure policies.
+   * validation, key prefixes, failure policies and the circuit breaker.
    */
   public Store store() {
-    return store;
+    return openedStore;
   }
 
   /** Closes the store: connections, files, threads. Further operations fail. */
   @Override
   public void close() {
     try {
-      store.close();
+      openedStore.close();
     } finally {
       executor.shutdown();
     }

@@ -1,0 +1,482 @@
+package dev.tally.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.tally.AsyncCounters;
+import dev.tally.CircuitBreaker;
+import dev.tally.CounterOverflowException;
+import dev.tally.Counters;
+import dev.tally.Decision;
+import dev.tally.FailurePolicy;
+import dev.tally.KeyNotFoundException;
+import dev.tally.Limit;
+import dev.tally.RateLimiter;
+import dev.tally.StoreException;
+import dev.tally.StoreUnavailableException;
+import dev.tally.Tally;
+import dev.tally.TallyListener;
+import dev.tally.internal.OutageStoreProvider.Mode;
+import dev.tally.internal.OutageStoreProvider.OutageStore;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The circuit breaker, through the public API over a store that can be taken down. Time is a
+ * manual clock: nothing here sleeps.
+ */
+class CircuitBreakerTest {
+  private static final Duration OPEN_FOR = Duration.ofSeconds(1);
+  private static final CircuitBreaker THREE = CircuitBreaker.of(3, OPEN_FOR);
+
+  private final AtomicLong now = new AtomicLong(1_700_000_000_000_000_000L);
+  private final List<String> transitions = Collections.synchronizedList(new ArrayList<>());
+  private final List<String> policyAnswers = Collections.synchronizedList(new ArrayList<>());
+  private final AtomicInteger rejected = new AtomicInteger();
+  private final List<Tally> opened = new ArrayList<>();
+
+  private final TallyListener listener = new TallyListener() {
+    @Override
+    public void onCircuitOpened(String store, Throwable cause, Duration openFor) {
+      transitions.add("opened " + store + " for " + openFor + ": " + cause.getMessage());
+    }
+
+    @Override
+    public void onCircuitClosed(String store) {
+      transitions.add("closed " + store);
+    }
+
+    @Override
+    public void onCircuitRejected(String store) {
+      rejected.incrementAndGet();
+    }
+
+    @Override
+    public void onFailurePolicyApplied(String op, String key, FailurePolicy policy, StoreException cause) {
+      policyAnswers.add(policy + " " + op + ": " + cause.getMessage());
+    }
+  };
+
+  private Tally open(String uri, CircuitBreaker breaker) {
+    Tally t = Tally.builder(uri).timeSource(now::get).listener(listener).circuitBreaker(breaker).build();
+    opened.add(t);
+    return t;
+  }
+
+  private static OutageStore store(Tally t) {
+    return (OutageStore) ((TallyRuntime) t).store();
+  }
+
+  private void advance(Duration d) {
+    now.addAndGet(d.toNanos());
+  }
+
+  /** Fails {@code n} increments of {@code c} on a store that is down. */
+  private static void fail(Counters c, int n) {
+    for (int i = 0; i < n; i++) {
+      assertThatThrownBy(() -> c.incr("k")).isInstanceOf(StoreUnavailableException.class)
+          .hasMessage("connection refused");
+    }
+  }
+
+  /** A tally over {@code outage:} whose circuit has just opened after three failures. */
+  private Tally openCircuit() {
+    Tally t = open("outage:", THREE);
+    store(t).mode = Mode.DOWN;
+    fail(t.counters(), 3);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    return t;
+  }
+
+  @AfterEach
+  void closeAll() {
+    opened.forEach(Tally::close);
+  }
+
+  @Test
+  void theThresholdOpensItAndThenNoCallReachesTheStore() {
+    Tally t = open("outage:", THREE);
+    OutageStore store = store(t);
+    store.mode = Mode.DOWN;
+    fail(t.counters(), 2);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    fail(t.counters(), 1);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    assertThat(store.calls).hasValue(3);
+
+    for (int i = 0; i < 10; i++) {
+      assertThatThrownBy(() -> t.counters().incr("k"))
+          .isInstanceOf(StoreUnavailableException.class)
+          .hasMessageContaining("circuit of the outage store is open")
+          .hasMessageContaining("not sent")
+          .hasMessageContaining("3 calls in a row failed")
+          .hasMessageContaining("the next probe is in 1000 ms")
+          .hasMessageContaining("connection refused");
+    }
+    advance(Duration.ofMillis(600));
+    assertThatThrownBy(() -> t.counters().get("k")).hasMessageContaining("the next probe is in 400 ms");
+    assertThat(store.calls).hasValue(3);
+    assertThat(rejected).hasValue(11);
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused");
+  }
+
+  @Test
+  void timeoutsCountAsFailures() {
+    Tally t = open("outage:", THREE);
+    store(t).mode = Mode.TIMEOUT;
+    for (int i = 0; i < 3; i++) {
+      assertThatThrownBy(() -> t.counters().incr("k")).hasMessage("no answer within 2 s");
+    }
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+  }
+
+  @Test
+  void anAnswerEndsTheRunOfFailures() {
+    Tally t = open("outage:", THREE);
+    OutageStore store = store(t);
+    for (int round = 0; round < 3; round++) {
+      store.mode = Mode.DOWN;
+      fail(t.counters(), 2);
+      store.mode = Mode.UP;
+      t.counters().incr("k");
+    }
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(transitions).isEmpty();
+  }
+
+  @Test
+  void inputErrorsAndTheStoresRefusalsAreAnswersNotFailures() {
+    Tally t = open("outage:", CircuitBreaker.of(1, OPEN_FOR));
+    OutageStore store = store(t);
+    Counters c = t.counters();
+    c.put("max", Long.MAX_VALUE);
+    c.put("floating", 1.5, Duration.ofHours(1));
+    for (int i = 0; i < 5; i++) {
+      assertThatThrownBy(() -> c.incrExisting("missing", 1)).isInstanceOf(KeyNotFoundException.class);
+      assertThatThrownBy(() -> c.incr("max")).isInstanceOf(CounterOverflowException.class);
+      assertThatThrownBy(() -> c.incr("floating")).isInstanceOf(dev.tally.NotAnIntegerException.class);
+      assertThatThrownBy(() -> c.incr("")).isInstanceOf(IllegalArgumentException.class);
+    }
+    RateLimiter l = t.limiter("l", Limit.tokenBucket(1, Duration.ofHours(1)));
+    assertThat(l.tryAcquire()).isTrue();
+    assertThat(l.tryAcquire()).isFalse(); // a denial is an answer too
+    assertThatThrownBy(() -> c.incr("l")).isInstanceOf(dev.tally.WrongKindException.class);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(transitions).isEmpty();
+    assertThat(store.calls.get()).isGreaterThan(15);
+  }
+
+  @Test
+  void failurePoliciesAnswerAtOnceWhileItIsOpen() {
+    Tally t = openCircuit();
+    OutageStore store = store(t);
+    Counters views = t.counters("views", FailurePolicy.FAIL_OPEN);
+    assertThat(views.incr("episode:512", 1, 10)).isEqualTo(11);
+    assertThat(views.get("episode:512")).isEmpty();
+
+    RateLimiter api = t.limiter("api", Limit.tokenBucket(10, Duration.ofSeconds(1)));
+    assertThat(api.withFailurePolicy(FailurePolicy.FAIL_OPEN).tryAcquire()).isTrue(); // the shortcut
+    assertThat(api.withFailurePolicy(FailurePolicy.FAIL_OPEN).decide(1).allowed()).isTrue();
+    Decision closed = api.withFailurePolicy(FailurePolicy.FAIL_CLOSED).decide(1);
+    assertThat(closed.allowed()).isFalse();
+    assertThat(api.withFailurePolicy(FailurePolicy.FAIL_CLOSED).tryAcquire()).isFalse();
+    assertThatThrownBy(api::tryAcquire).isInstanceOf(StoreUnavailableException.class)
+        .hasMessageContaining("circuit of the outage store is open");
+    assertThatThrownBy(() -> t.counters("quota", FailurePolicy.FAIL_CLOSED).incr("k"))
+        .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("circuit");
+
+    assertThat(store.calls).hasValue(3);
+    assertThat(policyAnswers).hasSize(6).allSatisfy(a -> assertThat(a).contains("circuit"));
+    assertThat(policyAnswers.get(0)).startsWith("FAIL_OPEN incr: ");
+  }
+
+  @Test
+  void afterOpenForOneProbeGoesThroughAndItsAnswerClosesIt() {
+    Tally t = openCircuit();
+    OutageStore store = store(t);
+    advance(OPEN_FOR.minusNanos(1));
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    advance(Duration.ofNanos(1));
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
+    store.mode = Mode.UP;
+    assertThat(t.counters().incr("k")).isEqualTo(1);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(t.counters().incr("k")).isEqualTo(2);
+    assertThat(store.calls).hasValue(5);
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused", "closed outage");
+  }
+
+  @Test
+  void aFailedProbeReopensItForAnotherOpenFor() {
+    Tally t = openCircuit();
+    OutageStore store = store(t);
+    advance(OPEN_FOR);
+    store.mode = Mode.TIMEOUT;
+    assertThatThrownBy(() -> t.counters().incr("k")).hasMessage("no answer within 2 s");
+    assertThat(store.calls).hasValue(4);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    assertThatThrownBy(() -> t.counters().incr("k")).hasMessageContaining("a probe failed")
+        .hasMessageContaining("next probe is in 1000 ms").hasMessageContaining("no answer within 2 s");
+    advance(OPEN_FOR.minusMillis(1));
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    advance(Duration.ofMillis(1));
+    store.mode = Mode.UP;
+    t.counters().incr("k");
+    assertThat(store.calls).hasValue(5);
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused",
+        "opened outage for PT1S: no answer within 2 s", "closed outage");
+  }
+
+  @Test
+  void aProbeThatEndsInABugHandsTheProbeToTheNextCall() {
+    Tally t = openCircuit();
+    OutageStore store = store(t);
+    advance(OPEN_FOR);
+    store.mode = Mode.BUG;
+    assertThatThrownBy(() -> t.counters().incr("k")).isInstanceOf(IllegalStateException.class);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
+    store.mode = Mode.UP;
+    t.counters().incr("k");
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(store.calls).hasValue(5);
+  }
+
+  @Test
+  void aClockSetBackPastTheOpeningLetsAProbeThroughAtOnce() {
+    Tally t = openCircuit();
+    now.addAndGet(-Duration.ofHours(1).toNanos());
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
+  }
+
+  @Test
+  void halfOpenLetsExactlyOneProbeThroughAmongConcurrentCallers() throws Exception {
+    Tally t = openCircuit();
+    OutageStore store = store(t);
+    advance(OPEN_FOR);
+    store.mode = Mode.UP;
+    CountDownLatch gate = new CountDownLatch(1);
+    store.gate = gate;
+    int threads = 8;
+    CountDownLatch start = new CountDownLatch(1);
+    CountDownLatch refused = new CountDownLatch(threads - 1);
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      List<Future<?>> calls = new ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        calls.add(pool.submit(() -> {
+          start.await();
+          try {
+            t.counters().incr("k");
+          } catch (StoreUnavailableException e) {
+            assertThat(e).hasMessageContaining("a probe of the store is in flight");
+            refused.countDown();
+          }
+          return null;
+        }));
+      }
+      start.countDown();
+      assertThat(store.entered.await(10, TimeUnit.SECONDS)).isTrue();
+      // Every caller but the probe is refused while the probe is held in the store.
+      assertThat(refused.await(10, TimeUnit.SECONDS)).isTrue();
+      assertThat(store.calls).hasValue(4);
+      assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
+      gate.countDown();
+      for (Future<?> f : calls) {
+        f.get(10, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    store.gate = null;
+    assertThat(store.calls).hasValue(4);
+    assertThat(t.counters().get("k")).hasValue(1);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused", "closed outage");
+  }
+
+  @Test
+  void failuresOnManyThreadsOpenItOnceAndThenStopReachingTheStore() throws Exception {
+    Tally t = open("outage:", THREE);
+    OutageStore store = store(t);
+    store.mode = Mode.DOWN;
+    Counters views = t.counters("views", FailurePolicy.FAIL_OPEN);
+    int threads = 8;
+    int perThread = 200;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      CountDownLatch start = new CountDownLatch(1);
+      List<Future<?>> runs = new ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        runs.add(pool.submit(() -> {
+          start.await();
+          for (int j = 0; j < perThread; j++) {
+            assertThat(views.incr("k")).isEqualTo(1);
+          }
+          return null;
+        }));
+      }
+      start.countDown();
+      for (Future<?> f : runs) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused");
+    // Only calls admitted before it opened reached the store: the threshold's, and at most one
+    // more in flight on each other thread.
+    assertThat(store.calls.get()).isBetween(3, 3 + threads - 1);
+    assertThat(rejected.get() + store.calls.get()).isEqualTo(threads * perThread);
+    assertThat(policyAnswers).hasSize(threads * perThread);
+  }
+
+  @Test
+  void theAsynchronousApiPassesTheSameCircuit() {
+    Tally t = open("outage:blocking", THREE);
+    OutageStore store = store(t);
+    store.mode = Mode.DOWN;
+    AsyncCounters async = t.counters().async();
+    for (int i = 0; i < 3; i++) {
+      assertThatThrownBy(() -> async.incr("k").toCompletableFuture().join())
+          .isInstanceOf(CompletionException.class).hasCauseInstanceOf(StoreUnavailableException.class)
+          .hasMessageContaining("connection refused");
+    }
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    assertThatThrownBy(() -> async.incr("k").toCompletableFuture().join())
+        .hasCauseInstanceOf(StoreUnavailableException.class).hasMessageContaining("circuit");
+    assertThat(t.counters("v", FailurePolicy.FAIL_OPEN).async().incr("k", 1, 10).toCompletableFuture().join())
+        .isEqualTo(11);
+    assertThat(t.limiter("l", Limit.tokenBucket(1, Duration.ofHours(1))).withFailurePolicy(FailurePolicy.FAIL_CLOSED)
+        .async().tryAcquire(1).toCompletableFuture().join()).isFalse();
+    assertThatThrownBy(() -> t.counters().incr("k")).hasMessageContaining("circuit"); // and the sync API
+    assertThat(store.calls).hasValue(3);
+
+    advance(OPEN_FOR);
+    store.mode = Mode.UP;
+    assertThat(async.incr("k").toCompletableFuture().join()).isEqualTo(1);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused", "closed outage");
+  }
+
+  @Test
+  void anInlineStoresAsynchronousCallsPassItToo() {
+    Tally t = open("outage:", THREE);
+    store(t).mode = Mode.DOWN;
+    AsyncCounters async = t.counters().async();
+    for (int i = 0; i < 3; i++) {
+      assertThatThrownBy(() -> async.get("k").toCompletableFuture().join())
+          .hasCauseInstanceOf(StoreUnavailableException.class);
+    }
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    advance(OPEN_FOR);
+    store(t).mode = Mode.UP;
+    assertThat(async.incr("k").toCompletableFuture().join()).isEqualTo(1);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+  }
+
+  @Test
+  void operationIdsAndTransactionsPassItOncePerCall() {
+    Tally t = open("outage:", CircuitBreaker.of(2, OPEN_FOR));
+    OutageStore store = store(t);
+    store.mode = Mode.DOWN;
+    assertThatThrownBy(() -> t.counters().withOperationId("op-1").incr("k"))
+        .isInstanceOf(StoreUnavailableException.class);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED); // one failure, not two
+    assertThatThrownBy(() -> t.counters().transaction(tx -> tx.incr("a").incr("b")))
+        .isInstanceOf(StoreUnavailableException.class);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    assertThatThrownBy(() -> t.counters().withOperationId("op-2").incr("k")).hasMessageContaining("circuit");
+    assertThat(store.calls).hasValue(2);
+  }
+
+  @Test
+  void aDisabledBreakerChangesNothing() {
+    Tally t = open("outage:", CircuitBreaker.DISABLED);
+    OutageStore store = store(t);
+    store.mode = Mode.DOWN;
+    fail(t.counters(), 20);
+    assertThat(store.calls).hasValue(20);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(transitions).isEmpty();
+    assertThat(rejected).hasValue(0);
+  }
+
+  @Test
+  void theLibraryDefaultIsNoBreaker() {
+    assertThat(Tally.builder("mem:").circuitBreaker()).isEqualTo(CircuitBreaker.DISABLED);
+    try (Tally t = Tally.builder("outage:").build()) {
+      store(t).mode = Mode.DOWN;
+      fail(t.counters(), 10);
+      assertThat(store(t).calls).hasValue(10);
+    }
+  }
+
+  @Test
+  void manyThreadsOnAClosedCircuitKeepCountsExact() throws Exception {
+    Tally t = open("mem:", CircuitBreaker.DEFAULT);
+    RateLimiter limiter = t.limiter("l", Limit.tokenBucket(5_000, Duration.ofDays(1)));
+    int threads = 4;
+    int perThread = 20_000;
+    AtomicInteger granted = new AtomicInteger();
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    try {
+      CountDownLatch start = new CountDownLatch(1);
+      List<Future<?>> runs = new ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        runs.add(pool.submit(() -> {
+          start.await();
+          for (int j = 0; j < perThread; j++) {
+            t.counters().incr("hits");
+            if (j % 4 == 0) {
+              t.counters().async().incr("async-hits").toCompletableFuture().join();
+            }
+            if (limiter.tryAcquire()) {
+              granted.incrementAndGet();
+            }
+          }
+          return null;
+        }));
+      }
+      start.countDown();
+      for (Future<?> f : runs) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(t.counters().get("hits")).hasValue((long) threads * perThread);
+    assertThat(t.counters().get("async-hits")).hasValue((long) threads * perThread / 4);
+    assertThat(granted).hasValue(5_000);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+  }
+
+  @Test
+  void settingsAreCheckedWithClearMessages() {
+    assertThatThrownBy(() -> CircuitBreaker.of(0, OPEN_FOR)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("threshold must be 1 or more, not 0");
+    assertThatThrownBy(() -> CircuitBreaker.of(5, Duration.ZERO)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("open time must be positive");
+    assertThatThrownBy(() -> CircuitBreaker.of(5, Duration.ofSeconds(-1)))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> CircuitBreaker.of(5, Duration.ofDays(365L * 300)))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("too long");
+    assertThatThrownBy(() -> CircuitBreaker.of(5, null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> Tally.builder("mem:").circuitBreaker(null)).isInstanceOf(NullPointerException.class);
+    assertThat(CircuitBreaker.DEFAULT).isEqualTo(CircuitBreaker.of(5, Duration.ofSeconds(1)));
+    assertThat(CircuitBreaker.DEFAULT.enabled()).isTrue();
+    assertThat(CircuitBreaker.DISABLED.enabled()).isFalse();
+    assertThat(CircuitBreaker.DISABLED).hasToString("CircuitBreaker[disabled]");
+  }
+}
