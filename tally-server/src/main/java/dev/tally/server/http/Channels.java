@@ -124,6 +124,7 @@ final class Channels extends ChannelInitializer<SocketChannel> {
         .initialSettings(Http2Settings.defaultSettings()
             .maxConcurrentStreams(128)
             .maxHeaderListSize(TallyServer.MAX_HEADER_BYTES))
+        .decoderEnforceMaxRstFramesPerWindow(TallyServer.MAX_RESETS, TallyServer.RESET_WINDOW_SECONDS)
         .build();
   }
 

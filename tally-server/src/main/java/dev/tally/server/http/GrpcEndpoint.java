@@ -106,6 +106,9 @@ final class GrpcEndpoint implements AutoCloseable {
         .workerEventLoopGroup(workers)
         .directExecutor()
         .maxInboundMessageSize(Math.max(maxMessageBytes, 1024))
+        // HTTP/2 rapid reset (CVE-2023-44487): a client that opens and cancels streams faster than
+        // this is cut off, instead of keeping the loop busy for every other connection
+        .maxRstFramesPerWindow(TallyServer.MAX_RESETS, TallyServer.RESET_WINDOW_SECONDS)
         .addService(ServerInterceptors.intercept(definition, new BearerToken(auth)))
         .build();
     try {

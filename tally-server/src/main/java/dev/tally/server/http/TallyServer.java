@@ -63,6 +63,13 @@ public final class TallyServer implements AutoCloseable {
   static final int MAX_LINE_BYTES = 8 * 1024;
   /** The most bytes of header fields in one request; more get 431. */
   static final int MAX_HEADER_BYTES = 16 * 1024;
+  /**
+   * The most streams a client may reset in {@link #RESET_WINDOW_SECONDS} on one HTTP/2 connection
+   * (h2c, HTTP/2 over TLS, gRPC) before it is closed: Netty's own default for servers, which no
+   * honest client comes near.
+   */
+  static final int MAX_RESETS = 200;
+  static final int RESET_WINDOW_SECONDS = 30;
   /** How long shutdown gives answers already decided to reach their connections. */
   private static final Duration ANSWER_BOUND = Duration.ofSeconds(2);
 

@@ -372,6 +372,65 @@ class RateLimitServiceTest {
     }
   }
 
+  /**
+   * HTTP/2 rapid reset (CVE-2023-44487): a connection that opens and cancels streams as fast as
+   * it can is closed long before 5,000, and another connection is answered meanwhile.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void aConnectionResettingStreamsAsFastAsItCanIsClosed(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE);
+        java.net.Socket flood = new java.net.Socket("127.0.0.1", env.endpoint.address().getPort())) {
+      flood.setSoTimeout(10_000);
+      java.io.OutputStream out = flood.getOutputStream();
+      io.netty.channel.embedded.EmbeddedChannel frames = new io.netty.channel.embedded.EmbeddedChannel(
+          new io.netty.channel.ChannelInboundHandlerAdapter());
+      io.netty.channel.ChannelHandlerContext ctx = frames.pipeline().firstContext();
+      io.netty.handler.codec.http2.DefaultHttp2FrameWriter writer = new io.netty.handler.codec.http2.DefaultHttp2FrameWriter();
+      writer.writeSettings(ctx, new io.netty.handler.codec.http2.Http2Settings(), ctx.newPromise());
+      io.netty.handler.codec.http2.Http2Headers headers = new io.netty.handler.codec.http2.DefaultHttp2Headers()
+          .method("POST").scheme("http").authority("127.0.0.1")
+          .path("/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
+          .set("content-type", "application/grpc").set("te", "trailers");
+      int sent = 0;
+      boolean cutOff = false;
+      try {
+        out.write(io.netty.buffer.ByteBufUtil.getBytes(io.netty.handler.codec.http2.Http2CodecUtil.connectionPrefaceBuf()));
+        for (int stream = 1; sent < 5_000; stream += 2, sent++) {
+          writer.writeHeaders(ctx, stream, headers, 0, false, ctx.newPromise());
+          writer.writeRstStream(ctx, stream, io.netty.handler.codec.http2.Http2Error.CANCEL.code(), ctx.newPromise());
+          frames.flush();
+          for (Object o; (o = frames.readOutbound()) != null; ) {
+            io.netty.buffer.ByteBuf b = (io.netty.buffer.ByteBuf) o;
+            byte[] bytes = new byte[b.readableBytes()];
+            b.readBytes(bytes);
+            b.release();
+            out.write(bytes);
+          }
+        }
+      } catch (java.io.IOException closed) {
+        cutOff = true; // the server closed the connection under the flood
+      }
+      if (!cutOff) { // everything was written: the close shows as the end of what the server sends
+        java.io.InputStream in = flood.getInputStream();
+        byte[] buf = new byte[8192];
+        try {
+          while (in.read(buf) >= 0) {
+            // GOAWAY, then the end
+          }
+          cutOff = true;
+        } catch (java.net.SocketTimeoutException stillOpen) {
+          cutOff = false;
+        } catch (java.io.IOException reset) {
+          cutOff = true;
+        }
+      }
+      frames.finishAndReleaseAll();
+      assertThat(cutOff).as("the flooding connection is closed (%d resets sent)", sent).isTrue();
+      assertThat(env.call(d("remote_address", "10.9.9.9")).overallCode()).isEqualTo(Rls.OK);
+    }
+  }
+
   /** A limit Envoy sends for a domain no rules file defines is not enforced: that domain is OK throughout. */
   @ParameterizedTest
   @ValueSource(strings = {"mem:"})
