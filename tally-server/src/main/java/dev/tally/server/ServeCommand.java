@@ -1,5 +1,6 @@
 package dev.tally.server;
 
+import dev.tally.CircuitBreaker;
 import dev.tally.FailurePolicy;
 import dev.tally.server.http.Problem;
 import dev.tally.server.http.TallyServer;
@@ -111,6 +112,13 @@ final class ServeCommand implements Callable<Integer> {
           + " default+delta, limiters allow) or fail-closed (limiters deny).")
   FailurePolicy failurePolicy;
 
+  @Option(names = "--circuit-breaker", paramLabel = "FAILURES/OPEN_FOR", defaultValue = "5/1s",
+      converter = BreakerConverter.class,
+      description = "After this many store failures in a row, answer by the failure policy at once"
+          + " for OPEN_FOR, then let one call probe the store (default 5/1s); off to always wait"
+          + " for the store.")
+  CircuitBreaker circuitBreaker;
+
   @Option(names = "--rules", paramLabel = "FILE_OR_DIR",
       description = "Rules in envoyproxy/ratelimit's YAML format: a file, or a directory whose"
           + " *.yaml files are read (repeatable). Read again when they change; a bad file is"
@@ -133,6 +141,32 @@ final class ServeCommand implements Callable<Integer> {
           + " gRPC answers carry for Envoy to add to its responses.")
   boolean noRlsHeaders;
 
+  static final class BreakerConverter implements ITypeConverter<CircuitBreaker> {
+    @Override
+    public CircuitBreaker convert(String value) {
+      if (value.equalsIgnoreCase("off")) {
+        return CircuitBreaker.DISABLED;
+      }
+      int slash = value.indexOf('/');
+      if (slash < 0) {
+        throw new TypeConversionException("'" + value + "' is not FAILURES/OPEN_FOR (e.g. 5/1s) nor off");
+      }
+      int failures;
+      try {
+        failures = Integer.parseInt(value.substring(0, slash));
+      } catch (NumberFormatException e) {
+        throw new TypeConversionException("'" + value.substring(0, slash) + "' is not a number of failures;"
+            + " write e.g. 5/1s");
+      }
+      Duration openFor = new Converters.DurationConverter().convert(value.substring(slash + 1));
+      try {
+        return CircuitBreaker.of(failures, openFor);
+      } catch (IllegalArgumentException e) {
+        throw new TypeConversionException("--circuit-breaker " + value + ": " + e.getMessage());
+      }
+    }
+  }
+
   static final class PolicyConverter implements ITypeConverter<FailurePolicy> {
     @Override
     public FailurePolicy convert(String value) {
@@ -152,7 +186,7 @@ final class ServeCommand implements Callable<Integer> {
     TallyServer.Settings settings = new TallyServer.Settings(bind, port, token,
         threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace,
         requestTimeout, idleTimeout, allowHosts, corsOrigins, accessLog, tlsCert, tlsKey,
-        requireIdempotencyKey);
+        requireIdempotencyKey, circuitBreaker);
     if (grpcPort != null && rules.isEmpty()) {
       err.println("tally serve: --grpc-port serves the named limits of rules files: add"
           + " --rules FILE_OR_DIR (see docs/envoy.md)");

@@ -1,5 +1,6 @@
 package dev.tally.server.http;
 
+import dev.tally.CircuitBreaker;
 import dev.tally.FailurePolicy;
 import dev.tally.Tally;
 import dev.tally.TallyMetrics;
@@ -94,7 +95,7 @@ public final class TallyServer implements AutoCloseable {
   public record Settings(String bind, int port, String token, int threads, int maxBodyBytes,
       Duration shutdownGrace, Duration requestTimeout, Duration idleTimeout,
       List<String> allowedHosts, List<String> corsOrigins, boolean accessLog,
-      Path tlsCertificate, Path tlsKey, boolean requireIdempotencyKey) {
+      Path tlsCertificate, Path tlsKey, boolean requireIdempotencyKey, CircuitBreaker circuitBreaker) {
     /** The largest body limit: a body is held whole in memory before it is parsed. */
     public static final int MAX_BODY_LIMIT = 16 << 20;
 
@@ -127,7 +128,7 @@ public final class TallyServer implements AutoCloseable {
     public static Settings defaults() {
       return new Settings("127.0.0.1", 8080, null, defaultThreads(), 64 * 1024,
           Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(60), List.of(),
-          List.of(), false, null, null, false);
+          List.of(), false, null, null, false, CircuitBreaker.DEFAULT);
     }
 
     /**
@@ -234,7 +235,9 @@ public final class TallyServer implements AutoCloseable {
     gc.bindTo(registry);
     TallyMetrics metrics = TallyMetrics.of(registry, storeUri);
 
-    Tally tally = Tally.builder(storeUri).failurePolicy(policy).listener(metrics).build();
+    // the breaker keeps an outage from holding every request for the store's timeout
+    Tally tally = Tally.builder(storeUri).failurePolicy(policy).listener(metrics)
+        .circuitBreaker(settings.circuitBreaker()).build();
     EventLoopGroup boss = null;
     EventLoopGroup workers = null;
     try {

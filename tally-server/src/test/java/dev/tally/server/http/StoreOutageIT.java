@@ -79,4 +79,57 @@ class StoreOutageIT {
       redis.destroyForcibly();
     }
   }
+
+  /**
+   * Redis frozen (SIGSTOP) under a fail-open server: the first calls wait out the timeout, then
+   * the circuit breaker opens and every request is answered at once, without waiting for the
+   * store, until Redis resumes and a probe lets calls through again.
+   */
+  @Test
+  void aFrozenStoreStopsHoldingRequestsOnceTheCircuitOpens(@TempDir Path dir) throws Exception {
+    assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
+    int port;
+    try (ServerSocket free = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = free.getLocalPort();
+    }
+    Process redis = startRedis(dir, port);
+    try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
+        "--failure-policy", "fail-open")) {
+      assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
+      signal(redis, "STOP");
+      try {
+        for (int i = 0; i < 5; i++) { // the failures that open the circuit, each waiting out the timeout
+          ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}"));
+        }
+        long slowest = 0;
+        for (int i = 0; i < 20; i++) {
+          long start = System.nanoTime();
+          assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}")).get("value")
+              .asLong()).as("fail-open, the circuit open").isEqualTo(101);
+          slowest = Math.max(slowest, System.nanoTime() - start);
+        }
+        assertThat(TimeUnit.NANOSECONDS.toMillis(slowest)).as("the slowest answer with the circuit open, ms")
+            .isLessThan(250);
+        assertThat(server.get("/metrics").body()).containsPattern("tally_circuit_rejected_total\\{store=\"redis\"\\} [1-9]");
+      } finally {
+        signal(redis, "CONT");
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      long value = 101;
+      while (value == 101 && System.nanoTime() < deadline) { // a probe gets through within a second or so
+        Thread.sleep(100);
+        value = ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}")).get("value").asLong();
+      }
+      assertThat(value).as("a real answer again after the resume").isBetween(6L, 32L);
+    } finally {
+      signal(redis, "CONT");
+      redis.destroyForcibly();
+    }
+  }
+
+  private static void signal(Process p, String name) throws Exception {
+    if (p.isAlive()) {
+      new ProcessBuilder("kill", "-" + name, Long.toString(p.pid())).inheritIO().start().waitFor(5, TimeUnit.SECONDS);
+    }
+  }
 }
