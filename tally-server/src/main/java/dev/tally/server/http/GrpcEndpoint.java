@@ -56,8 +56,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Failures map onto gRPC status codes Envoy treats as errors (it then applies its own
  * {@code failure_mode_deny}): a store that cannot be reached is {@code UNAVAILABLE}, a store
  * timeout {@code DEADLINE_EXCEEDED}, a request Tally cannot check (no domain, too many
- * descriptors, a limiter name over 1024 bytes) {@code INVALID_ARGUMENT}, a limiter name that
- * holds a counter {@code FAILED_PRECONDITION}.
+ * descriptors) {@code INVALID_ARGUMENT}, a message that does not parse {@code INTERNAL}. One
+ * descriptor Tally cannot decide is refused on its own ({@code NamedLimits}), never the request.
  */
 final class GrpcEndpoint implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");

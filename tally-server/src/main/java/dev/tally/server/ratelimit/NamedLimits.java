@@ -283,7 +283,21 @@ public final class NamedLimits {
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return limiter.async().decide(hits).thenApply(decision -> decided(name, rule, decision));
+    return limiter.async().decide(hits).handle((decision, failure) -> {
+      if (failure == null) {
+        return decided(name, rule, decision);
+      }
+      Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause instanceof dev.tally.StoreException || !(cause instanceof dev.tally.TallyException)) {
+        throw failure instanceof RuntimeException r ? r : new java.util.concurrent.CompletionException(failure);
+      }
+      // An answer about this one name (it holds a counter, say): refuse this descriptor and
+      // decide the others, rather than fail the whole request, which Envoy failing open lets through.
+      warnOnce("refused " + name, "limiter '" + name + "' cannot decide (" + cause.getMessage() + "); its"
+          + " descriptor is answered OVER_LIMIT until that is fixed");
+      return new Status(Code.OVER_LIMIT, rule, 0, windowLeft(rule.unit()), name, -1);
+    });
   }
 
   private Status decided(String name, Rule rule, Decision d) {

@@ -431,6 +431,25 @@ class RateLimitServiceTest {
     }
   }
 
+  /**
+   * A descriptor whose limiter cannot decide (its name holds a counter) is refused on its own,
+   * and the request's other descriptors are decided: an error for the whole request is what
+   * Envoy, failing open, lets through.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:"})
+  void aDescriptorThatCannotBeDecidedIsRefusedAlone(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, Auth.NONE)) {
+      env.tally.counters().incr("rls:edge:remote_address=10.6.6.6:2/minute");
+      Rls.Response r = env.call(d("remote_address", "10.6.6.6"), d("quota", "q"));
+      assertThat(r.overallCode()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(r.statuses().get(0).code()).isEqualTo(Rls.OVER_LIMIT);
+      assertThat(r.statuses().get(0).limitRemaining()).isZero();
+      assertThat(r.statuses().get(1).code()).isEqualTo(Rls.OK);
+      assertThat(r.statuses().get(1).limitRemaining()).isEqualTo(9);
+    }
+  }
+
   /** A limit Envoy sends for a domain no rules file defines is not enforced: that domain is OK throughout. */
   @ParameterizedTest
   @ValueSource(strings = {"mem:"})
