@@ -72,11 +72,7 @@ class ClusterFaultTest {
           Thread.sleep(10);
         }
         promotedAt = System.nanoTime();
-        long backDeadline = promotedAt + TimeUnit.MILLISECONDS.toNanos(BACK_WITHIN_MILLIS + 3000);
-        while (load.everyThreadSucceededAt(promotedAt) == Long.MAX_VALUE && System.nanoTime() < backDeadline) {
-          Thread.sleep(20);
-        }
-        backAt = load.everyThreadSucceededAt(promotedAt);
+        backAt = load.awaitEveryThreadSucceededAt(promotedAt, Duration.ofMillis(BACK_WITHIN_MILLIS + 3000));
         System.out.printf("cluster freeze: promoted %d ms after the freeze, calls back %d ms after the promotion%n",
             TimeUnit.NANOSECONDS.toMillis(promotedAt - frozenAt),
             backAt == Long.MAX_VALUE ? -1 : TimeUnit.NANOSECONDS.toMillis(backAt - promotedAt));

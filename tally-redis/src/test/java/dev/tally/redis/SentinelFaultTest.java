@@ -75,11 +75,7 @@ class SentinelFaultTest {
       try {
         promotedAt = awaitPromotion(primary.port());
         // every thread succeeds on the promoted replica, the old primary still frozen or dead
-        long deadline = promotedAt + TimeUnit.MILLISECONDS.toNanos(BACK_WITHIN_MILLIS + 3000);
-        while (load.everyThreadSucceededAt(promotedAt) == Long.MAX_VALUE && System.nanoTime() < deadline) {
-          Thread.sleep(20);
-        }
-        backAt = load.everyThreadSucceededAt(promotedAt);
+        backAt = load.awaitEveryThreadSucceededAt(promotedAt, Duration.ofMillis(BACK_WITHIN_MILLIS + 3000));
         System.out.printf("%s, replicas=%d: promoted %d ms after the fault, calls back %d ms after the promotion%n",
             fault, replicas, TimeUnit.NANOSECONDS.toMillis(promotedAt - faultAt),
             backAt == Long.MAX_VALUE ? -1 : TimeUnit.NANOSECONDS.toMillis(backAt - promotedAt));

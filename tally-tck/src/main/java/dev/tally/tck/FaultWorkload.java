@@ -68,6 +68,18 @@ public final class FaultWorkload {
   }
 
   /**
+   * Waits up to {@code within} for every thread to succeed at or after {@code nanoTime}; returns
+   * {@link #everyThreadSucceededAt} then ({@code Long.MAX_VALUE} if one has not).
+   */
+  public long awaitEveryThreadSucceededAt(long nanoTime, java.time.Duration within) throws InterruptedException {
+    long deadline = System.nanoTime() + within.toNanos();
+    while (everyThreadSucceededAt(nanoTime) == Long.MAX_VALUE && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    return everyThreadSucceededAt(nanoTime);
+  }
+
+  /**
    * Stops the threads and waits up to {@code millis} for each; returns the names of those still
    * running: a call that hangs.
    */
