@@ -130,8 +130,13 @@ final class AsyncRedisStore implements AsyncStore {
 
   /** Runs {@code script} with {@code keys} and {@code args}, as a write. */
   private CompletableFuture<List<Object>> script(Script script, String[] keys, String... args) {
+    return script(script, true, keys, args);
+  }
+
+  /** Runs {@code script}; a {@code write} waits for the replicas asked for, a read does not. */
+  private CompletableFuture<List<Object>> script(Script script, boolean write, String[] keys, String... args) {
     return call(c -> ScriptRunner.<List<Object>>run(c, script, ScriptOutputType.MULTI, keys, args), keys,
-        Function.identity(), true);
+        Function.identity(), write);
   }
 
   /** Runs {@code counters.lua} and returns its list of results, one per operation. */
@@ -340,7 +345,7 @@ final class AsyncRedisStore implements AsyncStore {
       decision = batches.submit(call, operation, permits, blocking);
     } else {
       long now = clock.nanos();
-      decision = runLimiter(new String[] {key},
+      decision = runLimiter(operation != LimiterOperation.PEEK, new String[] {key},
           at -> LimiterScript.args(call, operation, permits, now, clockOverridden, at), now)
           .thenApply(LimiterScript::decision);
     }
@@ -366,14 +371,15 @@ final class AsyncRedisStore implements AsyncStore {
    * those boundaries reach ({@link ClockSkewException}: nothing was written), once more around
    * the instant it decided at.
    */
-  private CompletableFuture<List<Object>> runLimiter(String[] keys, LongFunction<String[]> args, long now) {
-    return script(LimiterScript.SCRIPT, keys, args.apply(now))
+  private CompletableFuture<List<Object>> runLimiter(boolean write, String[] keys, LongFunction<String[]> args,
+      long now) {
+    return script(LimiterScript.SCRIPT, write, keys, args.apply(now))
         .exceptionallyCompose(failure -> {
           Throwable cause = RedisFailures.unwrap(failure);
           if (!(cause instanceof ClockSkewException skew)) {
             return CompletableFuture.failedFuture(RedisFailures.forLimiter(cause, keys[0]));
           }
-          return script(LimiterScript.SCRIPT, keys, args.apply(skew.at))
+          return script(LimiterScript.SCRIPT, write, keys, args.apply(skew.at))
               .exceptionallyCompose(again -> CompletableFuture.failedFuture(
                   RedisFailures.forLimiter(RedisFailures.unwrap(again), keys[0])));
         });
@@ -463,7 +469,7 @@ final class AsyncRedisStore implements AsyncStore {
     long pexpire = operationKeys.pexpireMillis(clockOverridden);
     String nowText = clockOverridden ? Long.toString(now) : "-";
     String expText = clockOverridden ? Long.toString(operationKeys.expiry(now)) : "-";
-    CompletableFuture<Object> result = runLimiter(keys, at -> LimiterScript.once(
+    CompletableFuture<Object> result = runLimiter(true, keys, at -> LimiterScript.once(
         LimiterScript.args(call, op, step.permits(), now, clockOverridden, at), fingerprint, pexpire, nowText, expText), now)
         .thenApply(r -> OperationRecord.decode((String) r.get(0)).replay(id, step));
     if (invalidates) {
@@ -481,7 +487,8 @@ final class AsyncRedisStore implements AsyncStore {
     String[] keys = {first.call().key()};
     long now = clock.nanos();
     if (batch.size() == 1) {
-      return runLimiter(keys, at -> LimiterScript.args(first.call(), first.op(), first.permits(), now, false, at), now);
+      return runLimiter(first.op() != LimiterOperation.PEEK, keys,
+          at -> LimiterScript.args(first.call(), first.op(), first.permits(), now, false, at), now);
     }
     List<LimiterOperation> ops = new ArrayList<>(batch.size());
     List<Long> permits = new ArrayList<>(batch.size());
@@ -489,7 +496,8 @@ final class AsyncRedisStore implements AsyncStore {
       ops.add(p.op());
       permits.add(p.permits());
     }
-    return runLimiter(keys, at -> LimiterScript.batchArgs(first.call(), ops, permits, now, false, at), now);
+    boolean write = ops.stream().anyMatch(op -> op != LimiterOperation.PEEK);
+    return runLimiter(write, keys, at -> LimiterScript.batchArgs(first.call(), ops, permits, now, false, at), now);
   }
 
   /**
