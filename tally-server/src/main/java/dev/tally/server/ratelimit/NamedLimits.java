@@ -289,11 +289,11 @@ public final class NamedLimits {
       }
       Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
           ? failure.getCause() : failure;
-      if (cause instanceof dev.tally.StoreException || !(cause instanceof dev.tally.TallyException)) {
+      if (!(cause instanceof dev.tally.WrongKindException)) { // store failures, a reused id: the request's
         throw failure instanceof RuntimeException r ? r : new java.util.concurrent.CompletionException(failure);
       }
-      // An answer about this one name (it holds a counter, say): refuse this descriptor and
-      // decide the others, rather than fail the whole request, which Envoy failing open lets through.
+      // This one name holds a counter: refuse this descriptor and decide the others, rather than
+      // fail the whole request, which Envoy failing open lets through.
       warnOnce("refused " + name, "limiter '" + name + "' cannot decide (" + cause.getMessage() + "); its"
           + " descriptor is answered OVER_LIMIT until that is fixed");
       return new Status(Code.OVER_LIMIT, rule, 0, windowLeft(rule.unit()), name, -1);
