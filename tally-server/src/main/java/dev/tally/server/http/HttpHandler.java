@@ -5,6 +5,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
@@ -25,6 +26,7 @@ import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.AsciiString;
 import io.netty.util.ReferenceCountUtil;
+import java.util.concurrent.TimeUnit;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -223,7 +225,28 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     closing = true;
     drain();
     flushPending = false;
-    ctx.writeAndFlush(resp).addListener(ChannelFutureListener.CLOSE);
+    ctx.writeAndFlush(resp).addListener(f -> lingerAndClose(ctx));
+  }
+
+  /** How long a refused connection goes on reading what its client still sends. */
+  private static final long LINGER_MILLIS = 2_000;
+
+  /**
+   * Closes after a refusal without losing the answer. A client still sending the body it was
+   * refused would get a reset for what it sends after a close, and a reset can discard the answer
+   * before the client reads it. So the server ends its own side (FIN), drops what still comes
+   * ({@link #closing}), and closes when the client does or after {@value #LINGER_MILLIS} ms, as
+   * nginx's lingering close does.
+   */
+  private static void lingerAndClose(ChannelHandlerContext ctx) {
+    Channel ch = ctx.channel();
+    if (!(ch instanceof DuplexChannel duplex) || !ch.isActive()) {
+      ctx.close();
+      return;
+    }
+    ch.config().setAutoRead(true);
+    duplex.shutdownOutput().addListener(f ->
+        ctx.executor().schedule(() -> ctx.close(), LINGER_MILLIS, TimeUnit.MILLISECONDS));
   }
 
   private void received(ChannelHandlerContext ctx, Received r) {
