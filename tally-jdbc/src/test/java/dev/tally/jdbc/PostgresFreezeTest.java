@@ -60,15 +60,11 @@ class PostgresFreezeTest {
           + " s: " + load + "; every thread succeeded again "
           + TimeUnit.NANOSECONDS.toMillis(recoveredAt - resumedAt) + " ms after the resume");
       assertThat(hanging).as("threads whose call hangs").isEmpty();
-      assertThat(load.unexpected()).as("a failure other than a store failure").isNull();
-      assertThat(Duration.ofNanos(load.longestCallNanos())).as("the longest call (%s)", load)
-          .isLessThanOrEqualTo(BOUND);
+      load.assertEveryCallEndedWithin(BOUND);
       assertThat(load.allSucceededSince(resumedAt)).as("every thread succeeds again (%s)", load).isTrue();
       assertThat(load.incrementsUnknown() + load.decisionsUnknown()).as("calls failed by the freeze").isPositive();
-      assertThat(counters.get(prefix + "counter").orElseThrow()).as("the counter (%s)", load)
-          .isBetween(load.acknowledged(), load.acknowledged() + load.incrementsUnknown());
-      assertThat(CAPACITY - limiter.available()).as("permits taken (%s)", load)
-          .isBetween(load.granted(), load.granted() + load.decisionsUnknown());
+      load.assertNothingAcknowledgedLost(counters.get(prefix + "counter").orElseThrow(),
+          CAPACITY - limiter.available(), CAPACITY);
     }
   }
 }

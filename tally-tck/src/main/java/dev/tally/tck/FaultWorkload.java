@@ -1,9 +1,12 @@
 package dev.tally.tck;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.tally.Counters;
 import dev.tally.Decision;
 import dev.tally.RateLimiter;
 import dev.tally.StoreException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -71,7 +74,7 @@ public final class FaultWorkload {
    * Waits up to {@code within} for every thread to succeed at or after {@code nanoTime}; returns
    * {@link #everyThreadSucceededAt} then ({@code Long.MAX_VALUE} if one has not).
    */
-  public long awaitEveryThreadSucceededAt(long nanoTime, java.time.Duration within) throws InterruptedException {
+  public long awaitEveryThreadSucceededAt(long nanoTime, Duration within) throws InterruptedException {
     long deadline = System.nanoTime() + within.toNanos();
     while (everyThreadSucceededAt(nanoTime) == Long.MAX_VALUE && System.nanoTime() < deadline) {
       Thread.sleep(20);
@@ -93,6 +96,32 @@ public final class FaultWorkload {
       }
     }
     return hanging;
+  }
+
+  /**
+   * Checks, after {@link #stop}, that every call ended within {@code bound} and failed, if at
+   * all, with a store failure.
+   */
+  public void assertEveryCallEndedWithin(Duration bound) {
+    assertThat(unexpected()).as("a failure other than a store failure").isNull();
+    assertThat(Duration.ofNanos(longestCallNanos()))
+        .as("the longest call (%s)", this).isLessThanOrEqualTo(bound);
+  }
+
+  /**
+   * Checks, after {@link #stop}, that the store kept the books: the counter holds every
+   * acknowledged increment and at most the failed ones besides, and the limiter of
+   * {@code capacity} (adding nothing back meanwhile) has every granted permit taken and at most
+   * the failed decisions' besides.
+   *
+   * @param counter the counter's value now
+   * @param taken the limiter's capacity less what it has available now
+   */
+  public void assertNothingAcknowledgedLost(long counter, long taken, long capacity) {
+    assertThat(counter).as("the counter (%s)", this)
+        .isBetween(acknowledged(), acknowledged() + incrementsUnknown());
+    assertThat(taken).as("permits taken (%s)", this)
+        .isBetween(granted(), Math.min(capacity, granted() + decisionsUnknown()));
   }
 
   /** Increments acknowledged. Read after {@link #stop}. */

@@ -70,21 +70,12 @@ public abstract class ServerFaultContract extends TallyFixture {
     }
 
     assertThat(hanging).as("threads whose call hangs").isEmpty();
-    assertThat(load.unexpected()).as("a failure other than a store failure").isNull();
-    assertThat(Duration.ofNanos(load.longestCallNanos()))
-        .as("the longest call (timeout %s; %s)", freezing.callTimeout(), load)
-        .isLessThanOrEqualTo(Duration.ofNanos(bound));
+    load.assertEveryCallEndedWithin(Duration.ofNanos(bound));
     assertThat(load.allSucceededSince(resumedAt))
         .as("every thread succeeds again within %s of the resume (%s)", RECOVERY, load).isTrue();
     assertThat(load.acknowledged()).as("increments acknowledged").isPositive();
     assertThat(load.incrementsUnknown() + load.decisionsUnknown()).as("calls failed by the freeze").isPositive();
-    long value = counters.get("frozen").orElseThrow();
-    assertThat(value).as("the counter (%s)", load)
-        .isBetween(load.acknowledged(), load.acknowledged() + load.incrementsUnknown());
-
-    long taken = CAPACITY - limiter.available();
     assertThat(load.granted()).as("permits granted, of %d", CAPACITY).isBetween(1L, (long) CAPACITY);
-    assertThat(taken).as("permits taken (%s)", load)
-        .isBetween(load.granted(), Math.min(CAPACITY, load.granted() + load.decisionsUnknown()));
+    load.assertNothingAcknowledgedLost(counters.get("frozen").orElseThrow(), CAPACITY - limiter.available(), CAPACITY);
   }
 }

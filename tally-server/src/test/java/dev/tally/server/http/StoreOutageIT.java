@@ -30,6 +30,12 @@ class StoreOutageIT {
     return null;
   }
 
+  private static int freePort() throws java.io.IOException {
+    try (ServerSocket free = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return free.getLocalPort();
+    }
+  }
+
   private static Process startRedis(Path dir, int port) throws Exception {
     Process redis = new ProcessBuilder(redisBinary(), "--port", Integer.toString(port), "--bind", "127.0.0.1",
         "--save", "", "--appendonly", "no", "--dir", dir.toString())
@@ -49,10 +55,7 @@ class StoreOutageIT {
   @Test
   void anOutageIsReportedAndFailOpenAnswersAreCounted(@TempDir Path dir) throws Exception {
     assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
-    int port;
-    try (ServerSocket free = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      port = free.getLocalPort();
-    }
+    int port = freePort();
     Process redis = startRedis(dir, port);
     try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
@@ -88,10 +91,7 @@ class StoreOutageIT {
   @Test
   void aFrozenStoreStopsHoldingRequestsOnceTheCircuitOpens(@TempDir Path dir) throws Exception {
     assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
-    int port;
-    try (ServerSocket free = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      port = free.getLocalPort();
-    }
+    int port = freePort();
     Process redis = startRedis(dir, port);
     try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
