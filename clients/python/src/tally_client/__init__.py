@@ -1,0 +1,23 @@
+"""Tally's Python client: exact counters and rate limits shared by every process and host,
+over the HTTP API of ``tally serve``. Standard library only.
+
+    from tally_client import Client, limits
+    tally = Client("http://127.0.0.1:8080")
+    tally.incr("views:episode:512")
+    api = tally.limiter("api:user:42", limits.token_bucket(100, "1m"))
+    if not api.try_acquire(): ...
+"""
+
+from . import limits
+from ._codec import Decision
+from .aio import AsyncClient
+from .client import Batch, Client, Limiter
+from .errors import (BadRequest, Conflict, Denied, NoSuchRoute, NotFound, TallyError, Timeout,
+                     Unauthorized, Unavailable, Unsupported)
+from .facades import Counter, DistributedCounter, token_bucket_limiter
+
+__all__ = ["AsyncClient", "BadRequest", "Batch", "Client", "Conflict", "Counter", "Decision",
+           "Denied", "DistributedCounter", "Limiter", "NoSuchRoute", "NotFound", "TallyError",
+           "Timeout", "Unauthorized", "Unavailable", "Unsupported", "limits",
+           "token_bucket_limiter"]
+__version__ = "0.2.0"

@@ -1,0 +1,105 @@
+"""What the client and the asyncio client share: paths, bodies, and turning answers into values."""
+
+import datetime
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, Union
+from urllib.parse import quote
+
+from .errors import Denied, TallyError, from_problem
+
+Number = Union[int, float]
+Duration = Union[int, float, datetime.timedelta, str]
+
+
+def key_path(prefix: str, key: str, action: str = "") -> str:
+    """A key is one path segment: every '/', '%', '?', '#', space and non-ASCII byte encoded."""
+    if not isinstance(key, str) or not key:
+        raise ValueError("a key is a non-empty string, not %r" % (key,))
+    return prefix + quote(key, safe="") + action
+
+
+def duration(d: Optional[Duration]) -> Optional[str]:
+    """Seconds (int or float), a timedelta, or the server's own form ('500ms', '30s', '40d')."""
+    if d is None or isinstance(d, str):
+        return d
+    if isinstance(d, datetime.timedelta):
+        d = d.total_seconds()
+    if isinstance(d, bool) or not isinstance(d, (int, float)):
+        raise ValueError("a duration is seconds, a timedelta or a string like '30s', not %r" % (d,))
+    if d < 0:
+        raise ValueError("a duration cannot be negative: %r" % (d,))
+    millis = round(d * 1000)
+    return "%dms" % millis
+
+
+def new_idempotency_key() -> str:
+    return str(uuid.uuid4())
+
+
+class Decision:
+    """A limiter's answer: whether the permits were granted, what is left, and when to retry."""
+
+    __slots__ = ("name", "allowed", "permits", "remaining", "limit", "retry_after",
+                 "reset_after", "raw")
+
+    def __init__(self, raw: Dict[str, Any]):
+        self.raw = raw
+        self.name = raw.get("name")
+        self.allowed = bool(raw.get("allowed"))
+        self.permits = raw.get("permits")
+        self.remaining = raw.get("remaining")
+        self.limit = raw.get("limit")
+        retry = raw.get("retryAfterMillis")
+        #: seconds until the same request fits; None when it never can (more than the limit)
+        self.retry_after = None if retry is None else retry / 1000.0
+        self.reset_after = (raw.get("resetAfterMillis") or 0) / 1000.0
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+    def __repr__(self) -> str:
+        return ("Decision(allowed=%s, remaining=%s, limit=%s, retry_after=%s)"
+                % (self.allowed, self.remaining, self.limit, self.retry_after))
+
+
+def limits_body(limits: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    if not limits:
+        raise ValueError("a limiter needs at least one limit, e.g. token_bucket(100, '1m')")
+    return {"limit": limits[0]} if len(limits) == 1 else {"limits": list(limits)}
+
+
+def value(answer, key: str) -> Any:
+    """The value of a counter answer, or the error it carries."""
+    if answer.status == 200:
+        return answer.json()["value"]
+    raise error(answer)
+
+
+def error(answer) -> TallyError:
+    try:
+        problem = answer.json() or {}
+    except ValueError:
+        problem = {"detail": answer.body[:200].decode("utf-8", "replace")}
+    if answer.status == 429:
+        decision = Decision(problem)
+        return Denied(str(problem.get("detail", "denied")), decision, problem)
+    return from_problem(answer.status, problem)
+
+
+def decision(answer) -> Decision:
+    if answer.status in (200, 429):
+        return Decision(answer.json())
+    raise error(answer)
+
+
+def transaction_ops(ops: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    out = []
+    for op in ops:
+        if "op" not in op or "key" not in op:
+            raise ValueError("a transaction op is a dict with 'op' and 'key', e.g. "
+                             "{'op': 'incr', 'key': 'a', 'delta': 2}; got %r" % (op,))
+        op = dict(op)
+        if "ttl" in op:
+            op["ttl"] = duration(op["ttl"])
+        out.append(op)
+    return out

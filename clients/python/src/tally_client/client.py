@@ -1,0 +1,267 @@
+"""The synchronous client: counters, limiters, transactions."""
+
+import random
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+from . import _codec as c
+from ._wire import Answer, Wire, encode
+from .errors import NotFound, TallyError, Timeout, Unavailable
+
+_RETRYABLE = (Unavailable, Timeout)
+
+
+class Client:
+    """One Tally server. Thread-safe: each thread keeps its own keep-alive connection.
+
+    ``retries`` > 0 makes every changing call carry an Idempotency-Key and retry it on a lost
+    connection, a 503 or a 504, with exponential backoff and jitter: the store remembers the key,
+    so a retry of an applied call applies nothing and answers what the first one answered.
+    """
+
+    def __init__(self, url: str = "http://127.0.0.1:8080", token: Optional[str] = None,
+                 timeout: float = 5.0, retries: int = 0, backoff: float = 0.05):
+        self._wire = Wire(url, token, timeout)
+        self.retries = retries
+        self.backoff = backoff
+
+    def close(self) -> None:
+        """Closes this thread's connection (others close with their threads' sockets)."""
+        self._wire.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- the one place a request is sent -------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
+              idempotency_key: Optional[str] = None) -> Answer:
+        data = None if body is None else encode(body)
+        changing = method != "GET"
+        if changing and idempotency_key is None and self.retries > 0:
+            idempotency_key = c.new_idempotency_key()
+        attempt = 0
+        while True:
+            try:
+                answer = self._wire.request(method, path, data, idempotency_key)
+                if answer.status in (503, 504) and attempt < self.retries and (
+                        idempotency_key is not None or not changing):
+                    raise c.error(answer)
+                return answer
+            except _RETRYABLE:
+                if attempt >= self.retries or (changing and idempotency_key is None):
+                    raise
+            attempt += 1
+            time.sleep(self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
+
+    # -- counters ------------------------------------------------------------------------------
+
+    def incr(self, key: str, delta: c.Number = 1, default: c.Number = 0,
+             must_exist: bool = False, idempotency_key: Optional[str] = None) -> c.Number:
+        """Adds ``delta`` (a missing counter starts at ``default``) and returns the new value."""
+        return self._step(key, "/incr", delta, default, must_exist, idempotency_key)
+
+    def decr(self, key: str, delta: c.Number = 1, default: c.Number = 0,
+             must_exist: bool = False, idempotency_key: Optional[str] = None) -> c.Number:
+        """Subtracts ``delta`` (a missing counter starts at ``default``, not negated)."""
+        return self._step(key, "/decr", delta, default, must_exist, idempotency_key)
+
+    def _step(self, key, action, delta, default, must_exist, idempotency_key):
+        body: Dict[str, Any] = {"delta": delta}
+        if default != 0:
+            body["default"] = default
+        if must_exist:
+            body["mustExist"] = True
+        return c.value(self._call("POST", c.key_path("/v1/counters/", key, action), body,
+                                  idempotency_key), key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The counter's value, or ``default`` if there is none."""
+        answer = self._call("GET", c.key_path("/v1/counters/", key))
+        if answer.status == 404 and answer.json().get("error") == "not_found":
+            return default
+        return c.value(answer, key)
+
+    def put(self, key: str, value: c.Number, ttl: Optional[c.Duration] = None,
+            idempotency_key: Optional[str] = None) -> c.Number:
+        body: Dict[str, Any] = {"value": value}
+        if ttl is not None:
+            body["ttl"] = c.duration(ttl)
+        return c.value(self._call("PUT", c.key_path("/v1/counters/", key), body,
+                                  idempotency_key), key)
+
+    def add(self, key: str, value: c.Number, ttl: Optional[c.Duration] = None,
+            idempotency_key: Optional[str] = None) -> bool:
+        """Sets the counter only if it is absent; True if it was set."""
+        body: Dict[str, Any] = {"value": value}
+        if ttl is not None:
+            body["ttl"] = c.duration(ttl)
+        answer = self._call("POST", c.key_path("/v1/counters/", key, "/add"), body,
+                            idempotency_key)
+        if answer.status != 200:
+            raise c.error(answer)
+        return bool(answer.json()["added"])
+
+    def pop(self, key: str, default: Any = None, idempotency_key: Optional[str] = None) -> Any:
+        """Reads and deletes the counter atomically; ``default`` if there was none."""
+        answer = self._call("POST", c.key_path("/v1/counters/", key, "/pop"), None,
+                            idempotency_key)
+        if answer.status == 404 and answer.json().get("error") == "not_found":
+            return default
+        return c.value(answer, key)
+
+    def delete(self, key: str, idempotency_key: Optional[str] = None) -> bool:
+        answer = self._call("DELETE", c.key_path("/v1/counters/", key), None, idempotency_key)
+        if answer.status == 404 and answer.json().get("error") == "not_found":
+            return False
+        if answer.status != 200:
+            raise c.error(answer)
+        return True
+
+    def touch(self, key: str, ttl: Optional[c.Duration]) -> None:
+        """Sets the counter's time to live (None: never expires). KeyError if it is absent."""
+        answer = self._call("POST", c.key_path("/v1/counters/", key, "/touch"),
+                            {"ttl": c.duration(ttl)})
+        if answer.status != 200:
+            raise c.error(answer)
+
+    def ttl(self, key: str) -> Optional[float]:
+        """Seconds left to live, or None if it never expires. KeyError if it is absent."""
+        answer = self._call("GET", c.key_path("/v1/counters/", key, "/ttl"))
+        if answer.status != 200:
+            raise c.error(answer)
+        millis = answer.json().get("ttlMillis")
+        return None if millis is None else millis / 1000.0
+
+    def keys(self, prefix: str = "", limit: int = 100000) -> List[str]:
+        """The counters' keys that start with ``prefix``, sorted (at most ``limit``)."""
+        from urllib.parse import quote
+        answer = self._call("GET", "/v1/counters?prefix=%s&limit=%d" % (quote(prefix, safe=""),
+                                                                         limit))
+        if answer.status != 200:
+            raise c.error(answer)
+        return list(answer.json()["keys"])
+
+    # -- transactions and batches --------------------------------------------------------------
+
+    def transaction(self, ops: Sequence[Dict[str, Any]],
+                    idempotency_key: Optional[str] = None) -> List[Any]:
+        """Applies every op or none, in one request; returns each op's value (None for a get of
+        an absent counter). Ops: ``{'op': 'incr'|'decr'|'put'|'delete'|'get', 'key': ..}``."""
+        answer = self._call("POST", "/v1/transactions", {"ops": c.transaction_ops(ops)},
+                            idempotency_key)
+        if answer.status != 200:
+            raise c.error(answer)
+        return [r.get("value", r.get("deleted")) for r in answer.json()["results"]]
+
+    def batch(self) -> "Batch":
+        """Collects operations and sends them in one request (applied together)."""
+        return Batch(self)
+
+    # -- limiters ------------------------------------------------------------------------------
+
+    def limiter(self, name: str, *limits: Dict[str, Any]) -> "Limiter":
+        """A rate limiter ``name`` with ``limits`` (see ``tally_client.limits``)."""
+        return Limiter(self, name, limits)
+
+    def health(self) -> Dict[str, Any]:
+        answer = self._call("GET", "/healthz")
+        if answer.status != 200:
+            raise c.error(answer)
+        return answer.json()
+
+
+class Batch:
+    """Operations sent in one request when the ``with`` block ends (or on ``send()``); their
+    values are in ``results`` afterwards. They apply together or not at all."""
+
+    def __init__(self, client: Client):
+        self._client = client
+        self._ops: List[Dict[str, Any]] = []
+        self.results: List[Any] = []
+
+    def incr(self, key: str, delta: c.Number = 1, default: c.Number = 0) -> "Batch":
+        self._ops.append({"op": "incr", "key": key, "delta": delta, "default": default})
+        return self
+
+    def decr(self, key: str, delta: c.Number = 1, default: c.Number = 0) -> "Batch":
+        self._ops.append({"op": "decr", "key": key, "delta": delta, "default": default})
+        return self
+
+    def put(self, key: str, value: int, ttl: Optional[c.Duration] = None) -> "Batch":
+        op: Dict[str, Any] = {"op": "put", "key": key, "value": value}
+        if ttl is not None:
+            op["ttl"] = ttl
+        self._ops.append(op)
+        return self
+
+    def get(self, key: str) -> "Batch":
+        self._ops.append({"op": "get", "key": key})
+        return self
+
+    def delete(self, key: str) -> "Batch":
+        self._ops.append({"op": "delete", "key": key})
+        return self
+
+    def send(self) -> List[Any]:
+        ops, self._ops = self._ops, []
+        self.results = self._client.transaction(ops) if ops else []
+        return self.results
+
+    def __enter__(self) -> "Batch":
+        return self
+
+    def __exit__(self, exc_type, *rest: Any) -> None:
+        if exc_type is None:
+            self.send()
+
+
+class Limiter:
+    """One rate limiter. Every call is one atomic step on the store."""
+
+    def __init__(self, client: Client, name: str, limits: Sequence[Dict[str, Any]]):
+        self._client = client
+        self.name = name
+        self._limits = c.limits_body(limits)
+
+    def _post(self, action: str, extra: Optional[Dict[str, Any]] = None) -> Answer:
+        body = dict(self._limits)
+        if extra:
+            body.update(extra)
+        return self._client._call("POST", c.key_path("/v1/limiters/", self.name, action), body)
+
+    def decide(self, permits: int = 1) -> c.Decision:
+        """Takes ``permits`` if they are there now; the decision either way (no exception)."""
+        return c.decision(self._post("/try", {"permits": permits}))
+
+    def try_acquire(self, permits: int = 1) -> bool:
+        return self.decide(permits).allowed
+
+    def acquire(self, permits: int = 1, max_wait: c.Duration = 0) -> c.Decision:
+        """Takes ``permits``, waiting on the server up to ``max_wait``; raises Denied if they
+        cannot be had in time."""
+        answer = self._post("/acquire", {"permits": permits, "maxWait": c.duration(max_wait)})
+        if answer.status != 200:
+            raise c.error(answer)
+        return c.Decision(answer.json())
+
+    def peek(self) -> c.Decision:
+        """What is available, taking nothing."""
+        return c.decision(self._post("/peek"))
+
+    def refund(self, permits: int) -> c.Decision:
+        return c.decision(self._post("/refund", {"permits": permits}))
+
+    def reset(self) -> c.Decision:
+        return c.decision(self._post("/reset"))
+
+    def reconfigure(self) -> c.Decision:
+        """Stores this handle's limits for every process, keeping what was consumed."""
+        return c.decision(self._post("/reconfigure"))
+
+
+def iterkeys(client: Client, prefix: str = "") -> Iterator[str]:
+    return iter(client.keys(prefix))

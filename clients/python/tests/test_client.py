@@ -1,0 +1,209 @@
+"""The client against a real `tally serve`, on a file: store and on Redis: every call, its
+errors, and exact totals from several OS processes on the same counter and limiter."""
+
+import asyncio
+import multiprocessing
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+import server  # noqa: E402
+from tally_client import (AsyncClient, BadRequest, Client, Conflict, Counter, Denied,  # noqa: E402
+                          DistributedCounter, NoSuchRoute, NotFound, limits)
+
+PROCESSES = 4
+
+
+def _count(url, key, n):
+    client = Client(url)
+    for _ in range(n):
+        client.incr(key)
+    client.close()
+
+
+def _take(url, name, n, out):
+    client = Client(url)
+    limiter = client.limiter(name, limits.token_bucket(100, "1h"))
+    out.put(sum(1 for _ in range(n) if limiter.try_acquire()))
+
+
+class Contract:
+    """The cases every store runs; subclasses say which store."""
+
+    url = ""
+
+    def setUp(self):
+        self.client = Client(self.url)
+        self.prefix = "%s:%s:" % (type(self).__name__, self._testMethodName)
+
+    def tearDown(self):
+        self.client.close()
+
+    def key(self, name):
+        return self.prefix + name
+
+    def test_counter_calls(self):
+        c, k = self.client, self.key("views")
+        self.assertEqual(c.incr(k), 1)
+        self.assertEqual(c.incr(k, 5), 6)
+        self.assertEqual(c.decr(k, 2), 4)
+        self.assertEqual(c.get(k), 4)
+        self.assertEqual(c.get(self.key("absent"), 0), 0)
+        self.assertEqual(c.put(k, 40, ttl=3600), 40)
+        self.assertAlmostEqual(c.ttl(k), 3600, delta=60)
+        self.assertFalse(c.add(k, 1))
+        self.assertTrue(c.add(self.key("fresh"), 7, ttl=60))
+        self.assertEqual(c.pop(k), 40)
+        self.assertIsNone(c.get(k))
+        self.assertEqual(c.pop(k, "gone"), "gone")
+        self.assertTrue(c.delete(self.key("fresh")))
+        self.assertFalse(c.delete(self.key("fresh")))
+
+    def test_keys_with_slashes_and_spaces_are_one_segment(self):
+        c = self.client
+        for name in ("req:path:/a", "a b", "50%", "q?x#y", "plus+sign", "ünïcode"):
+            c.incr(self.key(name), 41)
+            self.assertEqual(c.get(self.key(name), 0), 41, name)
+        self.assertEqual(sorted(c.keys(self.key("req:"))), [self.key("req:path:/a")])
+
+    def test_floats(self):
+        c, k = self.client, self.key("f")
+        self.assertEqual(c.incr(k, 0.5), 0.5)
+        self.assertEqual(c.incr(k, 0.25), 0.75)
+
+    def test_missing_counter_is_a_key_error(self):
+        with self.assertRaises(KeyError):
+            self.client.incr(self.key("nope"), must_exist=True)
+        with self.assertRaises(NotFound):
+            self.client.ttl(self.key("nope"))
+
+    def test_errors_are_typed_and_change_nothing(self):
+        c, name = self.client, self.key("lim")
+        c.limiter(name, limits.token_bucket(5, "1m")).try_acquire()
+        with self.assertRaises(Conflict):
+            c.incr(name)
+        with self.assertRaises(BadRequest):
+            c.incr(self.key("nan"), float("nan"))
+        with self.assertRaises(BadRequest):
+            c.put(self.key("badttl"), 1, ttl="4x")
+        self.assertIsNone(c.get(self.key("badttl")))
+        with self.assertRaises(NoSuchRoute):
+            answer = c._call("GET", "/v1/nope")
+            from tally_client import _codec
+            raise _codec.error(answer)
+
+    def test_idempotency_key_applies_once(self):
+        c, k = self.client, self.key("paid")
+        self.assertEqual(c.incr(k, 5, idempotency_key="order-1-" + self.prefix), 5)
+        self.assertEqual(c.incr(k, 5, idempotency_key="order-1-" + self.prefix), 5)
+        self.assertEqual(c.get(k), 5)
+        with self.assertRaises(BadRequest):  # the same key on another operation: 422
+            c.incr(k, 6, idempotency_key="order-1-" + self.prefix)
+
+    def test_retrying_client_sends_keys(self):
+        c = Client(self.url, retries=3)
+        self.assertEqual(c.incr(self.key("r")), 1)
+        self.assertEqual(c.incr(self.key("r")), 2)
+        c.close()
+
+    def test_batch_and_transaction(self):
+        c = self.client
+        with c.batch() as b:
+            for i in range(100):
+                b.incr(self.key("batch"), 2)
+            b.get(self.key("batch"))
+        self.assertEqual(b.results[-1], 200)
+        results = c.transaction([{"op": "incr", "key": self.key("t")},
+                                 {"op": "delete", "key": self.key("t")},
+                                 {"op": "get", "key": self.key("t")}])
+        self.assertEqual(results, [1, True, None])
+
+    def test_limiter(self):
+        lim = self.client.limiter(self.key("api"), limits.token_bucket(3, "1m"))
+        self.assertEqual([lim.try_acquire() for _ in range(4)], [True, True, True, False])
+        d = lim.decide()
+        self.assertFalse(d.allowed)
+        self.assertEqual(d.remaining, 0)
+        self.assertGreater(d.retry_after, 0)
+        with self.assertRaises(Denied) as denied:
+            lim.acquire(max_wait=0)
+        self.assertFalse(denied.exception.decision.allowed)
+        self.assertEqual(lim.refund(2).remaining, 2)
+        self.assertEqual(lim.peek().remaining, 2)
+        self.assertEqual(lim.reset().remaining, 3)
+
+    def test_processes_share_counter_and_limiter_exactly(self):
+        ctx = multiprocessing.get_context("spawn")
+        key = self.key("shared")
+        procs = [ctx.Process(target=_count, args=(self.url, key, 250)) for _ in range(PROCESSES)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        self.assertEqual(self.client.get(key), PROCESSES * 250)
+        out = ctx.Queue()
+        procs = [ctx.Process(target=_take, args=(self.url, self.key("bucket"), 60, out))
+                 for _ in range(PROCESSES)]
+        for p in procs:
+            p.start()
+        granted = sum(out.get() for _ in procs)
+        for p in procs:
+            p.join()
+        self.assertEqual(granted, 100)  # 240 tries on a bucket of 100, not refilled in an hour
+
+    def test_asyncio_client(self):
+        async def run():
+            async with AsyncClient(self.url) as a:
+                await asyncio.gather(*(a.incr(self.key("async")) for _ in range(200)))
+                granted = await asyncio.gather(*(a.try_acquire(
+                    self.key("alim"), limits.token_bucket(10, "1h")) for _ in range(30)))
+                return await a.get(self.key("async")), sum(granted)
+        self.assertEqual(asyncio.run(run()), (200, 10))
+
+    def test_facades(self):
+        cache = Counter(self.client)
+        for _ in range(3):
+            cache.incr(self.key("views:episode:512"))
+        pending = {k: cache.pop(k, 0) for k in cache.iterkeys(prefix=self.key("views:"))}
+        self.assertEqual(pending, {self.key("views:episode:512"): 3})
+        self.assertFalse(self.key("views:episode:512") in cache)
+        with self.assertRaises(KeyError):
+            cache.incr(self.key("x"), default=None)
+        counter = DistributedCounter(self.client, prefix=self.prefix)
+        counter.put("mykey", 0)
+        self.assertEqual(counter.increment("mykey", 10), 10)
+        self.assertEqual(counter.increment("mykey", 5), 15)
+        self.assertEqual(counter.decrement("mykey", 14), 1)
+        self.assertEqual(counter.increment("someotherkey", 0, 10), 10)
+        self.assertEqual(counter.increment("yetanotherkey", 1, 10), 11)
+
+
+def _suite_for(name, store):
+    class OnStore(Contract, unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            cls.tally = server.Tally(store)
+            cls.url = cls.tally.url
+
+        @classmethod
+        def tearDownClass(cls):
+            cls.tally.stop()
+    OnStore.__name__ = OnStore.__qualname__ = "On" + name.capitalize()
+    return OnStore
+
+
+_STORES = server.stores()
+for _name, _store, _ in _STORES:
+    globals()["On" + _name.capitalize()] = _suite_for(_name, _store)
+
+
+def tearDownModule():
+    for _, _, cleanup in _STORES:
+        if cleanup is not None:
+            cleanup.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
