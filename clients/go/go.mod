@@ -1,0 +1,3 @@
+module dev.tally/client
+
+go 1.19
