@@ -163,6 +163,7 @@ public abstract class Tally implements AutoCloseable {
     private TallyListener listener = TallyListener.NONE;
     private Duration operationRetention = DEFAULT_OPERATION_RETENTION;
     private CircuitBreaker circuitBreaker = CircuitBreaker.DISABLED;
+    private boolean deferOpen;
 
     private Builder(String uri) {
       this.uri = uri;
@@ -218,6 +219,26 @@ public abstract class Tally implements AutoCloseable {
     public Builder circuitBreaker(CircuitBreaker circuitBreaker) {
       this.circuitBreaker = Objects.requireNonNull(circuitBreaker, "circuitBreaker");
       return this;
+    }
+
+    /**
+     * Whether {@link #build()} may return a Tally whose store did not answer yet: with
+     * {@code true}, a store that cannot be reached at build time (a {@link StoreException} from
+     * its opening; a malformed URI still throws) is opened by the first call that finds it
+     * reachable, and until then every call fails with a {@link StoreUnavailableException},
+     * answered by its {@link FailurePolicy} (and, with a {@link #circuitBreaker circuit
+     * breaker}, refused at once between probes). So a service can start during an outage.
+     * {@code false} by default in this version: {@code build()} throws as before. The Spring
+     * Boot starter sets it unless {@code tally.fail-on-startup-without-store=true}.
+     */
+    public Builder deferOpen(boolean deferOpen) {
+      this.deferOpen = deferOpen;
+      return this;
+    }
+
+    /** Whether a store that cannot be reached at build time is opened later: see {@link #deferOpen(boolean)}. */
+    public boolean deferOpen() {
+      return deferOpen;
     }
 
     /** The store URI. */
