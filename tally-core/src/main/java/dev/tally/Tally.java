@@ -131,6 +131,15 @@ public abstract class Tally implements AutoCloseable {
     return CircuitBreaker.State.CLOSED;
   }
 
+  /**
+   * Whether the store has been opened: false only for a Tally built with
+   * {@link Builder#deferOpen(boolean) deferOpen} whose store has not answered yet. This
+   * implementation, for test doubles, says {@code true}.
+   */
+  public boolean storeOpen() {
+    return true;
+  }
+
   /** Closes the store: connections, files, threads. Further operations fail. */
   @Override
   public abstract void close();

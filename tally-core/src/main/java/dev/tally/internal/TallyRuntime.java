@@ -185,6 +185,11 @@ public final class TallyRuntime extends Tally {
     return circuit == null ? CircuitBreaker.State.CLOSED : circuit.state();
   }
 
+  @Override
+  public boolean storeOpen() {
+    return !(openedStore instanceof DeferredStore d) || d.isOpen();
+  }
+
   /**
    * The store behind this instance, for store-specific tools and tests: calls on it bypass
    * validation, key prefixes, failure policies and the circuit breaker.
