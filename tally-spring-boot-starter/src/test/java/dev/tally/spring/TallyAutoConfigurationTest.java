@@ -167,7 +167,9 @@ class TallyAutoConfigurationTest {
 
   @Test
   void startsWithoutTheStoreAndTheBreakerIsOnByDefault() {
-    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms").run(context -> {
+    runner.withBean(io.micrometer.core.instrument.MeterRegistry.class,
+            io.micrometer.core.instrument.simple.SimpleMeterRegistry::new)
+        .withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms").run(context -> {
       assertThat(context).hasNotFailed();
       Tally tally = context.getBean(Tally.class);
       assertThat(tally.storeOpen()).isFalse();
@@ -175,6 +177,9 @@ class TallyAutoConfigurationTest {
         assertThatThrownBy(() -> tally.counters().incr("k")).isInstanceOf(dev.tally.StoreUnavailableException.class);
       }
       assertThat(tally.circuitState()).isEqualTo(dev.tally.CircuitBreaker.State.OPEN);
+      io.micrometer.core.instrument.MeterRegistry meters = context.getBean(io.micrometer.core.instrument.MeterRegistry.class);
+      assertThat(meters.get("tally.circuit.open").gauge().value()).isEqualTo(1.0);
+      assertThat(meters.get("tally.circuit.opened").counter().count()).isEqualTo(1.0);
       org.springframework.boot.health.contributor.Health health =
           context.getBean(TallyHealthIndicator.class).health();
       assertThat(health.getStatus().getCode()).isEqualTo("UNKNOWN");
