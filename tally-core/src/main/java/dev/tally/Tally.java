@@ -223,7 +223,7 @@ public abstract class Tally implements AutoCloseable {
      * {@link FailurePolicy} at once rather than each after the store's timeout: see
      * {@link CircuitBreaker}. {@link CircuitBreaker#DISABLED} by default in this version, so a
      * library user's calls wait for the store as before; tally-server and the Spring Boot starter
-     * are to use {@link CircuitBreaker#DEFAULT}.
+     * use {@link CircuitBreaker#DEFAULT}.
      */
     public Builder circuitBreaker(CircuitBreaker circuitBreaker) {
       this.circuitBreaker = Objects.requireNonNull(circuitBreaker, "circuitBreaker");
