@@ -10,6 +10,7 @@ module dev.tally {
 
   exports dev.tally;
   exports dev.tally.spi;
+  exports dev.tally.http; // HTTP renderings of decisions, shared by the starter and the server
   // The implementation is for the conformance kit's reference checks only (a store's own tests
   // compare its decisions with the Java limiter machine); applications see the API and the SPI.
   exports dev.tally.internal to dev.tally.tck;

@@ -27,7 +27,7 @@ import java.util.Objects;
  * mind.
  *
  * <p>{@link #DISABLED} is the library's default in this version, which leaves every call to
- * wait for the store as before; tally-server and the Spring Boot starter are to turn
+ * wait for the store as before; tally-server and the Spring Boot starter turn
  * {@link #DEFAULT} on. The state is {@link Tally#circuitState()}; {@link TallyListener} hears
  * every opening, closing and call refused, and {@link TallyMetrics} counts them. docs/failures.md
  * tells the whole story.

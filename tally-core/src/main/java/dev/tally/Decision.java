@@ -37,6 +37,8 @@ public final class Decision {
   // remaining, limit, resetAfterNanos. Null when the decision was built without it (one limit:
   // the fields above are that limit's).
   private final long[] perLimit;
+  // True when the store did not decide and the limiter's failure policy answered instead.
+  private final boolean storeFailed;
 
   /**
    * Creates a decision; stores build these, users read them.
@@ -73,6 +75,12 @@ public final class Decision {
    */
   public Decision(boolean allowed, long remaining, long limit, long retryAfterNanos, long resetAfterNanos,
       int limitIndex, long[] perLimit) {
+    this(allowed, remaining, limit, retryAfterNanos, resetAfterNanos, limitIndex, perLimit, false);
+  }
+
+  private Decision(boolean allowed, long remaining, long limit, long retryAfterNanos, long resetAfterNanos,
+      int limitIndex, long[] perLimit, boolean storeFailed) {
+    this.storeFailed = storeFailed;
     if (perLimit != null && (perLimit.length == 0 || perLimit.length % 3 != 0)) {
       throw new IllegalArgumentException(
           "perLimit must hold three values (remaining, limit, resetAfterNanos) per limit, not "
@@ -89,6 +97,27 @@ public final class Decision {
     this.limit = limit;
     this.retryAfterNanos = allowed ? 0 : Math.max(0, retryAfterNanos);
     this.resetAfterNanos = Math.max(0, resetAfterNanos);
+  }
+
+  /**
+   * This decision marked as the answer of a {@link FailurePolicy} to a store that failed: the
+   * store decided nothing, so its remaining, limit and resets describe no stored state. Limiters
+   * mark their fail-open and fail-closed answers so; a front end should not present their numbers
+   * as the client's quota (the HTTP rendering in {@code dev.tally.http} leaves the
+   * {@code RateLimit} fields out).
+   */
+  public Decision answeredByFailurePolicy() {
+    return storeFailed ? this : new Decision(allowed, remaining, limit, retryAfterNanos, resetAfterNanos,
+        limitIndex, perLimit, true);
+  }
+
+  /**
+   * Whether the store failed and a {@link FailurePolicy} answered in its place (see
+   * {@link #answeredByFailurePolicy()}): fail-open allowed without counting, fail-closed refused
+   * without knowing.
+   */
+  public boolean storeFailed() {
+    return storeFailed;
   }
 
   /** Whether the request was granted (and its units consumed). */
@@ -176,7 +205,7 @@ public final class Decision {
   public boolean equals(Object o) {
     return o instanceof Decision d && d.allowed == allowed && d.remaining == remaining
         && d.limit == limit && d.retryAfterNanos == retryAfterNanos && d.resetAfterNanos == resetAfterNanos
-        && d.limitIndex == limitIndex && Arrays.equals(d.perLimit, perLimit);
+        && d.limitIndex == limitIndex && Arrays.equals(d.perLimit, perLimit) && d.storeFailed == storeFailed;
   }
 
   @Override
@@ -190,6 +219,7 @@ public final class Decision {
         + (limitIndex == 0 ? "" : " (limit " + limitIndex + ")")
         + (allowed ? "" : ", retryAfter=" + (retryAfterNanos == NEVER ? "never" : retryAfterNanos + "ns"))
         + ", resetAfter=" + resetAfterNanos + "ns"
-        + (perLimit == null ? "" : ", limits=" + limits()) + "]";
+        + (perLimit == null ? "" : ", limits=" + limits())
+        + (storeFailed ? ", answered by the failure policy: the store failed" : "") + "]";
   }
 }

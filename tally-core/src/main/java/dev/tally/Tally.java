@@ -131,6 +131,15 @@ public abstract class Tally implements AutoCloseable {
     return CircuitBreaker.State.CLOSED;
   }
 
+  /**
+   * Whether the store has been opened: false only for a Tally built with
+   * {@link Builder#deferOpen(boolean) deferOpen} whose store has not answered yet. This
+   * implementation, for test doubles, says {@code true}.
+   */
+  public boolean storeOpen() {
+    return true;
+  }
+
   /** Closes the store: connections, files, threads. Further operations fail. */
   @Override
   public abstract void close();
@@ -163,6 +172,7 @@ public abstract class Tally implements AutoCloseable {
     private TallyListener listener = TallyListener.NONE;
     private Duration operationRetention = DEFAULT_OPERATION_RETENTION;
     private CircuitBreaker circuitBreaker = CircuitBreaker.DISABLED;
+    private boolean deferOpen;
 
     private Builder(String uri) {
       this.uri = uri;
@@ -213,11 +223,31 @@ public abstract class Tally implements AutoCloseable {
      * {@link FailurePolicy} at once rather than each after the store's timeout: see
      * {@link CircuitBreaker}. {@link CircuitBreaker#DISABLED} by default in this version, so a
      * library user's calls wait for the store as before; tally-server and the Spring Boot starter
-     * are to use {@link CircuitBreaker#DEFAULT}.
+     * use {@link CircuitBreaker#DEFAULT}.
      */
     public Builder circuitBreaker(CircuitBreaker circuitBreaker) {
       this.circuitBreaker = Objects.requireNonNull(circuitBreaker, "circuitBreaker");
       return this;
+    }
+
+    /**
+     * Whether {@link #build()} may return a Tally whose store did not answer yet: with
+     * {@code true}, a store that cannot be reached at build time (a {@link StoreException} from
+     * its opening; a malformed URI still throws) is opened by the first call that finds it
+     * reachable, and until then every call fails with a {@link StoreUnavailableException},
+     * answered by its {@link FailurePolicy} (and, with a {@link #circuitBreaker circuit
+     * breaker}, refused at once between probes). So a service can start during an outage.
+     * {@code false} by default in this version: {@code build()} throws as before. The Spring
+     * Boot starter sets it unless {@code tally.fail-on-startup-without-store=true}.
+     */
+    public Builder deferOpen(boolean deferOpen) {
+      this.deferOpen = deferOpen;
+      return this;
+    }
+
+    /** Whether a store that cannot be reached at build time is opened later: see {@link #deferOpen(boolean)}. */
+    public boolean deferOpen() {
+      return deferOpen;
     }
 
     /** The store URI. */

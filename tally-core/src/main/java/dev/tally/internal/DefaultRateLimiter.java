@@ -170,10 +170,10 @@ final class DefaultRateLimiter implements Quota {
   private Decision answerFailure(LimiterOperation op, StoreException e) {
     failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(Locale.ROOT), machine.key(), e);
     Decision full = machine.full();
-    return policy == FailurePolicy.FAIL_OPEN
+    return (policy == FailurePolicy.FAIL_OPEN
         ? full
         : new Decision(false, 0, full.limit(), FAIL_CLOSED_RETRY_NANOS, FAIL_CLOSED_RETRY_NANOS,
-            full.limitIndex(), failedClosed(full));
+            full.limitIndex(), failedClosed(full))).answeredByFailurePolicy();
   }
 
   /** Each limit as a fail-closed answer reports it: nothing left, until the retry. */

@@ -7,6 +7,7 @@ import dev.tally.LeakyBucket;
 import dev.tally.Limit;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
+import dev.tally.StoreException;
 import dev.tally.Tally;
 import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
@@ -80,7 +81,19 @@ public final class TallyRuntime extends Tally {
     LazyExecutor executor = new LazyExecutor();
     StoreContext context = new StoreContext(settings.timeSource(), settings.timeSourceSupplied(), executor,
         settings.listener(), settings.operationRetention());
-    Store store = provider(scheme).open(uri, context);
+    StoreProvider provider = provider(scheme);
+    Store store;
+    try {
+      store = provider.open(uri, context);
+    } catch (StoreException e) {
+      if (!settings.deferOpen()) {
+        throw e;
+      }
+      // Started without its store: the calls open it when it answers (DeferredStore).
+      System.getLogger("dev.tally").log(System.Logger.Level.WARNING, "store {0}: not reachable at startup ({1});"
+          + " calls fail by their failure policy until it answers", scheme, e.getMessage());
+      store = new DeferredStore(uri, provider, context, executor);
+    }
     return new TallyRuntime(settings, store, executor);
   }
 
@@ -170,6 +183,11 @@ public final class TallyRuntime extends Tally {
   @Override
   public CircuitBreaker.State circuitState() {
     return circuit == null ? CircuitBreaker.State.CLOSED : circuit.state();
+  }
+
+  @Override
+  public boolean storeOpen() {
+    return !(openedStore instanceof DeferredStore d) || d.isOpen();
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.tally.spring;
 
 import dev.tally.Limit;
+import dev.tally.http.RateLimitFields;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZonedDateTime;
@@ -205,12 +206,8 @@ final class Policy {
       ZonedDateTime end = limit.period() == Limit.Period.DAY ? start.plusDays(1) : start.plusMonths(1);
       w = Duration.between(start, end);
     }
-    return Math.max(1, ceilSeconds(w.toNanos()));
-  }
-
-  /** Nanoseconds as whole seconds, rounded up, so a client that waits as told is never early. */
-  static long ceilSeconds(long nanos) {
-    return nanos / 1_000_000_000L + (nanos % 1_000_000_000L == 0 ? 0 : 1);
+    // Rounded up, so a client that waits as told is never early.
+    return Math.max(1, RateLimitFields.ceilSeconds(w.toNanos()));
   }
 
   @Override

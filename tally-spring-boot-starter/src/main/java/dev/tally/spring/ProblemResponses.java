@@ -1,5 +1,6 @@
 package dev.tally.spring;
 
+import dev.tally.http.Problem;
 import java.util.function.BiConsumer;
 
 /**
@@ -8,23 +9,18 @@ import java.util.function.BiConsumer;
  * to load there.
  */
 final class ProblemResponses {
-  static final String PROBLEM_JSON = "application/problem+json";
+  static final String PROBLEM_JSON = Problem.MEDIA_TYPE;
 
   private ProblemResponses() {}
 
   /** Sets the header fields of {@code verdict} through {@code header} (name, value). */
   static void setFields(RateLimitVerdict verdict, BiConsumer<String, String> header) {
-    if (verdict.outcomes().isEmpty()) {
-      return;
-    }
-    header.accept("RateLimit-Policy", verdict.rateLimitPolicyField());
-    header.accept("RateLimit", verdict.rateLimitField());
-    verdict.retryAfterSeconds().ifPresent(s -> header.accept("Retry-After", Long.toString(s)));
+    verdict.headers().forEach(header);
   }
 
   /** The body of a 503 when the store fails under failure-policy throw; says nothing of the store's address. */
   static String unavailableJson(String path) {
-    return new Json().field("type", "about:blank").field("title", "Service Unavailable").field("status", 503)
-        .field("detail", "the rate-limit store did not answer; try again later").field("instance", path).end();
+    return Problem.storeUnavailable("the rate-limit store did not answer; try again later").member("instance", path)
+        .toJson();
   }
 }

@@ -27,7 +27,7 @@ final class RateLimitExceptionHandlers {
     HttpHeaders headers = new HttpHeaders();
     ProblemResponses.setFields(v, headers::set);
     headers.setContentType(PROBLEM_JSON);
-    return new ResponseEntity<>(v.problemJson(path), headers, HttpStatus.TOO_MANY_REQUESTS);
+    return new ResponseEntity<>(v.problemJson(path), headers, HttpStatus.valueOf(v.status()));
   }
 
   /** For Spring MVC. */

@@ -70,7 +70,7 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
           RateLimitVerdict verdict = (RateLimitVerdict) outcome;
           setFields(exchange.getResponse().getHeaders(), verdict);
           if (!verdict.allowed()) {
-            return write(exchange.getResponse(), HttpStatus.TOO_MANY_REQUESTS, verdict.problemJson(path));
+            return write(exchange.getResponse(), HttpStatus.valueOf(verdict.status()), verdict.problemJson(path));
           }
           return chain.filter(exchange);
         });

@@ -49,7 +49,7 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
     }
     setFields(response, verdict);
     if (!verdict.allowed()) {
-      write429(response, verdict, path);
+      write(response, verdict.status(), verdict.problemJson(path));
       return;
     }
     chain.doFilter(request, response);
@@ -58,12 +58,6 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
   /** Sets the header fields of {@code verdict} on {@code response}. */
   static void setFields(HttpServletResponse response, RateLimitVerdict verdict) {
     ProblemResponses.setFields(verdict, response::setHeader);
-  }
-
-  /** Answers a denial: the header fields and the problem body. */
-  static void write429(HttpServletResponse response, RateLimitVerdict verdict, String path) throws IOException {
-    setFields(response, verdict);
-    write(response, 429, verdict.problemJson(path));
   }
 
   private static void write(HttpServletResponse response, int status, String json) throws IOException {

@@ -1,5 +1,6 @@
 package dev.tally.spring;
 
+import dev.tally.CircuitBreaker;
 import dev.tally.Counters;
 import dev.tally.FailurePolicy;
 import dev.tally.StoreException;
@@ -9,9 +10,12 @@ import dev.tally.TallyMetrics;
 import dev.tally.TimeSource;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URLEncoder;
+import java.time.Duration;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
@@ -36,6 +40,7 @@ import org.springframework.context.annotation.Role;
 @AutoConfiguration
 @EnableConfigurationProperties(TallyProperties.class)
 public class TallyAutoConfiguration {
+  private static final Log LOG = LogFactory.getLog(TallyAutoConfiguration.class);
 
   /**
    * The store, with every {@link TallyListener} bean told of fail-open and fail-closed answers
@@ -43,7 +48,8 @@ public class TallyAutoConfiguration {
    * {@link TimeSource} bean if it has one.
    *
    * @throws IllegalArgumentException if tally.store is malformed or its module is missing
-   * @throws StoreException if the store cannot be opened
+   * @throws StoreException if the store cannot be reached and tally.fail-on-startup-without-store
+   *     is true (by default it starts without it, and calls answer by their failure policy)
    */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
@@ -56,10 +62,60 @@ public class TallyAutoConfiguration {
     if (time != null) {
       builder.timeSource(time);
     }
-    return builder
+    Tally tally = builder
         .failurePolicy(properties.getFailurePolicy() == null ? FailurePolicy.THROW : properties.getFailurePolicy())
         .listener(all.isEmpty() ? TallyListener.NONE : new CompositeListener(all))
+        .circuitBreaker(circuitBreaker(properties.getCircuitBreaker()))
+        .deferOpen(!properties.isFailOnStartupWithoutStore())
         .build();
+    LOG.info(startupLine(tally, properties));
+    return tally;
+  }
+
+  /**
+   * tally.circuit-breaker as the core's settings.
+   *
+   * @throws IllegalArgumentException naming the property that is wrong
+   */
+  static CircuitBreaker circuitBreaker(TallyProperties.CircuitBreaker p) {
+    if (!p.isEnabled()) {
+      return CircuitBreaker.DISABLED;
+    }
+    if (p.getFailures() < 1) {
+      throw new IllegalArgumentException("tally.circuit-breaker.failures must be 1 or more, not " + p.getFailures()
+          + "; set tally.circuit-breaker.enabled=false for no breaker");
+    }
+    if (p.getCoolDown() == null || p.getCoolDown().isNegative() || p.getCoolDown().isZero()) {
+      throw new IllegalArgumentException("tally.circuit-breaker.cool-down must be positive, e.g. 1s, not "
+          + p.getCoolDown());
+    }
+    return CircuitBreaker.of(p.getFailures(), p.getCoolDown());
+  }
+
+  /** The one line about the store at startup: which, whether it answered, the breaker, the failure policies. */
+  static String startupLine(Tally tally, TallyProperties p) {
+    StringBuilder rules = new StringBuilder();
+    p.getLimits().forEach((name, r) -> rules.append(rules.length() == 0 ? "" : ", ").append(name).append('=')
+        .append(policyName(r.getFailurePolicy())));
+    List<TallyProperties.FilterRule> filter = p.getFilter().getRules();
+    for (int i = 0; i < filter.size(); i++) {
+      TallyProperties.FilterRule r = filter.get(i);
+      if (r.getRule() == null || r.getRule().isBlank()) {
+        rules.append(rules.length() == 0 ? "" : ", ").append("filter-").append(i).append('=')
+            .append(policyName(r.getFailurePolicy()));
+      }
+    }
+    TallyProperties.CircuitBreaker b = p.getCircuitBreaker();
+    return "Tally store " + TallyHealthIndicator.scheme(tally.uri()) + ": "
+        + (tally.storeOpen() ? "opened" : "not reachable at startup, opened when it answers")
+        + "; circuit breaker " + (b.isEnabled() ? "after " + b.getFailures() + " failures, cool-down "
+            + b.getCoolDown().toMillis() + " ms" : "off")
+        + "; counters on failure: " + policyName(p.getFailurePolicy())
+        + "; rules on failure: " + (rules.length() == 0 ? "none defined" : rules);
+  }
+
+  private static String policyName(FailurePolicy policy) {
+    return policy == null ? "throw" : policy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
   }
 
   /** The store's counters, with keys used as given and the failure policy of tally.failure-policy. */
@@ -132,8 +188,8 @@ public class TallyAutoConfiguration {
   static class Health {
     @Bean
     @ConditionalOnMissingBean(name = "tallyHealthIndicator")
-    TallyHealthIndicator tallyHealthIndicator(Tally tally) {
-      return new TallyHealthIndicator(tally);
+    TallyHealthIndicator tallyHealthIndicator(Tally tally, TallyProperties properties) {
+      return new TallyHealthIndicator(tally, properties.getHealth().getOutageStatus(), everyRuleFailsClosed(properties));
     }
   }
 
@@ -183,6 +239,18 @@ public class TallyAutoConfiguration {
     }
   }
 
+  /** Whether there are rules and each refuses when the store fails: an outage then refuses every limited request. */
+  static boolean everyRuleFailsClosed(TallyProperties p) {
+    List<FailurePolicy> policies = new java.util.ArrayList<>();
+    p.getLimits().values().forEach(r -> policies.add(r.getFailurePolicy()));
+    for (TallyProperties.FilterRule r : p.getFilter().getRules()) {
+      if (r.getRule() == null || r.getRule().isBlank()) {
+        policies.add(r.getFailurePolicy());
+      }
+    }
+    return !policies.isEmpty() && policies.stream().allMatch(f -> f == FailurePolicy.FAIL_CLOSED);
+  }
+
   /** Tells every listener, each shielded from the others. */
   private static final class CompositeListener implements TallyListener {
     private final List<TallyListener> listeners;
@@ -202,6 +270,27 @@ public class TallyAutoConfiguration {
     public void onLocalDenial(String key) {
       for (TallyListener l : listeners) {
         l.onLocalDenial(key);
+      }
+    }
+
+    @Override
+    public void onCircuitOpened(String store, Throwable cause, Duration openFor) {
+      for (TallyListener l : listeners) {
+        l.onCircuitOpened(store, cause, openFor);
+      }
+    }
+
+    @Override
+    public void onCircuitClosed(String store) {
+      for (TallyListener l : listeners) {
+        l.onCircuitClosed(store);
+      }
+    }
+
+    @Override
+    public void onCircuitRejected(String store) {
+      for (TallyListener l : listeners) {
+        l.onCircuitRejected(store);
       }
     }
   }

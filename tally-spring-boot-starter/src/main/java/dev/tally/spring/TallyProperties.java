@@ -19,7 +19,9 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * tally.filter.rules[0].rule=api
  * </pre>
  */
-@ConfigurationProperties("tally")
+// Unknown tally.* properties fail startup, naming the property: a misspelt or unsupported
+// setting that silently does nothing is worse than one that stops the application.
+@ConfigurationProperties(prefix = "tally", ignoreUnknownFields = false)
 public class TallyProperties {
   /**
    * The store to open: mem:, file:./tally-data, redis://host:6379/0, rediss://...,
@@ -51,6 +53,18 @@ public class TallyProperties {
 
   /** The rate-limit filter (servlet or WebFlux, whichever the application is). */
   private Filter filter = new Filter();
+
+  /** The store's circuit breaker: on by default, so an outage is answered at once by policy. */
+  private CircuitBreaker circuitBreaker = new CircuitBreaker();
+
+  /**
+   * Whether the application fails to start when the store cannot be reached. By default it
+   * starts, and calls answer by their failure policy until the store answers.
+   */
+  private boolean failOnStartupWithoutStore;
+
+  /** The tally health indicator. */
+  private Health health = new Health();
 
   public String getStore() {
     return store;
@@ -98,6 +112,85 @@ public class TallyProperties {
 
   public void setFilter(Filter filter) {
     this.filter = filter;
+  }
+
+  public CircuitBreaker getCircuitBreaker() {
+    return circuitBreaker;
+  }
+
+  public void setCircuitBreaker(CircuitBreaker circuitBreaker) {
+    this.circuitBreaker = circuitBreaker;
+  }
+
+  public boolean isFailOnStartupWithoutStore() {
+    return failOnStartupWithoutStore;
+  }
+
+  public void setFailOnStartupWithoutStore(boolean failOnStartupWithoutStore) {
+    this.failOnStartupWithoutStore = failOnStartupWithoutStore;
+  }
+
+  public Health getHealth() {
+    return health;
+  }
+
+  public void setHealth(Health health) {
+    this.health = health;
+  }
+
+  /** The circuit breaker's settings (dev.tally.CircuitBreaker). */
+  public static class CircuitBreaker {
+    /** Whether the breaker is on. */
+    private boolean enabled = true;
+
+    /** Consecutive store failures or timeouts that open the circuit. */
+    private int failures = 5;
+
+    /** How long the circuit stays open before one call probes the store. */
+    private java.time.Duration coolDown = java.time.Duration.ofSeconds(1);
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public int getFailures() {
+      return failures;
+    }
+
+    public void setFailures(int failures) {
+      this.failures = failures;
+    }
+
+    public java.time.Duration getCoolDown() {
+      return coolDown;
+    }
+
+    public void setCoolDown(java.time.Duration coolDown) {
+      this.coolDown = coolDown;
+    }
+  }
+
+  /** How the tally health indicator reports a store outage. */
+  public static class Health {
+    /**
+     * The status of the tally indicator while the store does not answer: UNKNOWN by default,
+     * which leaves the overall status UP (the rules answer by their failure policy), or DOWN, or
+     * any other status code. DOWN regardless when every rule is fail-closed, since then every
+     * limited request is refused.
+     */
+    private String outageStatus = "UNKNOWN";
+
+    public String getOutageStatus() {
+      return outageStatus;
+    }
+
+    public void setOutageStatus(String outageStatus) {
+      this.outageStatus = outageStatus;
+    }
   }
 
   /** A rate-limit rule: one or more policies and what to do when the store fails. */

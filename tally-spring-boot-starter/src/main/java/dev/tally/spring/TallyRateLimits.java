@@ -176,7 +176,8 @@ public class TallyRateLimits {
       for (int i = 0; i < granted.size(); i++) {
         int at = granted.get(i);
         PolicyOutcome o = outcomes.get(at);
-        if (o.permits() > 0) {
+        // A fail-open grant took nothing from a store that did not answer: nothing to give back.
+        if (o.permits() > 0 && !o.decision().storeFailed()) {
           grantedLimiters.get(i).refund(o.permits());
           Decision d = o.decision();
           Decision back = new Decision(true, Math.min(d.limit(), d.remaining() + o.permits()), d.limit(), 0,

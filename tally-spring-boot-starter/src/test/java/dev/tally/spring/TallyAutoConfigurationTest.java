@@ -129,6 +129,136 @@ class TallyAutoConfigurationTest {
     });
   }
 
+  /** Port 1 on loopback: nothing listens, so connections are refused at once. */
+  private static final String NO_REDIS = "redis://127.0.0.1:1";
+
+  @Test
+  void anUnknownTallyPropertyStopsStartupNamingIt() {
+    runner.withPropertyValues("tally.limits.api.limit=token-bucket 1/1s", "tally.limits.api.skip-condition=true")
+        .run(context -> {
+          assertThat(context).hasFailed();
+          assertThat(context.getStartupFailure()).hasStackTraceContaining("tally.limits.api.skip-condition");
+        });
+    runner.withPropertyValues("tally.circut-breaker.failures=3").run(context -> {
+      assertThat(context).hasFailed();
+      assertThat(context.getStartupFailure()).hasStackTraceContaining("tally.circut-breaker.failures");
+    });
+  }
+
+  @Test
+  void theJarHoldsConfigurationMetadataForTheMainProperties() throws Exception {
+    java.util.List<String> ours = new java.util.ArrayList<>();
+    for (java.net.URL url : java.util.Collections.list(getClass().getClassLoader()
+        .getResources("META-INF/spring-configuration-metadata.json"))) {
+      try (var in = url.openStream()) {
+        String json = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (json.contains("\"dev.tally.spring.TallyProperties\"")) {
+          ours.add(json);
+        }
+      }
+    }
+    assertThat(ours).hasSize(1);
+    assertThat(ours.get(0)).contains("\"tally.store\"", "\"tally.store-options\"", "\"tally.failure-policy\"",
+        "\"tally.key-prefix\"", "\"tally.filter.rules\"", "\"tally.circuit-breaker.enabled\"",
+        "\"tally.circuit-breaker.failures\"", "\"tally.circuit-breaker.cool-down\"",
+        "\"tally.fail-on-startup-without-store\"", "\"tally.health.outage-status\"",
+        "\"tally.limits\"");
+  }
+
+  @Test
+  void startsWithoutTheStoreAndTheBreakerIsOnByDefault() {
+    runner.withBean(io.micrometer.core.instrument.MeterRegistry.class,
+            io.micrometer.core.instrument.simple.SimpleMeterRegistry::new)
+        .withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms").run(context -> {
+      assertThat(context).hasNotFailed();
+      Tally tally = context.getBean(Tally.class);
+      assertThat(tally.storeOpen()).isFalse();
+      for (int i = 0; i < 5; i++) {
+        assertThatThrownBy(() -> tally.counters().incr("k")).isInstanceOf(dev.tally.StoreUnavailableException.class);
+      }
+      assertThat(tally.circuitState()).isEqualTo(dev.tally.CircuitBreaker.State.OPEN);
+      io.micrometer.core.instrument.MeterRegistry meters = context.getBean(io.micrometer.core.instrument.MeterRegistry.class);
+      assertThat(meters.get("tally.circuit.open").gauge().value()).isEqualTo(1.0);
+      assertThat(meters.get("tally.circuit.opened").counter().count()).isEqualTo(1.0);
+      org.springframework.boot.health.contributor.Health health =
+          context.getBean(TallyHealthIndicator.class).health();
+      assertThat(health.getStatus().getCode()).isEqualTo("UNKNOWN");
+      assertThat(health.getDetails()).containsEntry("reachable", false).containsEntry("circuit", "OPEN")
+          .containsEntry("opened", false).containsEntry("store", "redis");
+    });
+  }
+
+  @Test
+  void failOnStartupWithoutStoreKeepsTheOldBehaviour() {
+    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms",
+        "tally.fail-on-startup-without-store=true").run(context -> {
+          assertThat(context).hasFailed();
+          assertThat(context.getStartupFailure()).hasStackTraceContaining("cannot connect to Redis");
+        });
+  }
+
+  @Test
+  void theBreakerFollowsItsProperties() {
+    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms",
+        "tally.circuit-breaker.enabled=false").run(context -> {
+          Tally tally = context.getBean(Tally.class);
+          for (int i = 0; i < 8; i++) {
+            assertThatThrownBy(() -> tally.counters().incr("k")).isInstanceOf(dev.tally.StoreException.class);
+          }
+          assertThat(tally.circuitState()).isEqualTo(dev.tally.CircuitBreaker.State.CLOSED);
+        });
+    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms",
+        "tally.circuit-breaker.failures=2", "tally.circuit-breaker.cool-down=1h").run(context -> {
+          Tally tally = context.getBean(Tally.class);
+          for (int i = 0; i < 2; i++) {
+            assertThatThrownBy(() -> tally.counters().incr("k")).isInstanceOf(dev.tally.StoreException.class);
+          }
+          assertThat(tally.circuitState()).isEqualTo(dev.tally.CircuitBreaker.State.OPEN);
+        });
+    runner.withPropertyValues("tally.circuit-breaker.failures=0").run(context -> {
+      assertThat(context).hasFailed();
+      assertThat(context.getStartupFailure()).rootCause().hasMessageContaining("tally.circuit-breaker.failures");
+    });
+  }
+
+  @Test
+  void healthIsDownDuringAnOutageOnlyWhenConfiguredOrEveryRuleFailsClosed() {
+    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms",
+        "tally.health.outage-status=DOWN").run(context ->
+            assertThat(context.getBean(TallyHealthIndicator.class).health().getStatus().getCode()).isEqualTo("DOWN"));
+    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms",
+        "tally.limits.a.limit=token-bucket 1/1s", "tally.limits.a.failure-policy=fail-closed").run(context ->
+            assertThat(context.getBean(TallyHealthIndicator.class).health().getStatus().getCode()).isEqualTo("DOWN"));
+    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms",
+        "tally.limits.a.limit=token-bucket 1/1s", "tally.limits.a.failure-policy=fail-closed",
+        "tally.limits.b.limit=token-bucket 1/1s").run(context ->
+            assertThat(context.getBean(TallyHealthIndicator.class).health().getStatus().getCode()).isEqualTo("UNKNOWN"));
+    runner.run(context ->
+        assertThat(context.getBean(TallyHealthIndicator.class).health().getStatus().getCode()).isEqualTo("UP"));
+  }
+
+  @Test
+  void aFailOpenAnswerCarriesNoQuotaAndAFailClosedOneIsA503() {
+    runner.withPropertyValues("tally.store=" + NO_REDIS, "tally.store-options.timeout=200ms",
+        "tally.limits.open.limit=token-bucket 2/1m",
+        "tally.limits.closed.limit=token-bucket 2/1m", "tally.limits.closed.failure-policy=fail-closed")
+        .run(context -> {
+          TallyRateLimits limits = context.getBean(TallyRateLimits.class);
+          RateLimitVerdict open = limits.check("open", "u");
+          assertThat(open.allowed()).isTrue();
+          assertThat(open.storeFailed()).isTrue();
+          assertThat(open.headers()).isEmpty();
+          RateLimitVerdict closed = limits.check("closed", "u");
+          assertThat(closed.allowed()).isFalse();
+          assertThat(closed.status()).isEqualTo(503);
+          assertThat(closed.headers()).containsExactly(java.util.Map.entry("Retry-After", "1"));
+          assertThat(closed.problemJson("/x")).isEqualTo("{\"type\":\"about:blank\",\"title\":\"Service Unavailable\","
+              + "\"status\":503,\"detail\":\"the rate-limit store is unavailable, and rate limit 'closed' refuses"
+              + " requests until it answers (failure-policy fail-closed); retry after 1 s\",\"instance\":\"/x\","
+              + "\"rule\":\"closed\"}");
+        });
+  }
+
   @Test
   void anAnnotationNamingAMissingRuleStopsStartup() {
     runner.withUserConfiguration(BadAnnotation.class).run(context -> {

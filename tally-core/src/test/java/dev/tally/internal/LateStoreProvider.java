@@ -1,0 +1,34 @@
+package dev.tally.internal;
+
+import dev.tally.StoreUnavailableException;
+import dev.tally.spi.Store;
+import dev.tally.spi.StoreContext;
+import dev.tally.spi.StoreProvider;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * {@code late:} — a {@code mem:} store that cannot be opened while {@link #up} is false, the way a
+ * network store's opening fails during an outage; {@link #openings} counts every attempt.
+ */
+public final class LateStoreProvider implements StoreProvider {
+  static volatile boolean up;
+  static final AtomicInteger openings = new AtomicInteger();
+
+  /** For {@code ServiceLoader}. */
+  public LateStoreProvider() {}
+
+  @Override
+  public Set<String> schemes() {
+    return Set.of("late");
+  }
+
+  @Override
+  public Store open(String uri, StoreContext context) {
+    openings.incrementAndGet();
+    if (!up) {
+      throw new StoreUnavailableException("cannot connect to " + uri + ": connection refused", null);
+    }
+    return new MemoryStore(context.timeSource(), context.operationRetentionNanos());
+  }
+}
