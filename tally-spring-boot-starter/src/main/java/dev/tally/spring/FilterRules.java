@@ -166,6 +166,17 @@ final class FilterRules {
       return !post.isEmpty();
     }
 
+    /** Gives back every target's units, after a refusal further down the chain. */
+    void giveBack(TallyRateLimits limits) {
+      for (TallyRateLimits.Target t : targets) {
+        try {
+          limits.settle(t, 0);
+        } catch (RuntimeException e) {
+          LOG.warn("rate-limit rule '" + t.rule().name() + "': giving back the units of a refused call failed: " + e);
+        }
+      }
+    }
+
     /**
      * Charges what the response says the rules with post-execution settings cost, after an allowed
      * request. A failure is logged, never answered: the response has gone.

@@ -95,12 +95,32 @@ final class RuleConditions {
     return Boolean.TRUE.equals(expressions.value(expression, request, request, null, what));
   }
 
-  private static List<RequestPredicate> predicates(List<String> texts, String where) {
+  private static final Pattern KIND = Pattern.compile("(?i)\\s*(PATH|METHOD|QUERY|HEADER)\\s*=.*");
+
+  private static List<RequestPredicate> predicates(List<String> given, String where) {
+    List<String> texts = rejoined(given);
     List<RequestPredicate> out = new ArrayList<>(texts.size());
     for (int i = 0; i < texts.size(); i++) {
       out.add(predicate(texts.get(i), where + "[" + i + "]"));
     }
     return List.copyOf(out);
+  }
+
+  /**
+   * The predicates as written. Spring Boot splits a single value at its commas when it binds a
+   * list ({@code execute-predicates: PATH=/a,/b} arrives as {@code PATH=/a} and {@code /b}), so
+   * a piece that does not start with a kind belongs to the one before it.
+   */
+  static List<String> rejoined(List<String> given) {
+    List<String> out = new ArrayList<>(given.size());
+    for (String piece : given) {
+      if (piece != null && !out.isEmpty() && !KIND.matcher(piece).matches()) {
+        out.set(out.size() - 1, out.get(out.size() - 1) + "," + piece);
+      } else {
+        out.add(piece);
+      }
+    }
+    return out;
   }
 
   /**

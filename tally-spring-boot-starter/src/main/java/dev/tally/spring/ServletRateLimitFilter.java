@@ -59,8 +59,11 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
     // For @RateLimited on the handler: its policies join these in the response.
     request.setAttribute(WebRequests.FILTER_VERDICT, verdict);
     chain.doFilter(request, response);
-    // Only once the chain returns normally is the status final; a request that threw keeps its charge.
-    if (matched.settlesAfter()) {
+    if (request.getAttribute(WebRequests.REFUSED_AFTER_FILTER) != null) {
+      // @RateLimited refused the call: as with one rule's policies, a refusal costs the others nothing.
+      matched.giveBack(limits);
+    } else if (matched.settlesAfter()) {
+      // Only once the chain returns normally is the status final; a request that threw keeps its charge.
       matched.settle(limits, new RateLimitResponse(response.getStatus(), response::getHeader));
     }
   }

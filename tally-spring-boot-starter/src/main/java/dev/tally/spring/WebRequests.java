@@ -34,6 +34,8 @@ final class WebRequests {
 
   /** The request attribute holding the filter's verdict, so that a {@link RateLimited} call adds to it. */
   static final String FILTER_VERDICT = WebRequests.class.getName() + ".filterVerdict";
+  /** Set when a {@link RateLimited} call refused the request, so that the filter gives its units back. */
+  static final String REFUSED_AFTER_FILTER = WebRequests.class.getName() + ".refusedAfterFilter";
 
   /**
    * Sets the header fields of {@code verdict} on the current response, joined to the filter's if it
@@ -60,8 +62,14 @@ final class WebRequests {
       if (!(RequestContextHolder.getRequestAttributes() instanceof ServletRequestAttributes servlet)) {
         return verdict;
       }
-      RateLimitVerdict all = servlet.getRequest().getAttribute(FILTER_VERDICT) instanceof RateLimitVerdict filter
-          ? filter.and(verdict) : verdict;
+      HttpServletRequest request = servlet.getRequest();
+      RateLimitVerdict all = verdict;
+      if (request.getAttribute(FILTER_VERDICT) instanceof RateLimitVerdict filter) {
+        all = filter.and(verdict);
+        if (!verdict.allowed()) {
+          request.setAttribute(REFUSED_AFTER_FILTER, true);
+        }
+      }
       HttpServletResponse response = servlet.getResponse();
       if (response != null && !response.isCommitted()) {
         ServletRateLimitFilter.setFields(response, all);
