@@ -212,7 +212,7 @@ public class TallyProperties {
      */
     private String rule;
 
-    /** Units each request takes. */
+    /** Units each request takes; zero takes nothing and refuses the request when nothing is left. */
     private long permits = 1;
 
     public List<String> getPaths() {
