@@ -17,7 +17,7 @@ import org.springframework.web.filter.OncePerRequestFilter;
  * and {@code Retry-After} header fields and an RFC 9457 body, and goes no further; an allowed one
  * carries the header fields too. If the store fails under a rule whose failure policy is
  * {@code throw}, the answer is {@code 503}. A rule with post-execution settings is settled when the
- * chain returns (an asynchronous request is settled by the status it has then).
+ * chain returns normally; a request that threw or went asynchronous keeps what it was charged.
  */
 public class ServletRateLimitFilter extends OncePerRequestFilter {
   private static final Log LOG = LogFactory.getLog(ServletRateLimitFilter.class);
@@ -62,8 +62,9 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
     if (request.getAttribute(WebRequests.REFUSED_AFTER_FILTER) != null) {
       // @RateLimited refused the call: as with one rule's policies, a refusal costs the others nothing.
       matched.giveBack(limits);
-    } else if (matched.settlesAfter()) {
-      // Only once the chain returns normally is the status final; a request that threw keeps its charge.
+    } else if (matched.settlesAfter() && !request.isAsyncStarted()) {
+      // Only once the chain returns normally is the status final; a request that threw, or went
+      // asynchronous (its status is not known yet), keeps its charge.
       matched.settle(limits, new RateLimitResponse(response.getStatus(), response::getHeader));
     }
   }
