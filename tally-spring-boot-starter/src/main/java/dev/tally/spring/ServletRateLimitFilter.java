@@ -59,8 +59,9 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
     // For @RateLimited on the handler: its policies join these in the response.
     request.setAttribute(WebRequests.FILTER_VERDICT, verdict);
     chain.doFilter(request, response);
-    if (request.getAttribute(WebRequests.REFUSED_AFTER_FILTER) != null) {
-      // @RateLimited refused the call: as with one rule's policies, a refusal costs the others nothing.
+    if (request.getAttribute(WebRequests.REFUSED_AFTER_FILTER) != null && response.getStatus() == 429) {
+      // @RateLimited refused the request: as with one rule's policies, a refusal costs the others
+      // nothing. (A refusal the application caught and answered otherwise was served: it counts.)
       matched.giveBack(limits);
     } else if (matched.settlesAfter() && !request.isAsyncStarted()) {
       // Only once the chain returns normally is the status final; a request that threw, or went
