@@ -68,6 +68,13 @@ public interface RateLimiter {
   /** Units available now, without taking any. */
   long available();
 
+  /**
+   * What a one-unit acquire would answer now, without taking anything: refused when nothing is
+   * left, with the wait until one unit is. Unlike {@code decide(0)}, which always allows, this
+   * answers "is there anything left?".
+   */
+  Decision peek();
+
   /** Forgets the state: the limiter is full again. */
   void reset();
 

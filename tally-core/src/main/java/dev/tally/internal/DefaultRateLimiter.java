@@ -153,8 +153,8 @@ final class DefaultRateLimiter implements Quota {
     return new Async();
   }
 
-  /** The decision after a peek; for {@link DefaultLeakyBucket}. */
-  Decision peek() {
+  @Override
+  public Decision peek() {
     return run(LimiterOperation.PEEK, 0);
   }
 

@@ -1,11 +1,14 @@
 package dev.tally.spring;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.springframework.http.server.PathContainer;
 import org.springframework.web.util.pattern.PathPattern;
 import org.springframework.web.util.pattern.PathPatternParser;
@@ -15,9 +18,12 @@ import org.springframework.web.util.pattern.PathPatternParser;
  * requests: the part the servlet and the WebFlux filter share.
  */
 final class FilterRules {
+  private static final Log LOG = LogFactory.getLog(FilterRules.class);
+
   private final List<Compiled> rules;
 
-  private record Compiled(List<PathPattern> paths, Set<String> methods, KeySource key, Rule rule, long permits) {
+  private record Compiled(List<PathPattern> paths, Set<String> methods, KeySource key, Rule rule, long permits,
+      RuleConditions conditions, Plans plans, PostExecution post) {
     /** The pattern's variables if the request matches, else null. */
     Map<String, String> match(String method, PathContainer path) {
       if (!methods.isEmpty() && !methods.contains(method)) {
@@ -65,8 +71,13 @@ final class FilterRules {
       for (String m : r.getMethods()) {
         methods.add(m.strip().toUpperCase(Locale.ROOT));
       }
-      Rule rule;
-      if (r.getRule() != null && !r.getRule().isBlank()) {
+      Rule rule = null;
+      Plans plans = Plans.of(r, i, expressions, where);
+      if (plans != null) {
+        if (notBlank(r.getRule()) || notBlank(r.getLimit()) || !r.getPolicies().isEmpty()) {
+          throw new IllegalArgumentException(where + ": give either plan and plans, or rule, or limit/policies");
+        }
+      } else if (r.getRule() != null && !r.getRule().isBlank()) {
         if ((r.getLimit() != null && !r.getLimit().isBlank()) || !r.getPolicies().isEmpty()) {
           throw new IllegalArgumentException(where + ": give either rule (a name in tally.limits) or"
               + " limit/policies, not both");
@@ -83,7 +94,8 @@ final class FilterRules {
         throw new IllegalArgumentException(where + ".permits must be zero or more, not " + r.getPermits());
       }
       out.add(new Compiled(List.copyOf(paths), Set.copyOf(methods),
-          KeySource.parse(r.getKey(), expressions, where + ".key"), rule, r.getPermits()));
+          KeySource.parse(r.getKey(), expressions, where + ".key"), rule, r.getPermits(),
+          RuleConditions.of(r, expressions, where), plans, PostExecution.of(r, expressions, where)));
     }
     return new FilterRules(List.copyOf(out));
   }
@@ -103,20 +115,136 @@ final class FilterRules {
     return false;
   }
 
-  /** The rules that apply to {@code request}, each with its key; empty if none. */
-  List<TallyRateLimits.Target> targets(RateLimitRequest request, String pathWithinApplication) {
+  /** The rules that apply to {@code request}, each with its key; none if none. */
+  Matched targets(RateLimitRequest request, String pathWithinApplication) {
     PathContainer container = PathContainer.parsePath(pathWithinApplication);
     List<TallyRateLimits.Target> out = List.of();
+    List<PostExecution> post = null;
     for (Compiled c : rules) {
       Map<String, String> variables = c.match(request.getMethod(), container);
-      if (variables != null) {
-        if (out.isEmpty()) {
-          out = new ArrayList<>(2);
+      if (variables == null) {
+        continue;
+      }
+      RateLimitRequest facts = request.withPathVariables(variables);
+      if (!c.conditions().applies(facts, container)) {
+        continue;
+      }
+      if (out.isEmpty()) {
+        out = new ArrayList<>(2);
+      }
+      Rule rule = c.plans() == null ? c.rule() : c.plans().ruleFor(facts);
+      out.add(new TallyRateLimits.Target(rule, c.key().keyOf(facts), c.permits()));
+      if (c.post() != null) {
+        if (post == null) {
+          post = new ArrayList<>(2);
         }
-        String key = c.key().keyOf(request.withPathVariables(variables));
-        out.add(new TallyRateLimits.Target(c.rule(), key, c.permits()));
+        while (post.size() < out.size() - 1) {
+          post.add(null);
+        }
+        post.add(c.post());
       }
     }
-    return out;
+    return new Matched(request, out, post == null ? List.of() : post);
+  }
+
+  private static boolean notBlank(String s) {
+    return s != null && !s.isBlank();
+  }
+
+  /**
+   * The rules that apply to one request, and what settles them once it is answered.
+   *
+   * @param post each target's post-execution settings, by index (null or missing: none)
+   */
+  record Matched(RateLimitRequest request, List<TallyRateLimits.Target> targets, List<PostExecution> post) {
+    boolean isEmpty() {
+      return targets.isEmpty();
+    }
+
+    /** Whether a rule is charged after the response. */
+    boolean settlesAfter() {
+      return !post.isEmpty();
+    }
+
+    /** Gives back every target's units, after a refusal further down the chain. */
+    void giveBack(TallyRateLimits limits) {
+      for (TallyRateLimits.Target t : targets) {
+        try {
+          limits.settle(t, 0);
+        } catch (RuntimeException e) {
+          LOG.warn("rate-limit rule '" + t.rule().name() + "': giving back the units of a refused call failed: " + e);
+        }
+      }
+    }
+
+    /**
+     * Charges what the response says the rules with post-execution settings cost, after an allowed
+     * request. A failure is logged, never answered: the response has gone.
+     */
+    void settle(TallyRateLimits limits, RateLimitResponse response) {
+      for (int i = 0; i < post.size(); i++) {
+        PostExecution p = post.get(i);
+        if (p == null) {
+          continue;
+        }
+        TallyRateLimits.Target t = targets.get(i);
+        try {
+          limits.settle(t, p.cost(request, response, t.permits()));
+        } catch (RuntimeException e) {
+          LOG.warn("rate-limit rule '" + t.rule().name() + "': the charge after the response failed, so the "
+              + t.permits() + " units taken before it stand: " + e);
+        }
+      }
+    }
+  }
+
+  /**
+   * A rule's plans: an expression over the request names one, whose limits apply. Each plan is its
+   * own rule, named RULE.PLAN, so each keeps its own state; its one limit's policy is named after
+   * the plan.
+   */
+  private record Plans(String expression, Map<String, Rule> rules, Rule fallback, KeyExpressions expressions) {
+    static Plans of(TallyProperties.FilterRule r, int index, KeyExpressions expressions, String where) {
+      boolean hasPlan = notBlank(r.getPlan());
+      if (!hasPlan && r.getPlans().isEmpty()) {
+        if (notBlank(r.getDefaultPlan())) {
+          throw new IllegalArgumentException(where + ".default-plan needs plan and plans");
+        }
+        return null;
+      }
+      if (!hasPlan) {
+        throw new IllegalArgumentException(where + ".plans needs plan, an expression naming one of them"
+            + " (e.g. \"@accounts.planOf(principal) ?: 'free'\")");
+      }
+      if (r.getPlans().isEmpty()) {
+        throw new IllegalArgumentException(where + ".plan needs plans, the limits of each plan by name");
+      }
+      expressions.parse(r.getPlan(), where + ".plan");
+      Map<String, Rule> rules = new LinkedHashMap<>();
+      r.getPlans().forEach((name, p) -> {
+        if (!Policy.ID.matcher(name).matches()) {
+          throw new IllegalArgumentException(where + ".plans." + name + ": a plan name must be 1 to 64"
+              + " letters, digits or . _ : -");
+        }
+        rules.put(name, Rule.of("filter-" + index + "." + name, name, p, where + ".plans." + name));
+      });
+      Rule fallback;
+      if (notBlank(r.getDefaultPlan())) {
+        fallback = rules.get(r.getDefaultPlan().strip());
+        if (fallback == null) {
+          throw new IllegalArgumentException(where + ".default-plan: no plan '" + r.getDefaultPlan()
+              + "' (plans: " + rules.keySet() + ")");
+        }
+      } else {
+        fallback = rules.values().iterator().next();
+      }
+      return new Plans(r.getPlan().strip(), Map.copyOf(rules), fallback, expressions);
+    }
+
+    Rule ruleFor(RateLimitRequest request) {
+      Object name = expressions.value(expression, request, request, null, "plan");
+      Rule rule = name == null ? null : rules.get(name.toString());
+      return rule == null ? fallback : rule;
+    }
   }
 }

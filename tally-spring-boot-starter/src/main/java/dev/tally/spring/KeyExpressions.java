@@ -15,9 +15,9 @@ import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.expression.spel.support.StandardEvaluationContext;
 
 /**
- * Key expressions in SpEL, parsed once each. The expressions come from the application's own
- * annotations and configuration, never from a request, so they get a full evaluation context
- * (bean references with {@code @name} included).
+ * SpEL expressions of keys, conditions, plans and costs, parsed once each. The expressions come
+ * from the application's own annotations and configuration, never from a request, so they get a
+ * full evaluation context (bean references with {@code @name} included).
  */
 final class KeyExpressions {
   private final SpelExpressionParser parser = new SpelExpressionParser();
@@ -38,7 +38,7 @@ final class KeyExpressions {
     try {
       return parsed.computeIfAbsent(expression, parser::parseExpression);
     } catch (ExpressionException e) {
-      throw new IllegalArgumentException(where + ": key expression '" + expression + "' does not parse: "
+      throw new IllegalArgumentException(where + ": expression '" + expression + "' does not parse: "
           + e.getMessage(), e);
     }
   }
@@ -60,6 +60,30 @@ final class KeyExpressions {
       context.setBeanResolver(new BeanFactoryResolver(beans));
     }
     return asKey(parse(expression, "key"), context, expression);
+  }
+
+  /**
+   * The value of {@code expression} over {@code root}, with {@code #request} and, after the
+   * response, {@code #response} as variables: a filter rule's conditions, plan and cost.
+   *
+   * @param what what the expression is for, for the error message (e.g. skip-condition)
+   * @throws IllegalStateException naming the expression if it fails
+   */
+  Object value(String expression, Object root, RateLimitRequest request, RateLimitResponse response,
+      String what) {
+    StandardEvaluationContext context = new StandardEvaluationContext(root);
+    context.setVariable("request", request);
+    if (response != null) {
+      context.setVariable("response", response);
+    }
+    if (beans != null) {
+      context.setBeanResolver(new BeanFactoryResolver(beans));
+    }
+    try {
+      return parse(expression, what).getValue(context);
+    } catch (ExpressionException ex) {
+      throw new IllegalStateException(what + " '" + expression + "' failed: " + ex.getMessage(), ex);
+    }
   }
 
   private static String asKey(Expression e, EvaluationContext context, String text) {

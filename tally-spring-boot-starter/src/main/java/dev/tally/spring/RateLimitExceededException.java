@@ -11,13 +11,23 @@ public class RateLimitExceededException extends RuntimeException {
 
   private final transient RateLimitVerdict verdict;
 
+  /**
+   * @throws IllegalArgumentException if {@code verdict} allowed the call: there is nothing to answer 429 for
+   */
   public RateLimitExceededException(RateLimitVerdict verdict) {
-    super(verdict.detail());
+    super(refused(verdict).detail());
     this.verdict = verdict;
   }
 
   /** What every policy said. */
   public RateLimitVerdict verdict() {
+    return verdict;
+  }
+
+  private static RateLimitVerdict refused(RateLimitVerdict verdict) {
+    if (verdict.allowed()) {
+      throw new IllegalArgumentException("the verdict allowed the call (" + verdict + "); throw only a refused one");
+    }
     return verdict;
   }
 }

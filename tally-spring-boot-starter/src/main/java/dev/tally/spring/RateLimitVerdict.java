@@ -58,6 +58,13 @@ public final class RateLimitVerdict {
     this.fields = RateLimitFields.ofEach(policies, decisions);
   }
 
+  /** This verdict's policies followed by {@code other}'s: what a response limited twice reports. */
+  RateLimitVerdict and(RateLimitVerdict other) {
+    List<PolicyOutcome> all = new java.util.ArrayList<>(outcomes);
+    all.addAll(other.outcomes);
+    return new RateLimitVerdict(all);
+  }
+
   /** Whether every policy allowed the request (and its units were taken from each). */
   public boolean allowed() {
     return deciding == null;

@@ -29,6 +29,11 @@ import java.lang.annotation.Target;
  * {@code header('X-Api-Key')}, {@code remoteAddress}, {@code principal},
  * {@code pathVariable('id')}) with the method's arguments as variables ({@code #id},
  * {@code #order.customerId}). Without a key every caller shares one limit.
+ *
+ * <p>The annotation works through a Spring AOP proxy, as {@code @Transactional} does: a call from
+ * another bean is limited, a call from a method of the same object ({@code this.report(c)}) does
+ * not pass through the proxy and is not. Put the limited method on another bean, or call
+ * {@link TallyRateLimits#enforce} in its body.
  */
 @Target(ElementType.METHOD)
 @Retention(RetentionPolicy.RUNTIME)
@@ -51,7 +56,7 @@ public @interface RateLimited {
   /** A SpEL expression for the key; empty means one limit shared by every caller. */
   String key() default "";
 
-  /** Units each call takes. */
+  /** Units each call takes; zero takes nothing and refuses the call when nothing is left. */
   long permits() default 1;
 
   /**

@@ -70,8 +70,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
           : expressions().evaluate(c.key(), request, method, invocation.getArguments());
       targets.add(new TallyRateLimits.Target(c.rule(), key, c.permits()));
     }
-    RateLimitVerdict verdict = limits().check(targets);
-    WebRequests.addHeaders(verdict);
+    RateLimitVerdict verdict = WebRequests.addHeaders(limits().check(targets));
     if (!verdict.allowed()) {
       throw new RateLimitExceededException(verdict);
     }

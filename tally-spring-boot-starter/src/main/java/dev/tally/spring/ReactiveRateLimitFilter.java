@@ -56,24 +56,37 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
     return exchange.getPrincipal().map(Principal::getName).defaultIfEmpty(NO_PRINCIPAL)
         .flatMap(principal -> {
           RateLimitRequest facts = facts(request, principal);
-          List<TallyRateLimits.Target> targets = rules.targets(facts, path);
-          return Mono.fromCallable(() -> (Object) limits.check(targets))
+          FilterRules.Matched matched = rules.targets(facts, path);
+          if (matched.isEmpty()) {
+            return chain.filter(exchange);
+          }
+          return Mono.fromCallable(() -> (Object) limits.check(matched.targets()))
               .subscribeOn(Schedulers.boundedElastic())
-              .onErrorResume(StoreException.class, Mono::just);
-        })
-        .flatMap(outcome -> {
-          if (outcome instanceof StoreException e) {
-            LOG.warn("rate-limit store failed; answering 503 (failure-policy throw): " + e);
-            return write(exchange.getResponse(), HttpStatus.SERVICE_UNAVAILABLE,
-                ProblemResponses.unavailableJson(path));
-          }
-          RateLimitVerdict verdict = (RateLimitVerdict) outcome;
-          setFields(exchange.getResponse().getHeaders(), verdict);
-          if (!verdict.allowed()) {
-            return write(exchange.getResponse(), HttpStatus.valueOf(verdict.status()), verdict.problemJson(path));
-          }
-          return chain.filter(exchange);
+              .onErrorResume(StoreException.class, Mono::just)
+              .flatMap(outcome -> answer(exchange, chain, path, matched, outcome));
         });
+  }
+
+  private Mono<Void> answer(ServerWebExchange exchange, WebFilterChain chain, String path,
+      FilterRules.Matched matched, Object outcome) {
+    if (outcome instanceof StoreException e) {
+      LOG.warn("rate-limit store failed; answering 503 (failure-policy throw): " + e);
+      return write(exchange.getResponse(), HttpStatus.SERVICE_UNAVAILABLE, ProblemResponses.unavailableJson(path));
+    }
+    RateLimitVerdict verdict = (RateLimitVerdict) outcome;
+    setFields(exchange.getResponse().getHeaders(), verdict);
+    if (!verdict.allowed()) {
+      return write(exchange.getResponse(), HttpStatus.valueOf(verdict.status()), verdict.problemJson(path));
+    }
+    if (!matched.settlesAfter()) {
+      return chain.filter(exchange);
+    }
+    // Settled once the chain completes normally; a request that ended in an error keeps its charge.
+    return chain.filter(exchange).then(Mono.fromRunnable(() -> {
+      ServerHttpResponse response = exchange.getResponse();
+      int status = response.getStatusCode() == null ? 200 : response.getStatusCode().value();
+      matched.settle(limits, new RateLimitResponse(status, name -> response.getHeaders().getFirst(name)));
+    }).subscribeOn(Schedulers.boundedElastic()).then());
   }
 
   private static RateLimitRequest facts(ServerHttpRequest request, String principal) {
@@ -82,7 +95,12 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
         : remote.getAddress() != null ? remote.getAddress().getHostAddress() : remote.getHostString();
     return new RateLimitRequest(request.getMethod().name(), request.getPath().value(),
         name -> request.getHeaders().getFirst(name), address,
-        principal.equals(NO_PRINCIPAL) ? null : principal, null);
+        principal.equals(NO_PRINCIPAL) ? null : principal, null,
+        name -> valuesOf(request.getHeaders().get(name)), name -> valuesOf(request.getQueryParams().get(name)));
+  }
+
+  private static List<String> valuesOf(List<String> values) {
+    return values == null ? List.of() : values;
   }
 
   /** Sets the header fields of {@code verdict}. */

@@ -29,10 +29,15 @@ final class Rule {
    * @param where the property prefix, for error messages
    */
   static Rule of(String name, TallyProperties.Rule p, String where) {
+    return of(name, name, p, where);
+  }
+
+  /** {@link #of(String, TallyProperties.Rule, String)}, its {@code limit} a policy named {@code limitId}. */
+  static Rule of(String name, String limitId, TallyProperties.Rule p, String where) {
     List<Policy> policies = new ArrayList<>();
     try {
       if (p.getLimit() != null && !p.getLimit().isBlank()) {
-        policies.add(Policy.parse(name, p.getLimit()));
+        policies.add(Policy.parse(limitId, p.getLimit()));
       }
       for (Map.Entry<String, String> e : p.getPolicies().entrySet()) {
         policies.add(Policy.parse(e.getKey(), e.getValue()));

@@ -7,7 +7,6 @@ import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.web.filter.OncePerRequestFilter;
@@ -17,7 +16,8 @@ import org.springframework.web.filter.OncePerRequestFilter;
  * that a rule denies is answered {@code 429} with the {@code RateLimit}, {@code RateLimit-Policy}
  * and {@code Retry-After} header fields and an RFC 9457 body, and goes no further; an allowed one
  * carries the header fields too. If the store fails under a rule whose failure policy is
- * {@code throw}, the answer is {@code 503}.
+ * {@code throw}, the answer is {@code 503}. A rule with post-execution settings is settled when the
+ * chain returns normally; a request that threw or went asynchronous keeps what it was charged.
  */
 public class ServletRateLimitFilter extends OncePerRequestFilter {
   private static final Log LOG = LogFactory.getLog(ServletRateLimitFilter.class);
@@ -38,10 +38,14 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
       chain.doFilter(request, response);
       return;
     }
-    List<TallyRateLimits.Target> targets = rules.targets(WebRequests.of(request, null), path);
+    FilterRules.Matched matched = rules.targets(WebRequests.of(request, null), path);
+    if (matched.isEmpty()) {
+      chain.doFilter(request, response);
+      return;
+    }
     RateLimitVerdict verdict;
     try {
-      verdict = limits.check(targets);
+      verdict = limits.check(matched.targets());
     } catch (StoreException e) {
       LOG.warn("rate-limit store failed; answering 503 (failure-policy throw): " + e);
       write(response, 503, ProblemResponses.unavailableJson(path));
@@ -52,7 +56,18 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
       write(response, verdict.status(), verdict.problemJson(path));
       return;
     }
+    // For @RateLimited on the handler: its policies join these in the response.
+    request.setAttribute(WebRequests.FILTER_VERDICT, verdict);
     chain.doFilter(request, response);
+    if (request.getAttribute(WebRequests.REFUSED_AFTER_FILTER) != null && response.getStatus() == 429) {
+      // @RateLimited refused the request: as with one rule's policies, a refusal costs the others
+      // nothing. (A refusal the application caught and answered otherwise was served: it counts.)
+      matched.giveBack(limits);
+    } else if (matched.settlesAfter() && !request.isAsyncStarted()) {
+      // Only once the chain returns normally is the status final; a request that threw, or went
+      // asynchronous (its status is not known yet), keeps its charge.
+      matched.settle(limits, new RateLimitResponse(response.getStatus(), response::getHeader));
+    }
   }
 
   /** Sets the header fields of {@code verdict} on {@code response}. */

@@ -305,7 +305,7 @@ public class TallyProperties {
      */
     private String rule;
 
-    /** Units each request takes. */
+    /** Units each request takes; zero takes nothing and refuses the request when nothing is left. */
     private long permits = 1;
 
     public List<String> getPaths() {
@@ -346,6 +346,143 @@ public class TallyProperties {
 
     public void setPermits(long permits) {
       this.permits = permits;
+    }
+
+    // Conditions, plans and post-execution cost (docs/spring-boot.md, "Conditions, plans and
+    // post-execution cost"), named as bucket4j-spring-boot-starter names them where it has them.
+
+    /**
+     * SpEL over the request (header('X-Api-Key'), #request.getHeader(...), principal, path,
+     * parameter('p'), @bean.method()): the rule applies only when it is true.
+     */
+    private String executeCondition;
+
+    /** SpEL over the request, like execute-condition: the rule does not apply when it is true. */
+    private String skipCondition;
+
+    /**
+     * Predicates that must all match for the rule to apply: PATH=/api/**,/admin, METHOD=GET,POST,
+     * QUERY=param (present), HEADER=name (present) or HEADER=name,regex (a value matches).
+     */
+    private List<String> executePredicates = new ArrayList<>();
+
+    /** Predicates (as execute-predicates) that, when all match, skip the rule. */
+    private List<String> skipPredicates = new ArrayList<>();
+
+    /**
+     * SpEL over the request choosing the plan whose limits apply, by name, e.g.
+     * "@accounts.planOf(principal) ?: 'free'". Needs plans.
+     */
+    private String plan;
+
+    /** The plans by name, each with its limit or policies (and failure-policy). Needs plan. */
+    private Map<String, Rule> plans = new LinkedHashMap<>();
+
+    /**
+     * The plan applied when the plan expression gives null or a name not in plans; by default the
+     * first plan listed.
+     */
+    private String defaultPlan;
+
+    /**
+     * SpEL over the response (getStatus(), header('X-Tokens'); the request is #request): the
+     * units taken before the request are given back after it unless this is true, e.g.
+     * "getStatus() == 401" to count failed logins only.
+     */
+    private String postExecuteCondition;
+
+    /**
+     * Response statuses that count, e.g. 401 or 401,403: the units taken before the request are
+     * given back after any other status. The short form of post-execute-condition.
+     */
+    private List<Integer> chargeOnStatus = new ArrayList<>();
+
+    /**
+     * SpEL over the response giving the units the request costs once answered, e.g.
+     * "header('X-Tokens-Used')": the difference from permits is given back or taken after the
+     * response (what is no longer there is forgiven, and counted as
+     * tally.ratelimit.unpaid).
+     */
+    private String postExecuteCost;
+
+    public String getExecuteCondition() {
+      return executeCondition;
+    }
+
+    public void setExecuteCondition(String executeCondition) {
+      this.executeCondition = executeCondition;
+    }
+
+    public String getSkipCondition() {
+      return skipCondition;
+    }
+
+    public void setSkipCondition(String skipCondition) {
+      this.skipCondition = skipCondition;
+    }
+
+    public List<String> getExecutePredicates() {
+      return executePredicates;
+    }
+
+    public void setExecutePredicates(List<String> executePredicates) {
+      this.executePredicates = executePredicates;
+    }
+
+    public List<String> getSkipPredicates() {
+      return skipPredicates;
+    }
+
+    public void setSkipPredicates(List<String> skipPredicates) {
+      this.skipPredicates = skipPredicates;
+    }
+
+    public String getPlan() {
+      return plan;
+    }
+
+    public void setPlan(String plan) {
+      this.plan = plan;
+    }
+
+    public Map<String, Rule> getPlans() {
+      return plans;
+    }
+
+    public void setPlans(Map<String, Rule> plans) {
+      this.plans = plans;
+    }
+
+    public String getDefaultPlan() {
+      return defaultPlan;
+    }
+
+    public void setDefaultPlan(String defaultPlan) {
+      this.defaultPlan = defaultPlan;
+    }
+
+    public String getPostExecuteCondition() {
+      return postExecuteCondition;
+    }
+
+    public void setPostExecuteCondition(String postExecuteCondition) {
+      this.postExecuteCondition = postExecuteCondition;
+    }
+
+    public List<Integer> getChargeOnStatus() {
+      return chargeOnStatus;
+    }
+
+    public void setChargeOnStatus(List<Integer> chargeOnStatus) {
+      this.chargeOnStatus = chargeOnStatus;
+    }
+
+    public String getPostExecuteCost() {
+      return postExecuteCost;
+    }
+
+    public void setPostExecuteCost(String postExecuteCost) {
+      this.postExecuteCost = postExecuteCost;
     }
   }
 }

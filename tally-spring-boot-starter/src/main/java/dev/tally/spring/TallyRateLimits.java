@@ -83,12 +83,23 @@ public class TallyRateLimits {
 
   /**
    * Takes {@code permits} units for {@code key} from every policy of the rule {@code rule}, or
-   * none if one denies.
+   * none if one denies. Zero permits takes nothing and is refused when a policy has nothing left
+   * (see {@link #peek}).
    *
    * @throws IllegalArgumentException if there is no such rule or permits is negative
    */
   public RateLimitVerdict check(String rule, String key, long permits) {
     return check(List.of(new Target(rule(rule), key, permits)));
+  }
+
+  /**
+   * Whether {@code key} has a unit left in every policy of the rule {@code rule}, taking nothing:
+   * {@code check(rule, key, 0)}. Refused, with the wait, when a policy has nothing left.
+   *
+   * @throws IllegalArgumentException if there is no such rule
+   */
+  public RateLimitVerdict peek(String rule, String key) {
+    return check(rule, key, 0);
   }
 
   /**
@@ -156,7 +167,8 @@ public class TallyRateLimits {
       for (Policy p : t.rule().policies()) {
         String name = limiterName(t.rule(), p, key);
         RateLimiter limiter = tally.limiter(name, p.limit()).withFailurePolicy(t.rule().failurePolicy());
-        Decision d = limiter.decide(denied ? 0 : t.permits());
+        // Zero permits asks "is anything left?": a peek, refused when nothing is (decide(0) always allows).
+        Decision d = denied ? limiter.decide(0) : t.permits() == 0 ? limiter.peek() : limiter.decide(t.permits());
         if (!denied) {
           for (DecisionListener l : listeners) {
             l.onDecision(t.rule().name(), p.id(), d);
@@ -190,6 +202,32 @@ public class TallyRateLimits {
     return new RateLimitVerdict(outcomes);
   }
 
+  /**
+   * Settles an allowed target once the request is answered: gives back the units it took beyond
+   * {@code cost}, or takes the units {@code cost} asks beyond them. Limiters never go into debt:
+   * what a policy no longer has is taken as far as it goes and the rest is forgiven, told to the
+   * listeners as unpaid.
+   */
+  void settle(Target t, long cost) {
+    String key = key(t.key());
+    for (Policy p : t.rule().policies()) {
+      String name = limiterName(t.rule(), p, key);
+      RateLimiter limiter = tally.limiter(name, p.limit()).withFailurePolicy(t.rule().failurePolicy());
+      if (cost < t.permits()) {
+        limiter.refund(t.permits() - cost);
+      } else if (cost > t.permits()) {
+        long more = cost - t.permits();
+        if (!limiter.decide(more).allowed()) {
+          long left = Math.min(more, limiter.available());
+          long taken = left > 0 && limiter.tryAcquire(left) ? left : 0;
+          for (DecisionListener l : listeners) {
+            l.onUnpaid(t.rule().name(), p.id(), more - taken);
+          }
+        }
+      }
+    }
+  }
+
   private String limiterName(Rule rule, Policy policy, String key) {
     return prefix + rule.name() + ":" + policy.id() + ":" + key;
   }
@@ -213,5 +251,8 @@ public class TallyRateLimits {
   /** Told of every decision a policy took (not of the read-only ones after a denial). */
   interface DecisionListener {
     void onDecision(String rule, String policy, Decision decision);
+
+    /** A post-execution cost asked for {@code units} more than the policy had left; they were forgiven. */
+    default void onUnpaid(String rule, String policy, long units) {}
   }
 }

@@ -2,7 +2,12 @@ package dev.tally.spring;
 
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.security.Principal;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import org.springframework.util.ClassUtils;
 import org.springframework.web.context.request.RequestAttributes;
@@ -27,10 +32,17 @@ final class WebRequests {
     return SERVLET ? Servlet.current() : RateLimitRequest.NONE;
   }
 
-  static void addHeaders(RateLimitVerdict verdict) {
-    if (SERVLET) {
-      Servlet.addHeaders(verdict);
-    }
+  /** The request attribute holding the filter's verdict, so that a {@link RateLimited} call adds to it. */
+  static final String FILTER_VERDICT = WebRequests.class.getName() + ".filterVerdict";
+  /** Set when a {@link RateLimited} call refused the request, so that the filter gives its units back. */
+  static final String REFUSED_AFTER_FILTER = WebRequests.class.getName() + ".refusedAfterFilter";
+
+  /**
+   * Sets the header fields of {@code verdict} on the current response, joined to the filter's if it
+   * limited the request too, and returns the joined verdict (what a denial answers with).
+   */
+  static RateLimitVerdict addHeaders(RateLimitVerdict verdict) {
+    return SERVLET ? Servlet.addHeaders(verdict) : verdict;
   }
 
   /** Kept apart so that the servlet API is loaded only when it is there. */
@@ -46,19 +58,62 @@ final class WebRequests {
       return of(request, variables);
     }
 
-    static void addHeaders(RateLimitVerdict verdict) {
-      if (RequestContextHolder.getRequestAttributes() instanceof ServletRequestAttributes servlet) {
-        HttpServletResponse response = servlet.getResponse();
-        if (response != null && !response.isCommitted()) {
-          ServletRateLimitFilter.setFields(response, verdict);
+    static RateLimitVerdict addHeaders(RateLimitVerdict verdict) {
+      if (!(RequestContextHolder.getRequestAttributes() instanceof ServletRequestAttributes servlet)) {
+        return verdict;
+      }
+      HttpServletRequest request = servlet.getRequest();
+      RateLimitVerdict all = verdict;
+      if (request.getAttribute(FILTER_VERDICT) instanceof RateLimitVerdict filter) {
+        all = filter.and(verdict);
+        if (!verdict.allowed()) {
+          request.setAttribute(REFUSED_AFTER_FILTER, true);
         }
       }
+      HttpServletResponse response = servlet.getResponse();
+      if (response != null && !response.isCommitted()) {
+        ServletRateLimitFilter.setFields(response, all);
+      }
+      return all;
     }
   }
 
   static RateLimitRequest of(HttpServletRequest request, Map<String, String> variables) {
     Principal principal = request.getUserPrincipal();
+    // The query string, not getParameter: that would read a form body the application has not read yet.
+    String query = request.getQueryString();
     return new RateLimitRequest(request.getMethod(), request.getRequestURI(), request::getHeader,
-        request.getRemoteAddr(), principal == null ? null : principal.getName(), variables);
+        request.getRemoteAddr(), principal == null ? null : principal.getName(), variables,
+        name -> Collections.list(request.getHeaders(name)),
+        name -> queryParameter(query, name));
+  }
+
+  /** The values of the query parameter {@code name} in the raw query {@code query}, decoded. */
+  static List<String> queryParameter(String query, String name) {
+    if (query == null || query.isEmpty()) {
+      return List.of();
+    }
+    List<String> values = new ArrayList<>(1);
+    int start = 0;
+    while (start <= query.length()) {
+      int amp = query.indexOf('&', start);
+      int end = amp < 0 ? query.length() : amp;
+      int eq = query.indexOf('=', start);
+      boolean hasValue = eq >= 0 && eq < end;
+      String n = decode(query.substring(start, hasValue ? eq : end));
+      if (n.equals(name)) {
+        values.add(hasValue ? decode(query.substring(eq + 1, end)) : "");
+      }
+      start = end + 1;
+    }
+    return values;
+  }
+
+  private static String decode(String text) {
+    try {
+      return URLDecoder.decode(text, StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException e) {
+      return text; // a malformed escape: compared as sent
+    }
   }
 }

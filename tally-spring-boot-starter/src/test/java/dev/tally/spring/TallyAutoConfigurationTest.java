@@ -320,4 +320,48 @@ class TallyAutoConfigurationTest {
       }
     }
   }
+
+  @Test
+  void badConditionsPlansAndPostExecutionSettingsStopStartupNamingTheProperty() {
+    org.springframework.boot.test.context.runner.WebApplicationContextRunner web =
+        new org.springframework.boot.test.context.runner.WebApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(TallyAutoConfiguration.class))
+            .withPropertyValues("tally.store=mem:", "tally.filter.rules[0].limit=token-bucket 1/1s");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].execute-predicates[0]=COOKIE=session"),
+        "tally.filter.rules[0].execute-predicates[0]: unknown predicate 'COOKIE'");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].skip-predicates[0]=HEADER=Accept,[pdf"),
+        "tally.filter.rules[0].skip-predicates[0]: the header's value pattern does not compile");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].skip-condition=header('a') ==="),
+        "tally.filter.rules[0].skip-condition: expression");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].charge-on-status=401",
+        "tally.filter.rules[0].post-execute-condition=getStatus() == 401"),
+        "tally.filter.rules[0]: give either post-execute-condition or charge-on-status");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].charge-on-status=42"),
+        "tally.filter.rules[0].charge-on-status: 42 is not an HTTP status");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[1].plans.free.limit=token-bucket 1/1s"),
+        "tally.filter.rules[1].plans needs plan");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[1].plan=header('X-Plan')",
+        "tally.filter.rules[1].plans.free.limit=token-bucket 1/1s", "tally.filter.rules[1].default-plan=gold"),
+        "tally.filter.rules[1].default-plan: no plan 'gold' (plans: [free])");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[1].plan=header('X-Plan')",
+        "tally.filter.rules[1].plans.free.limit=token bucket"),
+        "tally.filter.rules[1].plans.free:");
+    // One value with commas is one predicate, as bucket4j reads it.
+    web.withPropertyValues("tally.filter.rules[0].execute-predicates=PATH=/a/**,/b",
+        "tally.filter.rules[0].skip-predicates=HEADER=Accept,.*(pdf|csv).*").run(context ->
+        assertThat(context).hasNotFailed());
+  }
+
+  private static void assertStartupFails(
+      org.springframework.boot.test.context.runner.WebApplicationContextRunner runner, String message) {
+    runner.run(context -> {
+      assertThat(context).hasFailed();
+      Throwable root = context.getStartupFailure();
+      StringBuilder messages = new StringBuilder();
+      for (Throwable t = root; t != null; t = t.getCause()) {
+        messages.append(t.getMessage()).append('\n');
+      }
+      assertThat(messages.toString()).contains(message);
+    });
+  }
 }

@@ -213,6 +213,21 @@ public abstract class LimiterContract extends TallyFixture {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("algorithms")
+  public void peekAnswersForOneUnitAndTakesNothing(String kind, Limit limit) {
+    RateLimiter l = tally.limiter(name(), limit);
+    Decision fresh = l.peek();
+    assertThat(fresh.allowed()).isTrue();
+    assertThat(fresh.remaining()).isEqualTo(CAPACITY);
+    assertThat(l.available()).isEqualTo(CAPACITY);
+    assertThat(l.tryAcquire(CAPACITY)).isTrue();
+    Decision empty = l.peek();
+    assertThat(empty.allowed()).isFalse();
+    assertThat(empty.remaining()).isZero();
+    assertThat(empty.retryAfterNanos()).isPositive().isEqualTo(l.decide(1).retryAfterNanos());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
   public void availableDoesNotConsume(String kind, Limit limit) {
     RateLimiter l = tally.limiter(name(), limit);
     assertThat(l.available()).isEqualTo(CAPACITY);

@@ -2,9 +2,11 @@ package dev.tally.spring.reactive;
 
 import dev.tally.spring.RateLimited;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 import reactor.core.publisher.Mono;
@@ -33,6 +35,13 @@ public class ReactiveApp {
     @GetMapping("/api/posts")
     Mono<String> posts() {
       return Mono.just("posts");
+    }
+
+    /** 200 for the right password, 401 otherwise: only failures count (charge-on-status). */
+    @PostMapping("/login")
+    Mono<ResponseEntity<String>> login(@RequestHeader(name = "X-Password", required = false) String password) {
+      return Mono.just("right".equals(password) ? ResponseEntity.ok("welcome")
+          : ResponseEntity.status(401).body("wrong password"));
     }
 
     @GetMapping("/greet")

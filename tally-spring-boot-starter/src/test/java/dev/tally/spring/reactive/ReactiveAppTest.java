@@ -3,6 +3,7 @@ package dev.tally.spring.reactive;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.spring.Http;
+import dev.tally.spring.TallyRateLimits;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -32,6 +33,9 @@ class ReactiveAppTest {
 
   @Autowired
   MeterRegistry registry;
+
+  @Autowired
+  TallyRateLimits limits;
 
   Http http;
 
@@ -124,6 +128,36 @@ class ReactiveAppTest {
     assertThat(json(denied).get("key").asString()).isEqualTo("ann");
     assertThat(json(denied).get("instance").asString()).isEqualTo("/greet");
     assertThat(http.get("/greet?name=ben").statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void onlyFailedLoginsCountAndATrustedCallerIsSkipped() {
+    for (int i = 0; i < 5; i++) {
+      assertThat(http.post("/login", "X-User", "bob", "X-Password", "right").statusCode()).isEqualTo(200);
+      awaitAvailable("bob", 3);
+    }
+    for (int i = 0; i < 3; i++) {
+      assertThat(http.post("/login", "X-User", "bob", "X-Password", "wrong").statusCode()).isEqualTo(401);
+    }
+    awaitAvailable("bob", 0);
+    HttpResponse<String> denied = http.post("/login", "X-User", "bob", "X-Password", "wrong");
+    assertThat(denied.statusCode()).isEqualTo(429);
+    assertThat(json(denied).get("rule").asString()).isEqualTo("login-failures");
+    // skip-predicates: HEADER=X-Trusted,yes
+    assertThat(http.post("/login", "X-User", "bob", "X-Password", "wrong", "X-Trusted", "yes").statusCode())
+        .isEqualTo(401);
+    assertThat(http.post("/login", "X-User", "bob", "X-Password", "wrong", "X-Trusted", "no").statusCode())
+        .isEqualTo(429);
+  }
+
+  /** Waits until the charge settled after a response has reached the limiter. */
+  private void awaitAvailable(String user, long units) {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    long now;
+    while ((now = limits.limiter("login-failures", user).available()) != units && System.nanoTime() < deadline) {
+      java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+    }
+    assertThat(now).isEqualTo(units);
   }
 
   @Test

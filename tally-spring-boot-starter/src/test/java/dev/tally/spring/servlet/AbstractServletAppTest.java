@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.spring.Http;
 import dev.tally.spring.RateLimitExceededException;
+import dev.tally.spring.RateLimitVerdict;
+import dev.tally.spring.TallyRateLimits;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
@@ -39,6 +41,9 @@ abstract class AbstractServletAppTest {
 
   @Autowired
   MeterRegistry registry;
+
+  @Autowired
+  TallyRateLimits limits;
 
   Http http;
 
@@ -222,5 +227,18 @@ abstract class AbstractServletAppTest {
     JsonNode tally = json(health).get("components").get("tally");
     assertThat(tally.get("status").asString()).isEqualTo("UP");
     assertThat(tally.get("details").get("store").asString()).isEqualTo(scheme());
+  }
+
+  @Test
+  void aZeroPermitCheckTakesNothingAndIsRefusedWhenNothingIsLeft() {
+    assertThat(limits.peek("per-order", "zero").allowed()).isTrue();
+    assertThat(limits.check("per-order", "zero", 0).allowed()).isTrue();
+    assertThat(limits.check("per-order", "zero").allowed()).isTrue();
+    assertThat(limits.check("per-order", "zero").allowed()).isTrue();
+    RateLimitVerdict empty = limits.check("per-order", "zero", 0);
+    assertThat(empty.allowed()).isFalse();
+    assertThat(empty.retryAfterSeconds()).isPresent();
+    assertThat(empty.denying().decision().remaining()).isZero();
+    assertThat(limits.limiter("per-order", "zero").available()).isZero();
   }
 }

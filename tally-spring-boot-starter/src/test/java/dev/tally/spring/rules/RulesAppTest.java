@@ -1,0 +1,278 @@
+package dev.tally.spring.rules;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.tally.spring.Http;
+import dev.tally.spring.RateLimitExceededException;
+import dev.tally.spring.RateLimitVerdict;
+import dev.tally.spring.TallyRateLimits;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.test.annotation.DirtiesContext;
+import org.springframework.test.context.ActiveProfiles;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.ObjectMapper;
+
+/**
+ * Filter rules with conditions, predicates, plans and post-execution costs, on a real port with
+ * the memory store and a clock that stands still. Charges settled after a response may land just
+ * after the client has it, so the tests wait for the limiter's state before the next request.
+ */
+@SpringBootTest(classes = RulesApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@ActiveProfiles("rules")
+@DirtiesContext
+class RulesAppTest {
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  @LocalServerPort
+  int port;
+
+  @Autowired
+  TallyRateLimits limits;
+
+  @Autowired
+  RulesApp.LoginGate gate;
+
+  @Autowired
+  MeterRegistry registry;
+
+  Http http;
+
+  @BeforeEach
+  void client() {
+    http = new Http(port);
+  }
+
+  static JsonNode json(HttpResponse<String> r) {
+    return JSON.readTree(r.body());
+  }
+
+  static String header(HttpResponse<String> r, String name) {
+    return r.headers().firstValue(name).orElse(null);
+  }
+
+  /** Waits until the settlement after a response has reached the limiter. */
+  void awaitAvailable(String rule, String key, long units) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    long now;
+    while ((now = limits.limiter(rule, key).available()) != units && System.nanoTime() < deadline) {
+      LockSupport.parkNanos(1_000_000);
+    }
+    assertThat(now).as("units left in %s for %s", rule, key).isEqualTo(units);
+  }
+
+  /** {@code value} once it equals {@code expected}, or its last value after 10 s. */
+  static <T> T await(Supplier<T> value, T expected) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    T now;
+    while (!(now = value.get()).equals(expected) && System.nanoTime() < deadline) {
+      LockSupport.parkNanos(1_000_000);
+    }
+    return now;
+  }
+
+  @Test
+  void onlyFailedLoginsCountAndTwentyConcurrentFailuresGetExactlyThree401s() throws Exception {
+    for (int i = 0; i < 5; i++) {
+      HttpResponse<String> ok = http.post("/login", "X-User", "bob", "X-Password", "right");
+      assertThat(ok.statusCode()).isEqualTo(200);
+      awaitAvailable("login-failures", "bob", 3);
+    }
+
+    gate.close();
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(Duration.ofSeconds(10)).build();
+    HttpRequest wrong = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/login"))
+        .header("X-User", "bob").header("X-Password", "wrong").timeout(Duration.ofSeconds(60))
+        .POST(HttpRequest.BodyPublishers.noBody()).build();
+    CountDownLatch answered = new CountDownLatch(17);
+    List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      CompletableFuture<HttpResponse<String>> call = client.sendAsync(wrong, HttpResponse.BodyHandlers.ofString());
+      call.thenRun(answered::countDown);
+      calls.add(call);
+    }
+    // The three admitted wait in the handler, holding their units, while the other 17 are answered.
+    boolean seventeenAnswered = answered.await(30, TimeUnit.SECONDS);
+    List<Integer> early = calls.stream().filter(CompletableFuture::isDone).map(c -> c.join().statusCode()).toList();
+    gate.open();
+    List<Integer> statuses = calls.stream().map(c -> c.join().statusCode()).toList();
+    assertThat(seventeenAnswered).as("17 answered while 3 were in the handler; answered early: %s", early).isTrue();
+    assertThat(early).hasSize(17).containsOnly(429);
+    assertThat(statuses.stream().filter(s -> s == 401).count()).as("statuses %s", statuses).isEqualTo(3);
+    assertThat(statuses.stream().filter(s -> s == 429).count()).as("statuses %s", statuses).isEqualTo(17);
+
+    // The three failures were charged: nothing left for bob, not even to try the right password.
+    awaitAvailable("login-failures", "bob", 0);
+    HttpResponse<String> after = http.post("/login", "X-User", "bob", "X-Password", "right");
+    assertThat(after.statusCode()).isEqualTo(429);
+    assertThat(header(after, "Retry-After")).isNotNull();
+    assertThat(http.post("/login", "X-User", "eve", "X-Password", "wrong").statusCode()).isEqualTo(401);
+  }
+
+  @Test
+  void aCostExpressionGivesBackOrTakesMoreAndForgivesWhatIsNotThere() {
+    HttpResponse<String> four = http.get("/tokens?used=4", "X-User", "carol");
+    assertThat(four.statusCode()).isEqualTo(200);
+    // The fields tell the state on admission: one unit taken.
+    assertThat(header(four, "RateLimit")).startsWith("\"tokens\";r=9;");
+    awaitAvailable("tokens", "carol", 6);
+
+    assertThat(header(http.get("/tokens?used=0", "X-User", "carol"), "RateLimit")).startsWith("\"tokens\";r=5;");
+    awaitAvailable("tokens", "carol", 6);
+
+    assertThat(http.get("/tokens?used=20", "X-User", "carol").statusCode()).isEqualTo(200);
+    awaitAvailable("tokens", "carol", 0);
+    // 19 more asked, 5 left: 14 forgiven (counted just after the units are taken).
+    assertThat(await(() -> registry.find("tally.ratelimit.unpaid").tags("rule", "tokens", "policy", "tokens")
+        .counters().stream().mapToDouble(c -> c.count()).sum(), 14.0)).isEqualTo(14.0);
+    assertThat(http.get("/tokens?used=1", "X-User", "carol").statusCode()).isEqualTo(429);
+  }
+
+  @Test
+  void aZeroPermitCheckTakesNothingAndIsRefusedWhenNothingIsLeftAndThrowingItAnswers429() {
+    assertThat(http.get("/peek/dan").statusCode()).isEqualTo(200);
+    assertThat(http.get("/peek/dan").statusCode()).isEqualTo(200);
+    assertThat(http.post("/spend/dan").statusCode()).isEqualTo(200);
+    assertThat(http.post("/spend/dan").statusCode()).isEqualTo(200);
+    assertThat(http.post("/spend/dan").statusCode()).isEqualTo(429);
+
+    HttpResponse<String> refused = http.get("/peek/dan");
+    assertThat(refused.statusCode()).isEqualTo(429);
+    assertThat(header(refused, "Content-Type")).isEqualTo("application/problem+json");
+    assertThat(Long.parseLong(header(refused, "Retry-After"))).isBetween(1L, 86400L / 2 + 1);
+    JsonNode body = json(refused);
+    assertThat(body.get("rule").asString()).isEqualTo("probe");
+    assertThat(body.get("permits").asLong()).isZero();
+    assertThat(body.get("remaining").asLong()).isZero();
+
+    RateLimitVerdict fresh = limits.peek("probe", "erin");
+    assertThat(fresh.allowed()).isTrue();
+    assertThat(limits.limiter("probe", "erin").available()).isEqualTo(2);
+    assertThatThrownBy(() -> new RateLimitExceededException(fresh))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("allowed");
+  }
+
+  @Test
+  void aPlanExpressionChoosesTheLimitsAndAnUnknownPlanGetsTheDefault() {
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<String> free = http.get("/plans", "X-User", "alice");
+      assertThat(free.statusCode()).isEqualTo(200);
+      assertThat(header(free, "RateLimit-Policy")).isEqualTo("\"free\";q=2;w=86400");
+    }
+    HttpResponse<String> denied = http.get("/plans", "X-User", "alice");
+    assertThat(denied.statusCode()).isEqualTo(429);
+    assertThat(json(denied).get("rule").asString()).isEqualTo("filter-9.free");
+
+    for (int i = 0; i < 5; i++) {
+      HttpResponse<String> pro = http.get("/plans", "X-User", "alice", "X-Plan", "pro");
+      assertThat(pro.statusCode()).isEqualTo(200);
+      assertThat(header(pro, "RateLimit-Policy")).isEqualTo("\"pro\";q=5;w=86400");
+    }
+    assertThat(http.get("/plans", "X-User", "alice", "X-Plan", "pro").statusCode()).isEqualTo(429);
+    // No such plan: the default, free, which alice has used up.
+    HttpResponse<String> unknown = http.get("/plans", "X-User", "alice", "X-Plan", "gold");
+    assertThat(unknown.statusCode()).isEqualTo(429);
+    assertThat(header(unknown, "RateLimit-Policy")).isEqualTo("\"free\";q=2;w=86400");
+  }
+
+  @Test
+  void skipConditionLetsMatchingRequestsThrough() {
+    assertNotLimited(() -> http.get("/cond/skip", "X-Internal", "yes"));
+    assertLimitedToTwo(() -> http.get("/cond/skip", "X-Internal", "no"));
+  }
+
+  @Test
+  void executeConditionLimitsMatchingRequestsOnly() {
+    assertNotLimited(() -> http.get("/cond/execute", "X-Tier", "partner"));
+    assertNotLimited(() -> http.get("/cond/execute"));
+    assertLimitedToTwo(() -> http.get("/cond/execute", "X-Tier", "anonymous"));
+  }
+
+  @Test
+  void pathPredicateSelectsThePaths() {
+    assertNotLimited(() -> http.get("/pred/elsewhere"));
+    assertThat(http.get("/pred/path/a").statusCode()).isEqualTo(200);
+    assertThat(http.get("/pred/other").statusCode()).isEqualTo(200);
+    assertThat(http.get("/pred/path/b/c").statusCode()).isEqualTo(429);
+  }
+
+  @Test
+  void methodPredicateSelectsTheMethods() {
+    assertNotLimited(() -> http.get("/pred/method"));
+    assertLimitedToTwo(() -> http.post("/pred/method"));
+  }
+
+  @Test
+  void queryPredicateNeedsTheParameterWithOrWithoutAValue() {
+    assertNotLimited(() -> http.get("/pred/query?other=1"));
+    assertThat(http.get("/pred/query?debug").statusCode()).isEqualTo(200);
+    assertThat(http.get("/pred/query?a=1&debug=yes").statusCode()).isEqualTo(200);
+    assertThat(http.get("/pred/query?debug=").statusCode()).isEqualTo(429);
+  }
+
+  @Test
+  void headerPredicateMatchesAValueByRegex() {
+    assertNotLimited(() -> http.get("/pred/header", "Accept", "text/plain"));
+    assertNotLimited(() -> http.get("/pred/header"));
+    assertLimitedToTwo(() -> http.get("/pred/header", "Accept", "application/pdf"));
+  }
+
+  @Test
+  void skipPredicatesSkipOnlyWhenAllMatch() {
+    assertNotLimited(() -> http.get("/pred/skip?internal", "X-Trusted", "1"));
+    assertThat(http.get("/pred/skip?internal").statusCode()).isEqualTo(200);
+    assertThat(http.get("/pred/skip", "X-Trusted", "1").statusCode()).isEqualTo(200);
+    assertThat(http.get("/pred/skip").statusCode()).isEqualTo(429);
+  }
+
+  @Test
+  void filterAndAnnotationPoliciesBothReachTheResponseAndARefusalCostsTheFilterNothing() {
+    HttpResponse<String> first = http.get("/both");
+    assertThat(first.statusCode()).isEqualTo(200);
+    assertThat(header(first, "RateLimit-Policy")).isEqualTo("\"both\";q=4;w=86400, \"both-burst\";q=1;w=86400");
+    assertThat(header(first, "RateLimit")).matches("\"both\";r=3;t=\\d+, \"both-burst\";r=0;t=\\d+");
+
+    HttpResponse<String> refused = http.get("/both");
+    assertThat(refused.statusCode()).isEqualTo(429);
+    assertThat(header(refused, "RateLimit-Policy")).isEqualTo("\"both\";q=4;w=86400, \"both-burst\";q=1;w=86400");
+    assertThat(header(refused, "RateLimit")).matches("\"both\";r=2;t=\\d+, \"both-burst\";r=0;t=\\d+");
+    assertThat(json(refused).get("violated-policies").toString()).isEqualTo("[\"both-burst\"]");
+    // The filter's unit for the refused call comes back.
+    awaitAvailable("both", "global", 3);
+  }
+
+  private static void assertNotLimited(Supplier<HttpResponse<String>> call) {
+    for (int i = 0; i < 3; i++) {
+      HttpResponse<String> r = call.get();
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(header(r, "RateLimit")).isNull();
+    }
+  }
+
+  private static void assertLimitedToTwo(Supplier<HttpResponse<String>> call) {
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<String> r = call.get();
+      assertThat(r.statusCode()).isEqualTo(200);
+      assertThat(header(r, "RateLimit")).isNotNull();
+    }
+    assertThat(call.get().statusCode()).isEqualTo(429);
+  }
+}
