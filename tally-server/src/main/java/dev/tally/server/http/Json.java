@@ -116,7 +116,7 @@ final class Json {
 
   /** The body of {@code reply}; integers as strings if {@code int64Strings}, but a problem's status. */
   static byte[] body(Reply reply, boolean int64Strings) {
-    ByteArrayBuilder out = new ByteArrayBuilder(MAPPER.getFactory()._getBufferRecycler(), 128);
+    ByteArrayBuilder out = new ByteArrayBuilder(128);
     try (JsonGenerator raw = MAPPER.getFactory().createGenerator(out)) {
       JsonGenerator g = int64Strings ? new Int64Strings(raw) : raw;
       g.writeStartObject();
@@ -148,7 +148,6 @@ final class Json {
       throw new UncheckedIOException(e);
     }
     byte[] bytes = out.toByteArray();
-    out.release();
     return bytes;
   }
 
