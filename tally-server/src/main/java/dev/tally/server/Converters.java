@@ -1,6 +1,6 @@
 package dev.tally.server;
 
-import dev.tally.server.http.Specs;
+import dev.tally.server.app.Specs;
 import java.time.Duration;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;

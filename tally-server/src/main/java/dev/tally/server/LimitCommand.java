@@ -1,11 +1,11 @@
 package dev.tally.server;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.tally.server.http.Api;
-import dev.tally.server.http.Api.LimiterAction;
-import dev.tally.server.http.LimitSpec;
+import dev.tally.server.app.LimiterDecision;
+import dev.tally.server.app.TallyApp;
+import dev.tally.server.app.TallyApp.LimiterAction;
+import dev.tally.server.app.LimitSpec;
 import dev.tally.server.http.Reply;
-import dev.tally.server.http.Specs;
+import dev.tally.server.app.Specs;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -86,7 +86,7 @@ final class LimitCommand {
   private static final String NAME = "The limiter, e.g. api:user:42; - reads names from stdin,"
       + " one per line (-- - for a limiter named -).";
 
-  private int run(String name, BiFunction<Api, String, CompletionStage<Reply>> call) {
+  private int run(String name, BiFunction<TallyApp, String, CompletionStage<LimiterDecision>> call) {
     return run(name, call, true);
   }
 
@@ -94,30 +94,30 @@ final class LimitCommand {
    * Runs a limiter call on {@code name} (or the names of stdin); with {@code noteDiffering}, a
    * decision made by stored limits other than the ones given says so on stderr.
    */
-  private int run(String name, BiFunction<Api, String, CompletionStage<Reply>> call,
+  private int run(String name, BiFunction<TallyApp, String, CompletionStage<LimiterDecision>> call,
       boolean noteDiffering) {
-    return root.runEach(name, StdinArgument.What.NAMES, call, body -> {
+    return root.runEach(name, StdinArgument.What.NAMES, call, d -> {
       // the HTTP answer's Tally-Limits: stored-differ
-      if (noteDiffering && body.has("storedLimits")) {
-        root.spec.commandLine().getErr().println("tally: note: limiter '" + body.get("name").asText()
+      if (noteDiffering && d.storedLimitsDiffer()) {
+        root.spec.commandLine().getErr().println("tally: note: limiter '" + d.name()
             + "' has stored limits that decided, not the ones given; 'tally limit reconfigure'"
             + " changes them");
         root.spec.commandLine().getErr().flush();
       }
-      return plain(body);
+      return plain(d);
     }, Reply::exitCode);
   }
 
   /** {@code allowed remaining=99 limit=100 reset-after=600ms}, and for a denial the wait. */
-  static String plain(JsonNode d) {
-    StringBuilder b = new StringBuilder(d.get("allowed").asBoolean() ? "allowed" : "denied");
-    b.append(" remaining=").append(d.get("remaining").asLong());
-    b.append(" limit=").append(d.get("limit").asLong());
-    if (!d.get("allowed").asBoolean()) {
-      JsonNode retry = d.get("retryAfterMillis");
-      b.append(" retry-after=").append(retry.isNull() ? "never" : human(retry.asLong()));
+  static String plain(LimiterDecision d) {
+    boolean allowed = d.decision().allowed();
+    StringBuilder b = new StringBuilder(allowed ? "allowed" : "denied");
+    b.append(" remaining=").append(d.decision().remaining());
+    b.append(" limit=").append(d.decision().limit());
+    if (!allowed) {
+      b.append(" retry-after=").append(d.never() ? "never" : human(d.retryAfterMillis()));
     }
-    b.append(" reset-after=").append(human(d.get("resetAfterMillis").asLong()));
+    b.append(" reset-after=").append(human(d.resetAfterMillis()));
     return b.toString();
   }
 
@@ -134,7 +134,7 @@ final class LimitCommand {
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (api, n) -> api.limiter(LimiterAction.TRY, n, specs, permits));
+    return run(name, (app, n) -> app.limiter(LimiterAction.TRY, n, specs, permits));
   }
 
   @Command(name = "acquire", mixinStandardHelpOptions = true,
@@ -148,14 +148,14 @@ final class LimitCommand {
           converter = Converters.DurationConverter.class,
           description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (api, n) -> api.acquire(n, specs, permits, maxWait));
+    return run(name, (app, n) -> app.acquire(n, specs, permits, maxWait));
   }
 
   @Command(name = "peek", mixinStandardHelpOptions = true,
       description = "Print what is available now, taking nothing.")
   int peek(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (api, n) -> api.limiter(LimiterAction.PEEK, n, specs, 0));
+    return run(name, (app, n) -> app.limiter(LimiterAction.PEEK, n, specs, 0));
   }
 
   @Command(name = "refund", mixinStandardHelpOptions = true,
@@ -165,14 +165,14 @@ final class LimitCommand {
       @Mixin Limits limits,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1") long permits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (api, n) -> api.limiter(LimiterAction.REFUND, n, specs, permits));
+    return run(name, (app, n) -> app.limiter(LimiterAction.REFUND, n, specs, permits));
   }
 
   @Command(name = "reset", mixinStandardHelpOptions = true,
       description = "Forget the limiter's state: it is full again.")
   int reset(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (api, n) -> api.limiter(LimiterAction.RESET, n, specs, 0));
+    return run(name, (app, n) -> app.limiter(LimiterAction.RESET, n, specs, 0));
   }
 
   @Command(name = "reconfigure", mixinStandardHelpOptions = true, description = {
@@ -181,7 +181,7 @@ final class LimitCommand {
   int reconfigure(@Parameters(paramLabel = "NAME", description = NAME) String name,
       @Mixin Limits limits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (api, n) -> api.limiter(LimiterAction.RECONFIGURE, n, specs, 0));
+    return run(name, (app, n) -> app.limiter(LimiterAction.RECONFIGURE, n, specs, 0));
   }
 
   @Command(name = "top-up", mixinStandardHelpOptions = true, description = {
@@ -199,6 +199,6 @@ final class LimitCommand {
           + " --quota 1000/month");
     }
     // A top-up's answer has the period's larger limit, by the units just added: no news to note.
-    return run(name, (api, n) -> api.limiter(LimiterAction.TOP_UP, n, specs, units), false);
+    return run(name, (app, n) -> app.limiter(LimiterAction.TOP_UP, n, specs, units), false);
   }
 }

@@ -1,6 +1,6 @@
 package dev.tally.server;
 
-import dev.tally.server.http.Problem;
+import dev.tally.server.app.Problem;
 import dev.tally.server.http.Reply;
 import java.io.InputStream;
 import java.io.PrintWriter;

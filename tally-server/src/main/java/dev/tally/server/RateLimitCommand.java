@@ -1,14 +1,14 @@
 package dev.tally.server;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.tally.Tally;
-import dev.tally.server.http.NamedLimitCalls;
-import dev.tally.server.http.Problem;
-import dev.tally.server.http.Reply;
-import dev.tally.server.http.Specs;
+import dev.tally.server.app.NamedLimitResult;
+import dev.tally.server.app.Problem;
+import dev.tally.server.app.TallyApp;
+import dev.tally.server.app.Specs;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
+import dev.tally.server.ratelimit.Rule;
 import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;
 import java.io.PrintWriter;
@@ -80,10 +80,11 @@ final class RateLimitCommand implements Callable<Integer> {
     for (String d : descriptors) {
       parsed.add(descriptor(d));
     }
-    try (Tally tally = Tally.open(root.store)) {
-      Reply reply = NamedLimitCalls.check(new NamedLimits(tally, loaded), domain, parsed, hits,
-          root.opId).toCompletableFuture().join();
-      return root.print(reply, RateLimitCommand::plain);
+    try (Tally tally = Tally.open(root.store);
+        TallyApp app = new TallyApp(tally, null, null, new NamedLimits(tally, loaded))) {
+      TallyApp calls = root.opId == null ? app : app.withOperationId(root.opId);
+      return root.print(TallyCommand.reply(calls.rateLimit(domain, parsed, hits)),
+          RateLimitCommand::plain);
     }
   }
 
@@ -103,27 +104,28 @@ final class RateLimitCommand implements Callable<Integer> {
   }
 
   /** One line per descriptor: {@code OVER_LIMIT (a=1): 0 of 5 per day left, resets in 3600s}. */
-  private static String plain(JsonNode body) {
-    StringBuilder b = new StringBuilder(body.get("overallCode").asText());
-    for (JsonNode s : body.get("statuses")) {
-      b.append('\n').append(s.get("code").asText()).append(' ')
-          .append(s.get("descriptor").asText()).append(": ");
-      if (s.get("rule").isNull()) {
+  private static String plain(NamedLimitResult result) {
+    StringBuilder b = new StringBuilder(result.outcome().overall().name());
+    List<NamedLimits.Status> statuses = result.outcome().statuses();
+    for (int i = 0; i < statuses.size(); i++) {
+      NamedLimits.Status s = statuses.get(i);
+      b.append('\n').append(s.code().name()).append(' ')
+          .append(result.descriptors().get(i)).append(": ");
+      Rule r = s.rule();
+      if (r == null) {
         b.append("no rule matches");
         continue;
       }
-      if (s.has("unlimited")) {
-        b.append("unlimited (").append(s.get("rule").asText()).append(')');
+      if (r.unlimited()) {
+        b.append("unlimited (").append(r.path()).append(')');
         continue;
       }
-      JsonNode limit = s.get("currentLimit");
-      b.append(s.get("limitRemaining").asLong()).append(" of ")
-          .append(limit.get("requestsPerUnit").asLong()).append(" per ")
-          .append(limit.get("unit").asText().toLowerCase(java.util.Locale.ROOT))
+      b.append(s.remaining()).append(" of ").append(r.requestsPerUnit()).append(" per ")
+          .append(r.unit().name().toLowerCase(java.util.Locale.ROOT))
           .append(" left, resets in ")
-          .append(Specs.format(Duration.ofMillis(s.get("durationUntilResetMillis").asLong())))
-          .append(" (").append(s.get("rule").asText())
-          .append(s.has("shadowMode") ? ", shadow mode" : "").append(')');
+          .append(Specs.format(Duration.ofMillis((s.resetNanos() + 999_999) / 1_000_000)))
+          .append(" (").append(r.path())
+          .append(r.shadowMode() ? ", shadow mode" : "").append(')');
     }
     return b.toString();
   }

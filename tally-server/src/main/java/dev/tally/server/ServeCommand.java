@@ -2,7 +2,7 @@ package dev.tally.server;
 
 import dev.tally.CircuitBreaker;
 import dev.tally.FailurePolicy;
-import dev.tally.server.http.Problem;
+import dev.tally.server.app.Problem;
 import dev.tally.server.http.TallyServer;
 import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;

@@ -1,11 +1,15 @@
 package dev.tally.server;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.tally.Tally;
-import dev.tally.server.http.Api;
-import dev.tally.server.http.Problem;
+import dev.tally.server.app.Added;
+import dev.tally.server.app.CounterTtl;
+import dev.tally.server.app.CounterValue;
+import dev.tally.server.app.Health;
+import dev.tally.server.app.KeyList;
+import dev.tally.server.app.Problem;
+import dev.tally.server.app.TallyApp;
 import dev.tally.server.http.Reply;
-import dev.tally.server.http.Specs;
+import dev.tally.server.app.Specs;
 import dev.tally.spi.OperationId;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -26,9 +30,10 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code tally}: the root command, its shared options ({@code --store}, {@code --json}) and the
- * counter commands. Each counter command opens the store, makes one {@link Api} call (the same
- * call the HTTP server makes) and prints its {@link Reply}: the value in plain text, or the HTTP
- * API's JSON body with {@code --json}; the exit code comes from {@link Problem}.
+ * counter commands. Each counter command opens the store, makes one {@link TallyApp} call (the
+ * same call the HTTP server makes) and prints its result: the value in plain text, or, with
+ * {@code --json}, the HTTP API's JSON body ({@link Reply}); the exit code comes from
+ * {@link Problem}.
  */
 @Command(
     name = "tally",
@@ -80,24 +85,30 @@ final class TallyCommand {
 
   // ------------------------------------------------------------------ plumbing
 
-  /** Opens the store, runs one call, prints its reply, returns the exit code. */
-  int run(Function<Api, CompletionStage<Reply>> call, Function<JsonNode, String> plain) {
-    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
-      return print(call.apply(opId == null ? api : api.withOperationId(opId))
-          .toCompletableFuture().join(), plain);
+  /** Opens the store, runs one call, prints its result, returns the exit code. */
+  <T> int run(Function<TallyApp, CompletionStage<T>> call, Function<T, String> plain) {
+    try (Tally tally = Tally.open(store); TallyApp app = new TallyApp(tally, null, null, null)) {
+      return print(reply(call.apply(opId == null ? app : app.withOperationId(opId))), plain);
     }
+  }
+
+  /** What the call came to, as the HTTP API would answer it. */
+  static Reply reply(CompletionStage<?> call) {
+    return call.handle((v, e) -> e != null ? Reply.error(e) : Reply.of(v))
+        .toCompletableFuture().join();
   }
 
   /**
    * Runs {@code call} on the key {@code arg}, or, for {@code -}, on each key of stdin in turn,
-   * printing each reply as it comes. Every line is read and checked first, and so is each line's
+   * printing each result as it comes. Every line is read and checked first, and so is each line's
    * operation id ({@code --op-id ID} gives line N the id {@code ID/N}, so that the same input run
    * again replays line by line), so bad input changes nothing. A key's own outcome (denied, not
    * found, a conflict) does not stop the others; a failure that would fail every key alike (the
    * store, the usage) does. The exit code is the first key's that was not 0, else 0.
    */
-  int runEach(String arg, StdinArgument.What what, BiFunction<Api, String, CompletionStage<Reply>> call,
-      Function<JsonNode, String> plain, ToIntFunction<Reply> exitCode) {
+  <T> int runEach(String arg, StdinArgument.What what,
+      BiFunction<TallyApp, String, CompletionStage<T>> call, Function<T, String> plain,
+      ToIntFunction<Reply> exitCode) {
     boolean fromStdin = StdinArgument.isStdin(spec.commandLine(), arg);
     List<String> keys = fromStdin ? StdinArgument.lines(stdin, what) : List.of(arg);
     if (fromStdin && opId != null) {
@@ -108,14 +119,15 @@ final class TallyCommand {
             + opId.length());
       }
     }
-    try (Tally tally = Tally.open(store); Api api = new Api(tally, null, null)) {
-      List<Api> views = new ArrayList<>(keys.size());
+    try (Tally tally = Tally.open(store); TallyApp app = new TallyApp(tally, null, null, null)) {
+      List<TallyApp> views = new ArrayList<>(keys.size());
       for (int i = 0; i < keys.size(); i++) {
-        views.add(opId == null ? api : api.withOperationId(fromStdin ? opId + "/" + (i + 1) : opId));
+        views.add(opId == null ? app
+            : app.withOperationId(fromStdin ? opId + "/" + (i + 1) : opId));
       }
       int code = 0;
       for (int i = 0; i < keys.size(); i++) {
-        Reply reply = call.apply(views.get(i), keys.get(i)).toCompletableFuture().join();
+        Reply reply = reply(call.apply(views.get(i), keys.get(i)));
         print(reply, plain);
         int c = exitCode.applyAsInt(reply);
         code = code == 0 ? c : code;
@@ -131,17 +143,19 @@ final class TallyCommand {
   private static final Set<String> OWN_OUTCOMES = Set.of("", Problem.DENIED.code(),
       Problem.NOT_FOUND.code(), Problem.CONFLICT.code());
 
-  int runEach(String arg, BiFunction<Api, String, CompletionStage<Reply>> call,
-      Function<JsonNode, String> plain) {
+  <T> int runEach(String arg, BiFunction<TallyApp, String, CompletionStage<T>> call,
+      Function<T, String> plain) {
     return runEach(arg, StdinArgument.What.KEYS, call, plain, Reply::exitCode);
   }
 
-  int print(Reply reply, Function<JsonNode, String> plain) {
+  /** Prints the result in plain text, or with --json the HTTP body; a problem goes to stderr. */
+  @SuppressWarnings("unchecked") // the reply carries the result of the call plain was given for
+  <T> int print(Reply reply, Function<T, String> plain) {
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
       out.println(reply.json());
     } else if (reply.problem() == null || reply.problem() == Problem.DENIED) {
-      String text = plain.apply(reply.body());
+      String text = plain.apply((T) reply.result());
       if (text != null) {
         out.println(text);
       }
@@ -153,8 +167,8 @@ final class TallyCommand {
     return reply.exitCode();
   }
 
-  private static String value(JsonNode body) {
-    return body.get("value").asText();
+  private static String value(CounterValue c) {
+    return c.value().toString();
   }
 
   // ------------------------------------------------------------------ counters
@@ -175,7 +189,7 @@ final class TallyCommand {
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
           boolean mustExist) {
-    return runEach(key, (api, k) -> api.incr(k, delta, dflt, mustExist), TallyCommand::value);
+    return runEach(key, (app, k) -> app.incr(k, delta, dflt, mustExist), TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "decr", description = {
@@ -191,12 +205,12 @@ final class TallyCommand {
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
           boolean mustExist) {
-    return runEach(key, (api, k) -> api.decr(k, delta, dflt, mustExist), TallyCommand::value);
+    return runEach(key, (app, k) -> app.decr(k, delta, dflt, mustExist), TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "get", description = "Print a counter's value; exit 3 if it is missing or expired.")
   int get(@Parameters(paramLabel = "KEY", description = KEY) String key) {
-    return runEach(key, Api::get, TallyCommand::value);
+    return runEach(key, TallyApp::get, TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "put", description = "Set a counter, with no expiry unless --ttl is given.")
@@ -206,7 +220,7 @@ final class TallyCommand {
           Number value,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long: 500ms, 30s, 5m, 2h, 40d, 1h30m.") Duration ttl) {
-    return runEach(key, (api, k) -> api.put(k, value, ttl), body -> null);
+    return runEach(key, (app, k) -> app.put(k, value, ttl), body -> null);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "add", description = {
@@ -218,26 +232,26 @@ final class TallyCommand {
           Number value,
       @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
           description = "Expire after this long, e.g. 40d.") Duration ttl) {
-    return runEach(key, StdinArgument.What.KEYS, (api, k) -> api.add(k, value, ttl),
-        body -> body.get("added").asBoolean() ? "added" : "exists",
-        reply -> reply.exitCode() == 0 && !reply.body().get("added").asBoolean() ? 1 : reply.exitCode());
+    return runEach(key, StdinArgument.What.KEYS, (app, k) -> app.add(k, value, ttl),
+        (Added a) -> a.added() ? "added" : "exists",
+        reply -> reply.result() instanceof Added a && !a.added() ? 1 : reply.exitCode());
   }
 
   @Command(mixinStandardHelpOptions = true, name = "pop", description = "Print a counter's value and delete it, in one atomic step.")
   int pop(@Parameters(paramLabel = "KEY", description = KEY) String key) {
-    return runEach(key, Api::pop, TallyCommand::value);
+    return runEach(key, TallyApp::pop, TallyCommand::value);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "del", aliases = "delete", description = "Delete a counter; exit 3 if there was none.")
   int del(@Parameters(paramLabel = "KEY", description = KEY) String key) {
-    return runEach(key, Api::delete, body -> null);
+    return runEach(key, TallyApp::delete, body -> null);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "ttl", description = {
       "Print the time left before a counter expires (e.g. 39d23h), or 'never'.",
       "Exit 3 if the counter is missing."})
   int ttl(@Parameters(paramLabel = "KEY", description = KEY) String key) {
-    return runEach(key, Api::ttl, body -> body.get("ttl").isNull() ? "never" : body.get("ttl").asText());
+    return runEach(key, TallyApp::ttl, (CounterTtl t) -> t.ttl() == null ? "never" : t.text());
   }
 
   @Command(mixinStandardHelpOptions = true, name = "touch", description = "Set the expiry of an existing counter; exit 3 if it is missing.")
@@ -249,7 +263,7 @@ final class TallyCommand {
     if ((ttl == null) == !never) {
       return usage("touch", "give either --ttl DURATION (e.g. --ttl 1h) or --never");
     }
-    return runEach(key, (api, k) -> api.touch(k, ttl), body -> null);
+    return runEach(key, (app, k) -> app.touch(k, ttl), body -> null);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "keys", description = {
@@ -264,10 +278,10 @@ final class TallyCommand {
     if (limit != null && limit < 1) {
       return usage("keys", "--limit must be 1 or more, not " + limit);
     }
-    return run(api -> api.keys(prefix, limit == null ? Integer.MAX_VALUE : limit), body -> {
+    return run(app -> app.keys(prefix, limit == null ? Integer.MAX_VALUE : limit), (KeyList list) -> {
       StringBuilder b = new StringBuilder();
-      body.get("keys").forEach(k -> b.append(b.length() == 0 ? "" : "\n").append(k.asText()));
-      if (body.get("truncated").asBoolean()) {
+      list.keys().forEach(k -> b.append(b.length() == 0 ? "" : "\n").append(k));
+      if (list.truncated()) {
         spec.commandLine().getErr().println("tally keys: more keys"
             + (prefix.isEmpty() ? "" : " start with '" + prefix + "'") + " than the " + limit
             + " listed; raise --limit to see them");
@@ -283,8 +297,8 @@ final class TallyCommand {
       "Read one key from the store, as the server's /healthz does, and print how long it took.",
       "Exit 4 if the store cannot be reached."})
   int health() {
-    return run(Api::health, body -> "ok store=" + body.get("store").asText() + " latency="
-        + Specs.format(Duration.ofNanos(body.get("latencyMicros").asLong() * 1000)));
+    return run(TallyApp::health, (Health h) -> "ok store=" + h.store() + " latency="
+        + Specs.format(Duration.ofNanos(h.latencyMicros() * 1000)));
   }
 
   /** A usage error found by a command itself: one line on stderr, or with --json the body. */

@@ -1,11 +1,11 @@
 package dev.tally.server;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.tally.server.http.Api;
-import dev.tally.server.http.Specs;
+import dev.tally.server.app.TxOp;
+import dev.tally.server.app.TxResult;
+import dev.tally.server.app.Specs;
 import dev.tally.server.http.TransactionOps;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -56,11 +56,11 @@ final class TransactionCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    List<Api.TxOp> parsed = parse();
-    return root.run(api -> api.transaction(parsed), TransactionCommand::plain);
+    List<TxOp> parsed = parse();
+    return root.run(app -> app.transaction(parsed), TransactionCommand::plain);
   }
 
-  private List<Api.TxOp> parse() {
+  private List<TxOp> parse() {
     if (file != null) {
       if (!ops.isEmpty()) {
         throw new IllegalArgumentException("give operations or --file, not both");
@@ -201,14 +201,14 @@ final class TransactionCommand implements Callable<Integer> {
   }
 
   /** One line per result: the value, {@code missing} or {@code deleted}. */
-  static String plain(JsonNode body) {
+  static String plain(TxResult result) {
     StringBuilder b = new StringBuilder();
-    for (JsonNode r : body.get("results")) {
+    for (TxResult.Item r : result.results()) {
       b.append(b.length() == 0 ? "" : "\n");
-      if (r.has("deleted")) {
-        b.append(r.get("deleted").asBoolean() ? "deleted" : "missing");
+      if (r.deleted() != null) {
+        b.append(r.deleted() ? "deleted" : "missing");
       } else {
-        b.append(r.get("value").isNull() ? "missing" : r.get("value").asText());
+        b.append(r.value() == null ? "missing" : r.value().toString());
       }
     }
     return b.toString();

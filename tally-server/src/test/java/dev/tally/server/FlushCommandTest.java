@@ -3,7 +3,7 @@ package dev.tally.server;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.jdbc.FlushBusyException;
-import dev.tally.server.http.Problem;
+import dev.tally.server.app.Problem;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;

@@ -2,6 +2,8 @@ package dev.tally.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tally.server.app.RequestException;
+import dev.tally.server.app.Specs;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.Set;
@@ -62,7 +64,11 @@ final class Body {
       }
       return n.longValue();
     }
-    if (n.isFloatingPointNumber() && Double.isFinite(n.doubleValue())) {
+    if (n.isFloatingPointNumber()) {
+      if (!Double.isFinite(n.doubleValue())) {
+        throw new RequestException("'" + where + field + "' must be a finite number, not "
+            + n.asText());
+      }
       return n.doubleValue();
     }
     throw new RequestException("'" + where + field + "' must be a number like 5 or 0.5, not "

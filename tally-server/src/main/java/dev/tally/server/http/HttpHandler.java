@@ -1,5 +1,7 @@
 package dev.tally.server.http;
 
+import dev.tally.server.app.Problem;
+import dev.tally.server.app.Stages;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -211,7 +213,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   private void tooLarge(ChannelHandlerContext ctx) {
     Reply reply = Reply.error(Problem.TOO_LARGE, "the request body is too large: the limit is "
         + maxBodyBytes + " bytes (tally serve --max-body)");
-    byte[] bytes = reply.bytes();
+    byte[] bytes = reply.bytes(false);
     FullHttpResponse resp = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
         HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, Unpooled.wrappedBuffer(bytes));
     resp.headers().set(HttpHeaderNames.CONTENT_TYPE, reply.contentType())
@@ -288,8 +290,8 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
 
   /** Router answers everything; this is a bug's last resort. */
   private static Answer lastResort(Throwable failure) {
-    Reply reply = Reply.error(Api.unwrap(failure));
-    return Answer.of(reply, reply.bytes());
+    Reply reply = Reply.error(failure);
+    return Answer.of(reply, reply.bytes(false));
   }
 
   private void answered(ChannelHandlerContext ctx, Answer a, boolean keepAlive) {
@@ -314,7 +316,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     } else {
       reply = Reply.error(Problem.BAD_REQUEST, "malformed HTTP request: " + cause.getMessage());
     }
-    return Answer.of(reply, reply.bytes());
+    return Answer.of(reply, reply.bytes(false));
   }
 
   private void leaveGate() {
@@ -413,7 +415,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     }
     if (busy) {
       Reply reply = Reply.shuttingDown();
-      write(c, Answer.of(reply, reply.bytes()), false);
+      write(c, Answer.of(reply, reply.bytes(false)), false);
       return;
     }
     closing = true;

@@ -1,6 +1,7 @@
 package dev.tally.server.http;
 
 import io.netty.handler.codec.http.HttpHeaders;
+import dev.tally.server.app.RequestException;
 import io.netty.util.AsciiString;
 import java.util.List;
 

@@ -1,26 +1,61 @@
 package dev.tally.server.http;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+import com.fasterxml.jackson.core.util.ByteArrayBuilder;
+import com.fasterxml.jackson.core.util.JsonGeneratorDelegate;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tally.Decision;
+import dev.tally.server.app.Added;
+import dev.tally.server.app.CounterTtl;
+import dev.tally.server.app.CounterValue;
+import dev.tally.server.app.Deleted;
+import dev.tally.server.app.Health;
+import dev.tally.server.app.KeyList;
+import dev.tally.server.app.LimiterDecision;
+import dev.tally.server.app.NamedLimitResult;
+import dev.tally.server.app.Problem;
+import dev.tally.server.app.RequestException;
+import dev.tally.server.app.TxResult;
+import dev.tally.server.ratelimit.NamedLimits.Code;
+import dev.tally.server.ratelimit.NamedLimits.Status;
+import dev.tally.server.ratelimit.Rule;
+import dev.tally.server.ratelimit.Rules;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
 
-/** The one JSON configuration: strict on input (no duplicates, no trailing data), compact out. */
+/**
+ * The one JSON mapping of the HTTP API and the command line's {@code --json}, on Jackson:
+ * request bodies read strictly (no duplicates, no trailing data), and the result records of
+ * {@code dev.tally.server.app} written straight to bytes with a streaming generator, in the
+ * member order docs/openapi.yaml shows. With {@code int64=string} the same writer goes through
+ * a generator that writes every integer as a string.
+ */
 final class Json {
   static final JsonNodeFactory NODES = JsonNodeFactory.instance;
   static final ObjectMapper MAPPER = JsonMapper.builder()
       .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
       .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+      // NaN and Infinity are read, so that the field's check says what is wrong with them
+      .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
       .nodeFactory(NODES)
       .build();
+  /** Jackson's advice to its programmers ("enable JsonReadFeature...") is not for our users. */
+  private static final Pattern ADVICE = Pattern.compile(
+      ":? *\\(?(enable `?JsonReadFeature|not recognized as one since Feature)[^)]*\\)?");
 
   private Json() {}
 
@@ -28,14 +63,12 @@ final class Json {
     return NODES.objectNode();
   }
 
+  // ------------------------------------------------------------------ reading
+
   /** Parses a request body; an empty body is an empty object. */
   static ObjectNode parseObject(byte[] body, String example) {
     if (body.length == 0 || isBlank(body)) {
       return object();
-    }
-    ObjectNode fast = FastJson.parseObject(body);
-    if (fast != null) {
-      return fast;
     }
     JsonNode node;
     try (JsonParser p = MAPPER.createParser(body)) {
@@ -45,7 +78,9 @@ final class Json {
       }
     } catch (JsonProcessingException e) {
       var at = e.getLocation();
-      throw new RequestException("malformed JSON: " + e.getOriginalMessage().lines().findFirst().orElse("")
+      String what = ADVICE.matcher(e.getOriginalMessage().lines().findFirst().orElse(""))
+          .replaceAll("").strip();
+      throw new RequestException("malformed JSON: " + what
           + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -68,27 +103,294 @@ final class Json {
     return true;
   }
 
-  static byte[] bytes(JsonNode node) {
-    byte[] fast = FastJson.write(node);
-    if (fast != null) {
-      return fast;
-    }
+  /** A value as JSON text, for messages. */
+  static String string(JsonNode node) {
     try {
-      return MAPPER.writeValueAsBytes(node);
+      return MAPPER.writeValueAsString(node);
     } catch (JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
   }
 
-  static String string(JsonNode node) {
-    byte[] fast = FastJson.write(node);
-    if (fast != null) {
-      return new String(fast, StandardCharsets.US_ASCII); // the fast form is ASCII
+  // ------------------------------------------------------------------ writing
+
+  /** The body of {@code reply}; integers as strings if {@code int64Strings}, but a problem's status. */
+  static byte[] body(Reply reply, boolean int64Strings) {
+    ByteArrayBuilder out = new ByteArrayBuilder(128);
+    try (JsonGenerator raw = MAPPER.getFactory().createGenerator(out)) {
+      JsonGenerator g = int64Strings ? new Int64Strings(raw) : raw;
+      g.writeStartObject();
+      Problem p = reply.problem();
+      if (p != null) {
+        g.writeStringField("type", p.type());
+        g.writeStringField("title", p.title());
+        raw.writeNumberField("status", p.status()); // a number always, as RFC 9457 defines it
+        g.writeStringField("detail", reply.message());
+        g.writeStringField("error", p.code());
+        g.writeStringField("message", reply.message());
+      }
+      if (reply.result() != null) {
+        members(g, reply.result());
+      }
+      for (Map.Entry<String, Object> e : reply.extra()) {
+        if (e.getValue() instanceof List<?> list) {
+          g.writeArrayFieldStart(e.getKey());
+          for (Object o : list) {
+            g.writeString(String.valueOf(o));
+          }
+          g.writeEndArray();
+        } else {
+          g.writeNumberField(e.getKey(), ((Number) e.getValue()).longValue());
+        }
+      }
+      g.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
-    try {
-      return MAPPER.writeValueAsString(node);
-    } catch (JsonProcessingException e) {
-      throw new IllegalStateException(e);
+    byte[] bytes = out.toByteArray();
+    return bytes;
+  }
+
+  /** A result record's members, inside the object being written. */
+  private static void members(JsonGenerator g, Object result) throws IOException {
+    if (result instanceof CounterValue c) {
+      g.writeStringField("key", c.key());
+      number(g, "value", c.value());
+    } else if (result instanceof Added a) {
+      g.writeStringField("key", a.key());
+      g.writeBooleanField("added", a.added());
+    } else if (result instanceof Deleted d) {
+      g.writeStringField("key", d.key());
+      g.writeBooleanField("deleted", true);
+    } else if (result instanceof CounterTtl t) {
+      ttl(g, t);
+    } else if (result instanceof KeyList k) {
+      g.writeStringField("prefix", k.prefix());
+      g.writeArrayFieldStart("keys");
+      for (String key : k.keys()) {
+        g.writeString(key);
+      }
+      g.writeEndArray();
+      g.writeBooleanField("truncated", k.truncated());
+    } else if (result instanceof TxResult tx) {
+      g.writeArrayFieldStart("results");
+      for (TxResult.Item i : tx.results()) {
+        g.writeStartObject();
+        g.writeStringField("key", i.key());
+        if (i.deleted() != null) {
+          g.writeBooleanField("deleted", i.deleted());
+        } else {
+          number(g, "value", i.value());
+        }
+        g.writeEndObject();
+      }
+      g.writeEndArray();
+    } else if (result instanceof LimiterDecision d) {
+      decision(g, d);
+    } else if (result instanceof Health h) {
+      if (h.failure() == null) {
+        g.writeStringField("status", "ok");
+      } else {
+        // a problem: "status" is the HTTP status there (RFC 9457), so the state is "health"
+        g.writeStringField("health", "unavailable");
+      }
+      g.writeStringField("store", h.store());
+      g.writeNumberField("latencyMicros", h.latencyMicros());
+    } else if (result instanceof NamedLimitResult n) {
+      named(g, n);
+    } else if (result instanceof Rules.Status s) {
+      g.writeArrayFieldStart("domains");
+      for (String d : s.domains()) {
+        g.writeString(d);
+      }
+      g.writeEndArray();
+      g.writeArrayFieldStart("files");
+      for (String f : s.files()) {
+        g.writeString(f);
+      }
+      g.writeEndArray();
+      g.writeStringField("loadedAt", s.loadedAt().toString());
+      g.writeNumberField("reloads", s.applied());
+      g.writeNumberField("refusedReloads", s.refused());
+      g.writeStringField("lastError", s.lastError());
+    } else {
+      throw new IllegalArgumentException("no JSON form for " + result.getClass());
+    }
+  }
+
+  private static void number(JsonGenerator g, String field, Number value) throws IOException {
+    if (value == null) {
+      g.writeNullField(field);
+    } else if (value instanceof Double d) {
+      g.writeNumberField(field, d);
+    } else {
+      g.writeNumberField(field, value.longValue());
+    }
+  }
+
+  private static void ttl(JsonGenerator g, CounterTtl t) throws IOException {
+    g.writeStringField("key", t.key());
+    Duration ttl = t.ttl();
+    if (ttl == null) {
+      g.writeNullField("ttl");
+      g.writeNullField("ttlMillis");
+    } else {
+      g.writeStringField("ttl", t.text());
+      g.writeNumberField("ttlMillis", ttl.toMillis()); // exact
+    }
+  }
+
+  private static void decision(JsonGenerator g, LimiterDecision ld) throws IOException {
+    Decision d = ld.decision();
+    g.writeStringField("name", ld.name());
+    g.writeBooleanField("allowed", d.allowed());
+    g.writeNumberField("permits", ld.permits());
+    g.writeNumberField("remaining", d.remaining());
+    g.writeNumberField("limit", d.limit());
+    if (ld.never()) {
+      g.writeNullField("retryAfterMillis"); // the problem's message says why
+    } else {
+      g.writeNumberField("retryAfterMillis", ld.retryAfterMillis());
+    }
+    g.writeNumberField("resetAfterMillis", ld.resetAfterMillis());
+    // The stored limits decide; a request that sent others must hear it, not be ignored.
+    if (ld.storedLimitsDiffer()) {
+      g.writeStringField("storedLimits", "differ: this limiter's stored limits decided, not the"
+          + " ones sent; reconfigure changes them");
+    }
+    if (ld.givenAs() != null) {
+      g.writeNumberField(ld.givenAs(), ld.given());
+    }
+  }
+
+  static String neverMessage(LimiterDecision ld) {
+    return ld.permits() + " permits exceed the limit of " + ld.decision().limit()
+        + ": this request can never be granted";
+  }
+
+  /**
+   * The named limits' answer, after envoyproxy/ratelimit's {@code /json} one (the proto3 JSON of
+   * {@code RateLimitResponse}), with Tally's additions: which rule matched and where it is
+   * written, and {@code storedLimits} when a limiter's stored limits decided instead of the rule.
+   */
+  private static void named(JsonGenerator g, NamedLimitResult n) throws IOException {
+    g.writeStringField("domain", n.outcome().domain());
+    g.writeStringField("overallCode", n.outcome().overall().name());
+    g.writeArrayFieldStart("statuses");
+    List<Status> statuses = n.outcome().statuses();
+    for (int i = 0; i < statuses.size(); i++) {
+      Status s = statuses.get(i);
+      Rule r = s.rule();
+      g.writeStartObject();
+      g.writeStringField("code", s.code().name());
+      g.writeStringField("descriptor", n.descriptors().get(i).toString());
+      if (r == null) {
+        g.writeNullField("rule");
+        g.writeNumberField("limitRemaining", 0);
+      } else {
+        g.writeStringField("rule", r.path());
+        g.writeStringField("source", r.source());
+        if (r.unlimited()) {
+          g.writeBooleanField("unlimited", true);
+          g.writeNumberField("limitRemaining", s.remaining());
+        } else {
+          g.writeObjectFieldStart("currentLimit");
+          if (r.name() != null) {
+            g.writeStringField("name", r.name());
+          }
+          g.writeNumberField("requestsPerUnit", r.requestsPerUnit());
+          g.writeStringField("unit", r.unit().name());
+          g.writeEndObject();
+          g.writeNumberField("limitRemaining", s.remaining());
+          g.writeStringField("durationUntilReset", protoDuration(s.resetNanos()));
+          g.writeNumberField("durationUntilResetMillis", (s.resetNanos() + 999_999) / 1_000_000);
+          if (r.shadowMode()) {
+            g.writeBooleanField("shadowMode", true);
+          }
+          if (s.storedDiffers()) {
+            g.writeStringField("storedLimits", "differ: the limiter '" + s.limiter()
+                + "' holds a limit of " + s.storedLimit() + ", which decided; something other"
+                + " than the rules wrote it");
+          }
+        }
+      }
+      g.writeEndObject();
+    }
+    g.writeEndArray();
+  }
+
+  /** Whether status {@code s} is an enforced denial (not shadow mode) by a rule. */
+  private static boolean enforcedOver(Status s) {
+    return s.code() == Code.OVER_LIMIT && s.enforced();
+  }
+
+  /** The message of a named-limits denial: the first descriptor over its limit. */
+  static String overMessage(NamedLimitResult n) {
+    List<Status> statuses = n.outcome().statuses();
+    for (int i = 0; i < statuses.size(); i++) {
+      if (enforcedOver(statuses.get(i))) {
+        Rule r = statuses.get(i).rule();
+        return "domain '" + n.outcome().domain() + "': " + n.descriptors().get(i)
+            + " is over its limit of " + r.describe() + " (" + r.source() + ")";
+      }
+    }
+    return "domain '" + n.outcome().domain() + "': null";
+  }
+
+  /** The longest wait of the enforced denials, in whole seconds rounded up. */
+  static long retryAfterSeconds(NamedLimitResult n) {
+    long seconds = 0;
+    for (Status s : n.outcome().statuses()) {
+      if (enforcedOver(s)) {
+        seconds = Math.max(seconds, RateLimitFields.ceilSeconds(s.resetNanos()));
+      }
+    }
+    return seconds;
+  }
+
+  /** A duration as proto3 JSON writes one: {@code "42s"}, {@code "0.25s"}. */
+  static String protoDuration(long nanos) {
+    long seconds = nanos / 1_000_000_000L;
+    int fraction = (int) (nanos % 1_000_000_000L);
+    if (fraction == 0) {
+      return seconds + "s";
+    }
+    String digits = Integer.toString(1_000_000_000 + fraction); // "1" and nine digits
+    int end = digits.length();
+    while (digits.charAt(end - 1) == '0') {
+      end--;
+    }
+    return seconds + "." + digits.substring(1, end) + "s";
+  }
+
+  /**
+   * 64-bit integers as strings, for JavaScript: a JSON number beyond 2^53 loses its last digits
+   * in {@code JSON.parse}. {@code int64=string} on any route makes every integer of the body a
+   * decimal string.
+   */
+  private static final class Int64Strings extends JsonGeneratorDelegate {
+    Int64Strings(JsonGenerator d) {
+      super(d, false);
+    }
+
+    @Override
+    public void writeNumber(short v) throws IOException {
+      delegate.writeString(Short.toString(v));
+    }
+
+    @Override
+    public void writeNumber(int v) throws IOException {
+      delegate.writeString(Integer.toString(v));
+    }
+
+    @Override
+    public void writeNumber(long v) throws IOException {
+      delegate.writeString(Long.toString(v));
+    }
+
+    @Override
+    public void writeNumber(BigInteger v) throws IOException {
+      delegate.writeString(v.toString());
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.tally.server.http;
 
 import dev.tally.Decision;
+import dev.tally.server.app.LimitSpec;
 import java.time.Instant;
 import java.util.List;
 

@@ -1,58 +1,87 @@
 package dev.tally.server.http;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tally.StoreException;
+import dev.tally.server.app.Health;
+import dev.tally.server.app.LimiterDecision;
+import dev.tally.server.app.NamedLimitResult;
+import dev.tally.server.app.Problem;
+import dev.tally.server.ratelimit.NamedLimits.Code;
 import java.lang.System.Logger.Level;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
- * The answer to one operation, as both front ends give it: a JSON body, the HTTP status, the
- * {@link Problem} if it did not succeed (hence the exit code), and any header fields
- * ({@code RateLimit}, {@code Retry-After}). The command line's {@code --json} output is the body
- * the HTTP API would send.
+ * The answer to one operation, as both front ends give it: the HTTP status, the {@link Problem}
+ * if it did not succeed (hence the exit code), the result record of {@code dev.tally.server.app}
+ * it carries, and any header fields ({@code RateLimit}, {@code Retry-After}). Its JSON body is
+ * written by {@link Json#body}; the command line's {@code --json} output is that same body.
  */
 public final class Reply {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
 
   private final int status;
   private final Problem problem;
-  private final ObjectNode body;
+  /** A problem's {@code detail} (and {@code message}), or null. */
+  private final String detail;
+  /** The result record, or null for a plain problem. */
+  private final Object result;
   private Map<String, String> headers = Map.of();
+  /** Members written after the result's own: a long or a list of strings. */
+  private List<Map.Entry<String, Object>> extra = List.of();
   private String decidingPolicy;
 
-  private Reply(int status, Problem problem, ObjectNode body) {
-    this.status = status;
+  private Reply(Problem problem, String detail, Object result) {
+    this.status = problem == null ? 200 : problem.status();
     this.problem = problem;
-    this.body = body;
-  }
-
-  static Reply ok(ObjectNode body) {
-    return new Reply(200, null, body);
+    this.detail = detail;
+    this.result = result;
   }
 
   /**
-   * A reply for {@code problem} whose body is {@code body} (an unhealthy store), made an RFC 9457
-   * problem by the members every problem has.
+   * The reply for a result of {@code dev.tally.server.app}: 200, or for a denied decision 429
+   * with the quota-exceeded problem's members, and a health probe that failed as its problem.
    */
-  static Reply of(Problem problem, ObjectNode body) {
-    ObjectNode b = problemMembers(problem, body.has("message") ? body.get("message").asText()
-        : problem.title());
-    b.setAll(body);
-    return new Reply(problem.status(), problem, b);
+  public static Reply of(Object result) {
+    if (result instanceof LimiterDecision d) {
+      return decision(d);
+    }
+    if (result instanceof NamedLimitResult n) {
+      return named(n);
+    }
+    if (result instanceof Health h && h.failure() != null) {
+      Problem p = h.failure() instanceof StoreException ? Problem.of(h.failure()) : Problem.INTERNAL;
+      return new Reply(p, String.valueOf(h.failure().getMessage()), h);
+    }
+    return new Reply(null, null, result);
   }
 
-  /**
-   * A denied decision: the decision's fields, with the RFC 9457 members of the quota-exceeded
-   * problem type of draft-ietf-httpapi-ratelimit-headers.
-   */
-  static Reply denied(ObjectNode decision) {
-    ObjectNode b = problemMembers(Problem.DENIED, decision.has("message")
-        ? decision.get("message").asText() : "the limiter '" + decision.get("name").asText()
-        + "' has no room for " + decision.get("permits").asLong() + " permits now");
-    b.setAll(decision);
-    return new Reply(Problem.DENIED.status(), Problem.DENIED, b);
+  private static Reply decision(LimiterDecision ld) {
+    var d = ld.decision();
+    Reply reply = d.allowed() ? new Reply(null, null, ld) : new Reply(Problem.DENIED, ld.never()
+        ? Json.neverMessage(ld) : "the limiter '" + ld.name() + "' has no room for "
+        + ld.permits() + " permits now", ld);
+    RateLimitFields.apply(reply, ld.limits(), d, Instant.now());
+    if (ld.storedLimitsDiffer()) {
+      reply.header("Tally-Limits", "stored-differ");
+    }
+    return reply;
+  }
+
+  private static Reply named(NamedLimitResult n) {
+    boolean over = n.outcome().overall() == Code.OVER_LIMIT;
+    Reply reply = over ? new Reply(Problem.DENIED, Json.overMessage(n), n)
+        : new Reply(null, null, n);
+    if (over) {
+      reply.header("Retry-After", Long.toString(Math.max(1, Json.retryAfterSeconds(n))));
+    }
+    if (n.outcome().statuses().stream().anyMatch(s -> s.storedDiffers())) {
+      reply.header("Tally-Limits", "stored-differ");
+    }
+    return reply;
   }
 
   /**
@@ -62,32 +91,22 @@ public final class Reply {
    * working; {@code message} is always {@code detail}.
    */
   public static Reply error(Problem problem, String message) {
-    return new Reply(problem.status(), problem, problemMembers(problem, message));
+    Reply r = new Reply(problem, message, null);
+    if (problem == Problem.SHUTTING_DOWN) {
+      // nothing was carried out (an acquire cut short took no permits): send it again
+      r.header("Retry-After", "1");
+    }
+    return r;
   }
 
-  /**
-   * 503 {@code shutting_down}, with {@code Retry-After: 1}: the request was not carried out (an
-   * acquire cut short took no permits), so the client may send it again, to another instance or
-   * to this one once it is back.
-   */
+  /** 503 {@code shutting_down}, with {@code Retry-After: 1}. */
   static Reply shuttingDown() {
-    return error(Problem.SHUTTING_DOWN, "the server is shutting down; retry elsewhere")
-        .header("Retry-After", "1");
-  }
-
-  private static ObjectNode problemMembers(Problem problem, String detail) {
-    ObjectNode body = Json.object();
-    body.put("type", problem.type());
-    body.put("title", problem.title());
-    body.put("status", problem.status());
-    body.put("detail", detail);
-    body.put("error", problem.code());
-    body.put("message", detail);
-    return body;
+    return error(Problem.SHUTTING_DOWN, "the server is shutting down; retry elsewhere");
   }
 
   /** The reply for an exception: its problem and message. Bugs are logged with their stack. */
-  public static Reply error(Throwable e) {
+  public static Reply error(Throwable failure) {
+    Throwable e = dev.tally.server.app.Stages.unwrap(failure);
     Problem p = Problem.of(e);
     if (p == Problem.INTERNAL) {
       LOG.log(Level.ERROR, "unexpected failure", e);
@@ -99,13 +118,20 @@ public final class Reply {
   }
 
   Reply withField(String name, long value) {
-    body.put(name, value);
-    return this;
+    return with(name, value);
   }
 
   Reply withArray(String name, Iterable<String> values) {
-    var array = body.putArray(name);
-    values.forEach(array::add);
+    List<String> list = new ArrayList<>();
+    values.forEach(list::add);
+    return with(name, list);
+  }
+
+  private Reply with(String name, Object value) {
+    if (extra.isEmpty()) {
+      extra = new ArrayList<>(2);
+    }
+    extra.add(Map.entry(name, value));
     return this;
   }
 
@@ -147,15 +173,19 @@ public final class Reply {
     return problem == null ? 0 : problem.exitCode();
   }
 
-  /** The JSON body. */
-  public JsonNode body() {
-    return body;
+  /** The result record, or null for a plain problem. */
+  public Object result() {
+    return result;
   }
 
-  /** The {@code message} of an error body, or null. */
+  /** A problem's message, or null. */
   public String message() {
-    JsonNode m = body.get("message");
-    return m == null ? null : m.asText();
+    return detail;
+  }
+
+  /** Members written after the result's own. */
+  List<Map.Entry<String, Object>> extra() {
+    return extra;
   }
 
   /** Header fields to send with it, in order. */
@@ -165,11 +195,12 @@ public final class Reply {
 
   /** The body as compact JSON text. */
   public String json() {
-    return Json.string(body);
+    return new String(bytes(false), java.nio.charset.StandardCharsets.UTF_8);
   }
 
-  byte[] bytes() {
-    return Json.bytes(body);
+  /** The body as JSON, its integers as strings if {@code int64Strings} (but a problem's status). */
+  byte[] bytes(boolean int64Strings) {
+    return Json.body(this, int64Strings);
   }
 
   @Override

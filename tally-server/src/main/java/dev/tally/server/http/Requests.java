@@ -2,6 +2,10 @@ package dev.tally.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tally.server.app.LimitSpec;
+import dev.tally.server.app.RequestException;
+import dev.tally.server.app.TallyApp;
+import dev.tally.server.app.TxOp;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
@@ -161,16 +165,16 @@ final class Requests {
       Set.of("op", "key", "delta", "default", "value", "ttl", "mustExist");
 
   /** The {@code ops} of a transaction body. */
-  static List<Api.TxOp> ops(Body body) {
+  static List<TxOp> ops(Body body) {
     JsonNode ops = body.raw("ops");
     if (ops == null || !ops.isArray()) {
       throw new RequestException("expected {\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}, ...]}");
     }
-    if (ops.size() > Api.MAX_TRANSACTION_OPS) {
-      throw new RequestException("a transaction holds at most " + Api.MAX_TRANSACTION_OPS
+    if (ops.size() > TallyApp.MAX_TRANSACTION_OPS) {
+      throw new RequestException("a transaction holds at most " + TallyApp.MAX_TRANSACTION_OPS
           + " operations, not " + ops.size());
     }
-    List<Api.TxOp> list = new ArrayList<>(ops.size());
+    List<TxOp> list = new ArrayList<>(ops.size());
     for (int i = 0; i < ops.size(); i++) {
       String where = "ops[" + i + "].";
       if (!ops.get(i).isObject()) {
@@ -195,7 +199,7 @@ final class Requests {
           throw new RequestException("missing field '" + where + "value'");
         }
       }
-      list.add(new Api.TxOp(op, key, o.number("delta", 1L), o.number("default", 0L), value,
+      list.add(new TxOp(op, key, o.number("delta", 1L), o.number("default", 0L), value,
           o.duration("ttl"), o.bool("mustExist", false)));
     }
     return list;

@@ -1,7 +1,10 @@
 package dev.tally.server.http;
 
-import dev.tally.server.http.Api.LimiterAction;
-import dev.tally.server.ratelimit.NamedLimits;
+import dev.tally.server.app.Problem;
+import dev.tally.server.app.RequestException;
+import dev.tally.server.app.Stages;
+import dev.tally.server.app.TallyApp;
+import dev.tally.server.app.TallyApp.LimiterAction;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -11,6 +14,8 @@ import io.netty.util.AsciiString;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -19,11 +24,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Maps HTTP requests onto {@link Api} calls, whatever connection they came on. Every request goes
- * through the same steps: admit (or 503 while shutting down), route, check the query, keep web
- * pages out (without a token), check the token, check the method and the media type, parse the
- * body strictly, call, answer. Nothing is written to the store before every check has passed.
- * The routes are documented in {@code docs/openapi.yaml}.
+ * Maps HTTP requests onto {@link TallyApp} calls, whatever connection they came on, through one
+ * route table: method and path template to a handler, declared once in {@link #routes}. Around
+ * the handler every request goes through the same steps, each a method below: admit (or 503
+ * while shutting down), resolve, check the query, keep web pages out without a token
+ * ({@link BrowserGuard}), check the token, check the method, the media type and the
+ * Idempotency-Key, call; then, whatever came of it, CORS, metrics and the access log. Nothing
+ * is written to the store before every check has passed. The routes are documented in
+ * {@code docs/openapi.yaml}.
  */
 final class Router {
   private static final System.Logger ACCESS = System.getLogger("dev.tally.server.access");
@@ -43,19 +51,41 @@ final class Router {
       Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
   private static final Set<String> INT64 = Set.of(Int64.PARAMETER);
   private static final Set<String> LIST_PARAMETERS = Set.of("prefix", "limit", Int64.PARAMETER);
+  private static final Set<String> PUBLIC = Set.of("/ping", "/healthz");
+  private static final String LIMITER_EXAMPLE =
+      "{\"permits\": 1, \"limit\": {\"tokenBucket\": \"100/1m\"}}";
 
-  private static final Set<String> INCR_FIELDS = Set.of("delta", "default", "mustExist");
-  private static final Set<String> VALUE_FIELDS = Set.of("value", "ttl");
-  private static final Set<String> TTL_FIELDS = Set.of("ttl");
-  private static final Set<String> TRY_FIELDS = Set.of("permits", "limit", "limits");
-  private static final Set<String> ACQUIRE_FIELDS = Set.of("permits", "limit", "limits", "maxWait");
-  private static final Set<String> TOP_UP_FIELDS = Set.of("units", "limit", "limits");
-  private static final Set<String> COUNTER_ACTIONS =
-      Set.of("incr", "decr", "add", "pop", "touch", "ttl");
-  private static final Set<String> LIMITER_ACTIONS =
-      Set.of("try", "acquire", "peek", "refund", "reset", "reconfigure", "top-up");
+  /** One request, its body read whole (within the bound the connection enforces). */
+  record Request(String method, String uri, String protocol, HttpHeaders headers, byte[] body,
+      String remote) {}
 
-  private final Api api;
+  /** A request on its way to its handler: the path's variable, the app to call, the format. */
+  private record Call(Request request, String var, TallyApp app, boolean int64Strings) {
+    Body body(String example, Set<String> fields) {
+      return Body.parse(request.body(), example, fields);
+    }
+
+    Body empty() {
+      return body("{}", Set.of());
+    }
+  }
+
+  @FunctionalInterface
+  private interface Handler {
+    CompletionStage<Answer> handle(Call c);
+  }
+
+  /** A path template and the handler of each method it takes. */
+  private record Route(String template, Map<String, Handler> methods, String allow) {
+    Route(String template, Map<String, Handler> methods) {
+      this(template, methods, String.join(", ", methods.keySet()));
+    }
+  }
+
+  /** Where a path leads: its route, and the key, limiter name or domain it names. */
+  private record Resolved(Route route, String var) {}
+
+  private final TallyApp app;
   private final Auth auth;
   private final BrowserGuard guard;
   private final PrometheusMeterRegistry registry;
@@ -63,86 +93,157 @@ final class Router {
   private final boolean requireIdempotencyKey;
   private final Meters<Timer> requestTimers = new Meters<>();
   private final Map<String, Counter[]> decisions = new ConcurrentHashMap<>();
-  /** The operator's rules ({@code --rules}), or null. */
-  private final NamedLimits namedLimits;
+  private final Map<String, Route> routes = routes();
 
-  Router(Api api, Auth auth, BrowserGuard guard, PrometheusMeterRegistry registry,
+  Router(TallyApp app, Auth auth, BrowserGuard guard, PrometheusMeterRegistry registry,
       boolean accessLog, boolean requireIdempotencyKey) {
-    this(api, auth, guard, registry, accessLog, requireIdempotencyKey, null);
-  }
-
-  Router(Api api, Auth auth, BrowserGuard guard, PrometheusMeterRegistry registry,
-      boolean accessLog, boolean requireIdempotencyKey, NamedLimits namedLimits) {
-    this.namedLimits = namedLimits;
-    this.requireIdempotencyKey = requireIdempotencyKey;
-    this.api = api;
+    this.app = app;
     this.auth = auth;
     this.guard = guard;
     this.registry = registry;
     this.accessLog = accessLog;
+    this.requireIdempotencyKey = requireIdempotencyKey;
   }
 
-  /** One request, its body read whole (within the bound the connection enforces). */
-  record Request(String method, String uri, String protocol, HttpHeaders headers, byte[] body,
-      String remote) {}
+  // ------------------------------------------------------------------ the table
 
-  /** A kind of path: its template (for metrics), the methods it takes, what it does. */
-  private record Endpoint(String template, String allow, Set<String> methods, String action) {
-    Endpoint(String template, String allow, String action) {
-      this(template, allow, Set.of(allow.split(", ")), action);
-    }
+  private Map<String, Route> routes() {
+    Map<String, Route> t = new LinkedHashMap<>();
+    add(t, "/ping", "GET", c -> done(Answer.of(200, JSON, PONG)));
+    add(t, "/healthz", "GET", c -> json(c, c.app().health()));
+    add(t, "/metrics", "GET", c -> done(Answer.of(200, PROMETHEUS,
+        registry.scrape().getBytes(StandardCharsets.UTF_8))));
+    add(t, "/v1/counters", "GET", this::keys);
+    add(t, "/v1/transactions", "POST", c -> json(c, c.app().transaction(Requests.ops(
+        c.body("{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"))))));
+    add(t, "/v1/ratelimit", "GET", c -> {
+      c.empty();
+      return json(c, CompletableFuture.completedFuture(c.app().rules()));
+    });
+    add(t, "/v1/ratelimit/{domain}", "POST", c -> {
+      NamedLimitRequest r = NamedLimitRequest.parse(c.request().body());
+      return json(c, c.app().rateLimit(c.var(), r.descriptors(), r.hitsAddend()));
+    });
+    String counter = "/v1/counters/{key}";
+    add(t, counter, "GET", c -> {
+      c.empty();
+      return json(c, c.app().get(c.var()));
+    });
+    add(t, counter, "PUT", c -> {
+      Body b = c.body("{\"value\": 5, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
+      return json(c, c.app().put(c.var(), value(b), b.duration("ttl")));
+    });
+    add(t, counter, "DELETE", c -> {
+      c.empty();
+      return json(c, c.app().delete(c.var()));
+    });
+    Set<String> incr = Set.of("delta", "default", "mustExist");
+    add(t, counter + "/incr", "POST", c -> {
+      Body b = c.body("{\"delta\": 1, \"default\": 0}", incr);
+      return json(c, c.app().incr(c.var(), b.number("delta", 1L), b.number("default", 0L),
+          b.bool("mustExist", false)));
+    });
+    add(t, counter + "/decr", "POST", c -> {
+      Body b = c.body("{\"delta\": 1, \"default\": 0}", incr);
+      return json(c, c.app().decr(c.var(), b.number("delta", 1L), b.number("default", 0L),
+          b.bool("mustExist", false)));
+    });
+    add(t, counter + "/add", "POST", c -> {
+      Body b = c.body("{\"value\": 1000, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
+      return json(c, c.app().add(c.var(), value(b), b.duration("ttl")));
+    });
+    add(t, counter + "/pop", "POST", c -> {
+      c.empty();
+      return json(c, c.app().pop(c.var()));
+    });
+    add(t, counter + "/touch", "POST", c -> {
+      Body b = c.body("{\"ttl\": \"1h\"}", Set.of("ttl"));
+      if (b.raw("ttl") == null) {
+        throw new RequestException("missing field 'ttl': a duration like \"1h\", or null to"
+            + " make the counter permanent");
+      }
+      return json(c, c.app().touch(c.var(), b.duration("ttl")));
+    });
+    add(t, counter + "/ttl", "GET", c -> {
+      c.empty();
+      return json(c, c.app().ttl(c.var()));
+    });
+    String limiter = "/v1/limiters/{name}";
+    Set<String> tryFields = Set.of("permits", "limit", "limits");
+    limiter(t, limiter + "/try", LimiterAction.TRY, tryFields, "permits");
+    limiter(t, limiter + "/peek", LimiterAction.PEEK, Requests.LIMIT_FIELDS, null);
+    limiter(t, limiter + "/refund", LimiterAction.REFUND, tryFields, "permits");
+    limiter(t, limiter + "/reset", LimiterAction.RESET, Requests.LIMIT_FIELDS, null);
+    limiter(t, limiter + "/reconfigure", LimiterAction.RECONFIGURE, Requests.LIMIT_FIELDS, null);
+    limiter(t, limiter + "/top-up", LimiterAction.TOP_UP, Set.of("units", "limit", "limits"),
+        "units");
+    add(t, limiter + "/acquire", "POST", c -> {
+      Body b = c.body(LIMITER_EXAMPLE, Set.of("permits", "limit", "limits", "maxWait"));
+      return json(c, c.app().acquire(c.var(), Requests.limits(b), b.integer("permits", 1),
+          b.duration("maxWait")));
+    });
+    return Map.copyOf(t);
   }
 
-  /** Where a path leads: its endpoint, and the key or limiter name it names. */
-  private record Route(Endpoint endpoint, String key) {
-    String template() {
-      return endpoint.template();
-    }
-
-    String allow() {
-      return endpoint.allow();
-    }
-
-    String action() {
-      return endpoint.action();
-    }
+  private static void add(Map<String, Route> table, String template, String method, Handler h) {
+    Route r = table.get(template);
+    Map<String, Handler> methods = new LinkedHashMap<>(r == null ? Map.of() : r.methods());
+    methods.put(method, h);
+    table.put(template, new Route(template, methods));
   }
 
-  private static final Route PING = fixed("/ping", "GET");
-  private static final Route HEALTHZ = fixed("/healthz", "GET");
-  private static final Route METRICS = fixed("/metrics", "GET");
-  private static final Route KEYS = fixed("/v1/counters", "GET");
-  private static final Route TRANSACTIONS = fixed("/v1/transactions", "POST");
-  private static final Route RULES = fixed("/v1/ratelimit", "GET");
-  private static final Endpoint DOMAIN = new Endpoint("/v1/ratelimit/{domain}", "POST", null);
-  private static final Endpoint COUNTER = new Endpoint("/v1/counters/{key}", "GET, PUT, DELETE", null);
-  private static final Map<String, Endpoint> COUNTER_ENDPOINTS = endpoints("/v1/counters/{key}/",
-      COUNTER_ACTIONS);
-  private static final Map<String, Endpoint> LIMITER_ENDPOINTS = endpoints("/v1/limiters/{name}/",
-      LIMITER_ACTIONS);
-
-  private static Route fixed(String template, String allow) {
-    return new Route(new Endpoint(template, allow, null), null);
+  /** A limiter action that answers at once; {@code count} names its permits' field, if any. */
+  private void limiter(Map<String, Route> table, String template, LimiterAction action,
+      Set<String> fields, String count) {
+    add(table, template, "POST", c -> {
+      Body b = c.body(LIMITER_EXAMPLE, fields);
+      long n = count == null ? 1 : b.integer(count, count.equals("units") ? 0 : 1);
+      return json(c, c.app().limiter(action, c.var(), Requests.limits(b), n));
+    });
   }
 
-  private static Map<String, Endpoint> endpoints(String prefix, Set<String> actions) {
-    Map<String, Endpoint> m = new HashMap<>();
-    for (String a : actions) {
-      m.put(a, new Endpoint(prefix + a, a.equals("ttl") ? "GET" : "POST", a));
+  private CompletionStage<Answer> keys(Call c) {
+    Map<String, String> q = Requests.query(queryOf(c.request().uri()));
+    int limit = 10_000;
+    if (q.containsKey("limit")) {
+      try {
+        limit = Integer.parseInt(q.get("limit"));
+      } catch (NumberFormatException e) {
+        limit = -1;
+      }
+      if (limit < 1 || limit > MAX_KEYS_LIMIT) {
+        throw new RequestException("limit must be an integer from 1 to " + MAX_KEYS_LIMIT);
+      }
     }
-    return Map.copyOf(m);
+    return json(c, c.app().keys(q.getOrDefault("prefix", ""), limit));
   }
 
-  /** A refusal found before any call: its reply, and any header fields that go with it. */
-  private static final class Refused extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-    final transient Reply reply;
-
-    Refused(Reply reply) {
-      super(null, null, false, false);
-      this.reply = reply;
+  private static Number value(Body b) {
+    Number v = b.number("value", null);
+    if (v == null) {
+      throw new RequestException("missing field 'value', e.g. {\"value\": 5}");
     }
+    return v;
   }
+
+  private static CompletionStage<Answer> done(Answer a) {
+    return CompletableFuture.completedFuture(a);
+  }
+
+  /** A call's result (or failure) as its JSON answer; a limiter's decision is counted. */
+  private CompletionStage<Answer> json(Call c, CompletionStage<?> result) {
+    return Stages.handle(result, (value, failure) -> {
+      Reply reply = failure != null ? Reply.error(failure) : Reply.of(value);
+      countDecision(reply);
+      return answer(reply, c.int64Strings());
+    });
+  }
+
+  private static Answer answer(Reply reply, boolean strings) {
+    return Answer.of(reply, reply.bytes(strings));
+  }
+
+  // ------------------------------------------------------------------ around the handler
 
   /**
    * Answers {@code r}, or, if the server's gate did not admit it (shutting down), says 503; the
@@ -153,81 +254,68 @@ final class Router {
     String method = KNOWN_METHODS.contains(r.method()) ? r.method() : "OTHER";
     if (!admitted) {
       Answer a = answer(Reply.shuttingDown(), false).header("Connection", "close");
-      return CompletableFuture.completedFuture(done(r, method, "shutdown", start, a));
+      return done(finish(r, method, "shutdown", start, a));
     }
     String template = "unmatched";
-    CompletionStage<Answer> answer;
     boolean strings = false;
+    CompletionStage<Answer> answer;
     try {
       int q = r.uri().indexOf('?');
-      String path = q < 0 ? r.uri() : r.uri().substring(0, q);
-      String rawQuery = q < 0 ? null : r.uri().substring(q + 1);
-      Map<String, String> query = Requests.query(rawQuery);
+      Map<String, String> query = Requests.query(q < 0 ? null : r.uri().substring(q + 1));
       strings = Int64.asStrings(query);
-      Route route = resolve(path);
-      template = route.template();
-      checkQuery(query, route.template().equals(KEYS.template()) ? LIST_PARAMETERS : INT64);
-      String origin = r.headers().get(ORIGIN);
-      if (!auth.required()) {
-        String refusal = guard.refusal(r.headers().get(HOST), origin,
-            r.headers().get(SEC_FETCH_SITE));
-        if (refusal != null) {
-          throw new Refused(Reply.error(Problem.FORBIDDEN, refusal));
-        }
-      }
-      if (r.method().equals("OPTIONS")) {
-        answer = CompletableFuture.completedFuture(options(r, route));
-      } else {
-        boolean isPublic = route.template().equals(PING.template())
-            || route.template().equals(HEALTHZ.template());
-        if (!isPublic && auth.required() && !auth.allows(r.headers().get(AUTHORIZATION))) {
-          throw new Refused(Reply.error(Problem.UNAUTHORIZED,
-                  "missing or wrong bearer token: send 'Authorization: Bearer <token>'")
-              .header("WWW-Authenticate", "Bearer realm=\"tally\""));
-        }
-        String m = r.method().equals("HEAD") ? "GET" : r.method();
-        if (!route.endpoint().methods().contains(m)) {
-          throw new Refused(Reply.error(Problem.METHOD_NOT_ALLOWED, r.method()
-                  + " is not allowed on " + route.template() + "; use " + route.allow())
-              .header("Allow", allowHeader(route.allow())));
-        }
-        Api calls = api;
-        if (!m.equals("GET")) {
-          checkMediaType(r);
-          String key = IdempotencyKey.of(r.headers(), requireIdempotencyKey);
-          if (key != null) {
-            calls = api.withOperationId(key);
-          }
-        }
-        boolean s = strings;
-        answer = Stages.map(call(r, m, route, calls), x -> x.answer(s));
-      }
-    } catch (Refused e) {
-      answer = CompletableFuture.completedFuture(answer(e.reply, strings));
+      Resolved to = resolve(q < 0 ? r.uri() : r.uri().substring(0, q));
+      template = to.route().template();
+      checkQuery(query, template.equals("/v1/counters") ? LIST_PARAMETERS : INT64);
+      answer = guarded(r, to, strings);
     } catch (RuntimeException e) {
-      answer = CompletableFuture.completedFuture(answer(Reply.error(e), strings));
+      answer = done(answer(Reply.error(e), strings));
     }
     String t = template;
-    return Stages.handle(answer, (a, failure) -> {
-      Answer out = failure != null
-          ? answer(Reply.error(Api.unwrap(failure)), false) : a;
-      return done(r, method, t, start, out);
-    });
+    return Stages.handle(answer, (a, failure) -> finish(r, method, t, start,
+        failure != null ? answer(Reply.error(failure), false) : a));
   }
 
-  /** What a call produced: a reply, or raw bytes (ping, metrics). */
-  private record Result(Reply reply, Answer raw) {
-    Answer answer(boolean strings) {
-      return raw != null ? raw : Router.answer(reply, strings);
+  /** Browser safety, OPTIONS, the token, the method: then the call. */
+  private CompletionStage<Answer> guarded(Request r, Resolved to, boolean strings) {
+    if (!auth.required()) {
+      String refusal = guard.refusal(r.headers().get(HOST), r.headers().get(ORIGIN),
+          r.headers().get(SEC_FETCH_SITE));
+      if (refusal != null) {
+        throw new RequestException(Problem.FORBIDDEN, refusal);
+      }
     }
+    Route route = to.route();
+    if (r.method().equals("OPTIONS")) {
+      return done(options(r, route));
+    }
+    if (!PUBLIC.contains(route.template()) && auth.required()
+        && !auth.allows(r.headers().get(AUTHORIZATION))) {
+      Reply refused = Reply.error(Problem.UNAUTHORIZED,
+          "missing or wrong bearer token: send 'Authorization: Bearer <token>'")
+          .header("WWW-Authenticate", "Bearer realm=\"tally\"");
+      return done(answer(refused, strings));
+    }
+    String m = r.method().equals("HEAD") ? "GET" : r.method();
+    Handler handler = route.methods().get(m);
+    if (handler == null) {
+      Reply refused = Reply.error(Problem.METHOD_NOT_ALLOWED, r.method() + " is not allowed on "
+          + route.template() + "; use " + route.allow())
+          .header("Allow", allowHeader(route.allow()));
+      return done(answer(refused, strings));
+    }
+    TallyApp calls = app;
+    if (!m.equals("GET")) {
+      checkMediaType(r);
+      String key = IdempotencyKey.of(r.headers(), requireIdempotencyKey);
+      if (key != null) {
+        calls = app.withOperationId(key);
+      }
+    }
+    return handler.handle(new Call(r, to.var(), calls, strings));
   }
 
-  private static Answer answer(Reply reply, boolean strings) {
-    byte[] body = strings ? Json.bytes(Int64.asStrings(reply.body())) : reply.bytes();
-    return Answer.of(reply, body);
-  }
-
-  private Answer done(Request r, String method, String template, long start, Answer a) {
+  /** CORS, metrics and the access log, whatever the answer; HEAD loses the body here. */
+  private Answer finish(Request r, String method, String template, long start, Answer a) {
     String origin = r.headers().get(ORIGIN);
     if (origin != null && guard.corsAllowed(origin)) {
       a.header("Access-Control-Allow-Origin", origin)
@@ -262,9 +350,6 @@ final class Router {
   }
 
   private static void checkQuery(Map<String, String> query, Set<String> allowed) {
-    if (query.isEmpty()) {
-      return;
-    }
     for (String name : query.keySet()) {
       if (!allowed.contains(name)) {
         String takes = allowed.size() == 1 ? "this route takes only " + Int64.PARAMETER
@@ -297,218 +382,58 @@ final class Router {
     return t.equalsIgnoreCase(JSON);
   }
 
-  private static Route resolve(String path) {
-    switch (path) {
-      case "/ping" -> {
-        return PING;
-      }
-      case "/healthz" -> {
-        return HEALTHZ;
-      }
-      case "/metrics" -> {
-        return METRICS;
-      }
-      case "/v1/counters", "/v1/counters/" -> {
-        return KEYS;
-      }
-      case "/v1/transactions" -> {
-        return TRANSACTIONS;
-      }
-      case "/v1/ratelimit", "/v1/ratelimit/" -> {
-        return RULES;
-      }
-      default -> { }
+  private static String queryOf(String uri) {
+    int q = uri.indexOf('?');
+    return q < 0 ? null : uri.substring(q + 1);
+  }
+
+  /** The route of {@code path}: a fixed path, or a template with one variable segment. */
+  private Resolved resolve(String path) {
+    String p = path.length() > 1 && path.endsWith("/")
+        && (path.equals("/v1/counters/") || path.equals("/v1/ratelimit/"))
+        ? path.substring(0, path.length() - 1) : path;
+    Route fixed = routes.get(p);
+    if (fixed != null && p.indexOf('{') < 0) {
+      return new Resolved(fixed, null);
     }
-    if (path.startsWith("/v1/ratelimit/") && path.indexOf('/', "/v1/ratelimit/".length()) < 0) {
-      return new Route(DOMAIN, Requests.decode(path.substring("/v1/ratelimit/".length()), "domain"));
+    if (p.startsWith("/v1/ratelimit/") && p.indexOf('/', "/v1/ratelimit/".length()) < 0) {
+      return new Resolved(routes.get("/v1/ratelimit/{domain}"),
+          Requests.decode(p.substring("/v1/ratelimit/".length()), "domain"));
     }
-    boolean counters = path.startsWith("/v1/counters/");
-    if (counters || path.startsWith("/v1/limiters/")) {
+    boolean counters = p.startsWith("/v1/counters/");
+    if (counters || p.startsWith("/v1/limiters/")) {
       String kind = counters ? "counters" : "limiters";
       int from = "/v1/counters/".length(); // as long as "/v1/limiters/"
-      int slash = path.indexOf('/', from);
-      String raw = slash < 0 ? path.substring(from) : path.substring(from, slash);
+      int slash = p.indexOf('/', from);
+      String raw = slash < 0 ? p.substring(from) : p.substring(from, slash);
       if (raw.isEmpty()) {
-        throw new RequestException("empty " + (counters ? "key" : "limiter name") + " in " + path
+        throw new RequestException("empty " + (counters ? "key" : "limiter name") + " in " + p
             + "; name it, e.g. /v1/" + kind + "/views/...");
       }
-      String action = slash < 0 ? null : path.substring(slash + 1);
+      String action = slash < 0 ? null : p.substring(slash + 1);
       boolean oneMore = action != null && action.indexOf('/') < 0;
+      String base = counters ? "/v1/counters/{key}" : "/v1/limiters/{name}";
+      Route route = action == null ? (counters ? routes.get(base) : null)
+          : oneMore ? routes.get(base + "/" + action) : null;
+      if (route != null) {
+        return new Resolved(route, Requests.decode(raw, counters ? "key" : "limiter name"));
+      }
+      if (!counters && oneMore) {
+        Requests.decode(raw, "limiter name");
+        throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + action
+            + "'; limiter actions are " + String.join(", ", routes.keySet().stream()
+            .filter(t -> t.startsWith("/v1/limiters/"))
+            .map(t -> t.substring("/v1/limiters/{name}/".length())).sorted().toList()));
+      }
       if (counters) {
-        String key = Requests.decode(raw, "key");
-        if (action == null) {
-          return new Route(COUNTER, key);
-        }
-        Endpoint e = oneMore ? COUNTER_ENDPOINTS.get(action) : null;
-        if (e != null) {
-          return new Route(e, key);
-        }
-      } else if (oneMore) {
-        String name = Requests.decode(raw, "limiter name");
-        Endpoint e = LIMITER_ENDPOINTS.get(action);
-        if (e == null) {
-          throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + action
-              + "'; limiter actions are " + String.join(", ", LIMITER_ACTIONS.stream().sorted()
-              .toList()));
-        }
-        return new Route(e, name);
+        Requests.decode(raw, "key");
       }
     }
     throw new RequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
         + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
   }
 
-  private CompletionStage<Result> call(Request r, String method, Route route, Api api) {
-    String key = route.key();
-    switch (route.template()) {
-      case "/ping" -> {
-        return raw(Answer.of(200, JSON, PONG));
-      }
-      case "/healthz" -> {
-        return replied(api.health());
-      }
-      case "/metrics" -> {
-        return raw(Answer.of(200, PROMETHEUS, registry.scrape().getBytes(StandardCharsets.UTF_8)));
-      }
-      case "/v1/counters" -> {
-        Map<String, String> q = Requests.query(queryOf(r.uri()));
-        int limit = 10_000;
-        if (q.containsKey("limit")) {
-          try {
-            limit = Integer.parseInt(q.get("limit"));
-          } catch (NumberFormatException e) {
-            limit = -1;
-          }
-          if (limit < 1 || limit > MAX_KEYS_LIMIT) {
-            throw new RequestException("limit must be an integer from 1 to " + MAX_KEYS_LIMIT);
-          }
-        }
-        return replied(api.keys(q.getOrDefault("prefix", ""), limit));
-      }
-      case "/v1/transactions" -> {
-        Body b = body(r, "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"));
-        return replied(api.transaction(Requests.ops(b)));
-      }
-      case "/v1/ratelimit" -> {
-        body(r, "{}", Set.of());
-        return replied(CompletableFuture.completedFuture(NamedLimitCalls.rules(namedLimits)));
-      }
-      case "/v1/ratelimit/{domain}" -> {
-        // the Idempotency-Key again (handle() checked it): each descriptor's decision carries it
-        return replied(NamedLimitCalls.check(namedLimits, key, r.body(),
-            IdempotencyKey.of(r.headers(), requireIdempotencyKey)));
-      }
-      case "/v1/counters/{key}" -> {
-        switch (method) {
-          case "GET" -> {
-            body(r, "{}", Set.of());
-            return replied(api.get(key));
-          }
-          case "PUT" -> {
-            Body b = body(r, "{\"value\": 5, \"ttl\": \"40d\"}", VALUE_FIELDS);
-            return replied(api.put(key, value(b), b.duration("ttl")));
-          }
-          default -> {
-            body(r, "{}", Set.of());
-            return replied(api.delete(key));
-          }
-        }
-      }
-      default -> { }
-    }
-    if (route.template().startsWith("/v1/counters/")) {
-      return counterAction(r, key, route.action(), api);
-    }
-    return limiter(r, key, route.action(), api);
-  }
-
-  private static String queryOf(String uri) {
-    int q = uri.indexOf('?');
-    return q < 0 ? null : uri.substring(q + 1);
-  }
-
-  private static CompletionStage<Result> raw(Answer a) {
-    return CompletableFuture.completedFuture(new Result(null, a));
-  }
-
-  private CompletionStage<Result> replied(CompletionStage<Reply> reply) {
-    return Stages.map(reply, r -> {
-      countDecision(r);
-      return new Result(r, null);
-    });
-  }
-
-  private CompletionStage<Result> counterAction(Request r, String key, String action, Api api) {
-    switch (action) {
-      case "incr", "decr" -> {
-        Body b = body(r, "{\"delta\": 1, \"default\": 0}", INCR_FIELDS);
-        Number delta = b.number("delta", 1L);
-        Number dflt = b.number("default", 0L);
-        boolean mustExist = b.bool("mustExist", false);
-        return replied(action.equals("incr")
-            ? api.incr(key, delta, dflt, mustExist) : api.decr(key, delta, dflt, mustExist));
-      }
-      case "add" -> {
-        Body b = body(r, "{\"value\": 1000, \"ttl\": \"40d\"}", VALUE_FIELDS);
-        return replied(api.add(key, value(b), b.duration("ttl")));
-      }
-      case "pop" -> {
-        body(r, "{}", Set.of());
-        return replied(api.pop(key));
-      }
-      case "touch" -> {
-        Body b = body(r, "{\"ttl\": \"1h\"}", TTL_FIELDS);
-        if (b.raw("ttl") == null) {
-          throw new RequestException("missing field 'ttl': a duration like \"1h\", or null to"
-              + " make the counter permanent");
-        }
-        return replied(api.touch(key, b.duration("ttl")));
-      }
-      default -> {
-        body(r, "{}", Set.of());
-        return replied(api.ttl(key));
-      }
-    }
-  }
-
-  private CompletionStage<Result> limiter(Request r, String name, String action, Api api) {
-    String example = "{\"permits\": 1, \"limit\": {\"tokenBucket\": \"100/1m\"}}";
-    LimiterAction simple = switch (action) {
-      case "try" -> LimiterAction.TRY;
-      case "peek" -> LimiterAction.PEEK;
-      case "refund" -> LimiterAction.REFUND;
-      case "reset" -> LimiterAction.RESET;
-      case "reconfigure" -> LimiterAction.RECONFIGURE;
-      case "top-up" -> LimiterAction.TOP_UP;
-      default -> null; // acquire
-    };
-    if (simple == null) {
-      Body b = body(r, example, ACQUIRE_FIELDS);
-      return replied(api.acquire(name, Requests.limits(b), b.integer("permits", 1),
-          b.duration("maxWait")));
-    }
-    Set<String> fields = switch (simple) {
-      case TRY, REFUND -> TRY_FIELDS;
-      case TOP_UP -> TOP_UP_FIELDS;
-      default -> Requests.LIMIT_FIELDS;
-    };
-    Body b = body(r, example, fields);
-    long permits = simple == LimiterAction.TOP_UP ? b.integer("units", 0) : b.integer("permits", 1);
-    return replied(api.limiter(simple, name, Requests.limits(b), permits));
-  }
-
-  private static Number value(Body b) {
-    Number v = b.number("value", null);
-    if (v == null) {
-      throw new RequestException("missing field 'value', e.g. {\"value\": 5}");
-    }
-    return v;
-  }
-
-  /** Parses the body, allowing only {@code fields}. */
-  private static Body body(Request r, String example, Set<String> fields) {
-    return Body.parse(r.body(), example, fields);
-  }
+  // ------------------------------------------------------------------ metrics
 
   private void countDecision(Reply r) {
     String policy = r.decidingPolicy();

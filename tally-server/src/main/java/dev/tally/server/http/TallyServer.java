@@ -4,6 +4,8 @@ import dev.tally.CircuitBreaker;
 import dev.tally.FailurePolicy;
 import dev.tally.Tally;
 import dev.tally.TallyMetrics;
+import dev.tally.server.app.Specs;
+import dev.tally.server.app.TallyApp;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
 import io.micrometer.core.instrument.Gauge;
@@ -156,7 +158,7 @@ public final class TallyServer implements AutoCloseable {
   public record NamedLimitSettings(Rules rules, Integer grpcPort, boolean responseHeaders) {}
 
   private final Tally tally;
-  private final Api api;
+  private final TallyApp app;
   private volatile GrpcEndpoint grpc;
   private final Channel listener;
   private final EventLoopGroup boss;
@@ -169,11 +171,11 @@ public final class TallyServer implements AutoCloseable {
   private final AtomicBoolean closing = new AtomicBoolean();
   private final CountDownLatch closed = new CountDownLatch(1);
 
-  private TallyServer(Tally tally, Api api, Channel listener, EventLoopGroup boss,
+  private TallyServer(Tally tally, TallyApp app, Channel listener, EventLoopGroup boss,
       EventLoopGroup workers, Gate gate, Settings settings, PrometheusMeterRegistry registry,
       JvmGcMetrics gcMetrics, boolean tls) {
     this.tally = tally;
-    this.api = api;
+    this.app = app;
     this.listener = listener;
     this.boss = boss;
     this.workers = workers;
@@ -241,14 +243,14 @@ public final class TallyServer implements AutoCloseable {
     EventLoopGroup boss = null;
     EventLoopGroup workers = null;
     try {
-      Api api = new Api(tally, metrics.store(), registry);
+      NamedLimits namedLimits = named == null ? null : new NamedLimits(tally, named.rules());
+      TallyApp app = new TallyApp(tally, metrics.store(), registry, namedLimits);
       Gate gate = new Gate();
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)
           .description("HTTP requests being handled, including acquires that wait")
           .register(registry);
-      NamedLimits namedLimits = named == null ? null : new NamedLimits(tally, named.rules());
-      Router router = new Router(api, auth, guard, registry, settings.accessLog(),
-          settings.requireIdempotencyKey(), namedLimits);
+      Router router = new Router(app, auth, guard, registry, settings.accessLog(),
+          settings.requireIdempotencyKey());
       boolean epoll = Epoll.isAvailable();
       IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
       boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("tally-accept", true), io);
@@ -277,7 +279,7 @@ public final class TallyServer implements AutoCloseable {
         }
         throw new BindException(String.valueOf(e.getMessage()));
       }
-      TallyServer s = new TallyServer(tally, api, listener, boss, workers, gate, settings,
+      TallyServer s = new TallyServer(tally, app, listener, boss, workers, gate, settings,
           registry, gc, sslContext != null);
       if (named != null && named.grpcPort() != null) {
         try {
@@ -366,7 +368,7 @@ public final class TallyServer implements AutoCloseable {
       Thread.currentThread().interrupt();
     } finally {
       try {
-        api.close(); // answers acquires still waiting, while their connections are open
+        app.close(); // answers acquires still waiting, while their connections are open
         try {
           // those answers reach their connections; then whatever is still unanswered gets 503,
           // and each connection closes once what was written has gone out

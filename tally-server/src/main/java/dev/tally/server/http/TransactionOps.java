@@ -2,6 +2,8 @@ package dev.tally.server.http;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tally.server.app.RequestException;
+import dev.tally.server.app.TxOp;
 import java.util.List;
 import java.util.Set;
 
@@ -21,7 +23,7 @@ public final class TransactionOps {
    *
    * @throws IllegalArgumentException saying what was wrong, as the HTTP API's 400 does
    */
-  public static List<Api.TxOp> ofBody(byte[] body) {
+  public static List<TxOp> ofBody(byte[] body) {
     return Requests.ops(Body.parse(body, EXAMPLE, Set.of("ops")));
   }
 
@@ -31,7 +33,7 @@ public final class TransactionOps {
    *
    * @throws IllegalArgumentException saying what was wrong
    */
-  public static List<Api.TxOp> ofObjects(List<byte[]> objects) {
+  public static List<TxOp> ofObjects(List<byte[]> objects) {
     ObjectNode body = Json.object();
     ArrayNode ops = body.putArray("ops");
     for (int i = 0; i < objects.size(); i++) {

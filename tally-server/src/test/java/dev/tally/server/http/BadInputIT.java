@@ -51,6 +51,21 @@ class BadInputIT {
   }
 
   @Test
+  void nonStandardJsonIsRefusedInTheUsersTermsNotJacksons() {
+    assertThat(message(status(400, server.post("/v1/counters/ns/incr", "{\"delta\": NaN}"))))
+        .isEqualTo("'delta' must be a finite number, not NaN");
+    assertThat(message(status(400, server.post("/v1/counters/ns/incr", "{\"delta\": -Infinity}"))))
+        .isEqualTo("'delta' must be a finite number, not -Infinity");
+    for (String body : new String[] {"{\"delta\": +1}", "{\"delta\": 1 /* one */}",
+        "{'delta': 1}"}) {
+      assertThat(message(status(400, server.post("/v1/counters/ns/incr", body))))
+          .startsWith("malformed JSON: ").doesNotContain("enable").doesNotContain("Feature")
+          .doesNotContain("JsonReadFeature");
+    }
+    nothingWritten("ns");
+  }
+
+  @Test
   void wrongTypesAndUnknownFieldsAreNamed() {
     assertThat(message(status(400, server.post("/v1/counters/typ/incr", "{\"delta\":\"1\"}"))))
         .isEqualTo("'delta' must be a number like 5 or 0.5, not \"1\"");

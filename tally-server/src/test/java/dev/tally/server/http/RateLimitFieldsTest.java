@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Decision;
+import dev.tally.server.app.LimitSpec;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -14,7 +15,7 @@ class RateLimitFieldsTest {
   static final long S = 1_000_000_000L;
 
   private static Map<String, String> fields(List<LimitSpec> limits, Decision d) {
-    Reply r = Reply.ok(Json.object());
+    Reply r = Reply.of(null);
     RateLimitFields.apply(r, limits, d, NOW);
     return r.headers();
   }
@@ -74,7 +75,7 @@ class RateLimitFieldsTest {
   void ofTwoLimitsOfOneSizeTheOneThatDecidedIsNamedAsViolated() {
     var limits = List.of(spec(LimitSpec.Kind.TOKEN_BUCKET, "3/1s", "default"),
         spec(LimitSpec.Kind.FIXED_WINDOW, "3/1h", "hourly"));
-    Reply r = Reply.ok(Json.object());
+    Reply r = Reply.of(null);
     RateLimitFields.apply(r, limits, new Decision(false, 0, 3, 5 * S, 5 * S, 1,
         new long[] {3, 3, 0, 0, 3, 5 * S}), NOW);
     assertThat(r.headers().get("RateLimit")).isEqualTo("\"default\";r=3;t=0, \"hourly\";r=0;t=5");

@@ -3,6 +3,7 @@ package dev.tally.server.http;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tally.server.app.LimitSpec;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,4 @@
-package dev.tally.server.http;
+package dev.tally.server.app;
 
 import dev.tally.Limit;
 import java.math.BigInteger;
@@ -77,7 +77,7 @@ public final class LimitSpec {
       return null;
     }
 
-    static String jsonNames() {
+    public static String jsonNames() {
       StringBuilder b = new StringBuilder();
       for (Kind k : values()) {
         b.append(b.length() == 0 ? "" : ", ").append(k.jsonName);
@@ -227,7 +227,7 @@ public final class LimitSpec {
    * The policy window in whole seconds (at least 1), rounded up: the time the limit takes to
    * refill completely, or the length of the current calendar period of a quota.
    */
-  long windowSeconds(Instant now) {
+  public long windowSeconds(Instant now) {
     Duration w;
     if (window != null) {
       w = window;
@@ -238,7 +238,8 @@ public final class LimitSpec {
       ZonedDateTime end = period == Limit.Period.DAY ? start.plusDays(1) : start.plusMonths(1);
       w = Duration.between(start, end);
     }
-    return Math.max(1, RateLimitFields.ceilSeconds(w.toNanos()));
+    long nanos = w.toNanos();
+    return Math.max(1, nanos / 1_000_000_000L + (nanos % 1_000_000_000L == 0 ? 0 : 1));
   }
 
   @Override

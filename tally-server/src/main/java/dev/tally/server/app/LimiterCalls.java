@@ -1,4 +1,4 @@
-package dev.tally.server.http;
+package dev.tally.server.app;
 
 import dev.tally.Decision;
 import dev.tally.Limit;

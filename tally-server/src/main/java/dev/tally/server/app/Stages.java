@@ -1,9 +1,10 @@
-package dev.tally.server.http;
+package dev.tally.server.app;
 
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 
@@ -12,11 +13,11 @@ import java.util.function.Function;
  * call on an in-process store): the function runs at once, without the dependent stage and the
  * completion machinery {@code CompletableFuture} builds for a stage that might still be running.
  */
-final class Stages {
+public final class Stages {
   private Stages() {}
 
   /** {@code stage}'s value, or {@code failed}'s answer to its failure; {@code stage} is done. */
-  static <T> T now(CompletableFuture<T> stage, Function<Throwable, T> failed) {
+  public static <T> T now(CompletableFuture<T> stage, Function<Throwable, T> failed) {
     try {
       return stage.join();
     } catch (CompletionException | CancellationException e) {
@@ -25,7 +26,7 @@ final class Stages {
   }
 
   /** As {@link CompletionStage#thenApply}. */
-  static <T, U> CompletionStage<U> map(CompletionStage<T> stage, Function<? super T, ? extends U> fn) {
+  public static <T, U> CompletionStage<U> map(CompletionStage<T> stage, Function<? super T, ? extends U> fn) {
     if (stage instanceof CompletableFuture<T> f && f.isDone() && !f.isCompletedExceptionally()) {
       try {
         return CompletableFuture.completedFuture(fn.apply(f.join()));
@@ -37,7 +38,7 @@ final class Stages {
   }
 
   /** As {@link CompletionStage#handle}: the failure, if any, as the stage would give it. */
-  static <T, U> CompletionStage<U> handle(CompletionStage<T> stage,
+  public static <T, U> CompletionStage<U> handle(CompletionStage<T> stage,
       BiFunction<? super T, Throwable, ? extends U> fn) {
     if (stage instanceof CompletableFuture<T> f && f.isDone()) {
       T value = null;
@@ -54,5 +55,23 @@ final class Stages {
       }
     }
     return stage.handle(fn);
+  }
+
+  /** The cause a stage failed with, without the wrappers of {@code CompletableFuture}. */
+  public static Throwable unwrap(Throwable t) {
+    Throwable e = t;
+    while ((e instanceof CompletionException || e instanceof ExecutionException)
+        && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  /** {@code e} as thrown from inside a stage's function, so the dependent stage fails with it. */
+  static RuntimeException unchecked(Throwable e) {
+    if (e instanceof Error err) {
+      throw err;
+    }
+    return e instanceof RuntimeException r ? r : new CompletionException(e);
   }
 }

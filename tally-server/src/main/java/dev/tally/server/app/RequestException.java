@@ -1,20 +1,20 @@
-package dev.tally.server.http;
+package dev.tally.server.app;
 
 /** A request refused before any operation ran: the problem to answer and what to do instead. */
-final class RequestException extends IllegalArgumentException {
+public final class RequestException extends IllegalArgumentException {
   private static final long serialVersionUID = 1L;
   private final transient Problem problem;
 
-  RequestException(Problem problem, String message) {
+  public RequestException(Problem problem, String message) {
     super(message);
     this.problem = problem;
   }
 
-  RequestException(String message) {
+  public RequestException(String message) {
     this(Problem.BAD_REQUEST, message);
   }
 
-  Problem problem() {
+  public Problem problem() {
     return problem;
   }
 }

@@ -1,4 +1,4 @@
-package dev.tally.server.http;
+package dev.tally.server.app;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,0 +1,37 @@
+package dev.tally.server.app;
+
+import dev.tally.Decision;
+import java.util.List;
+
+/**
+ * A limiter's decision on {@code permits}, with the limits the request gave; a refund or top-up
+ * also says how much it gave ({@code given}, under the name {@code givenAs}; null for others).
+ */
+public record LimiterDecision(String name, long permits, List<LimitSpec> limits,
+    Decision decision, String givenAs, long given) {
+  /** Whether the limits stored with the limiter decided, not the ones the request gave. */
+  public boolean storedLimitsDiffer() {
+    // the decision carries the deciding limit's size, so a different size is what shows
+    LimitSpec asked = limits.get(decision.limitIndex() < limits.size() ? decision.limitIndex() : 0);
+    return asked.limit().limit() != decision.limit();
+  }
+
+  /** Whether the permits asked for exceed the limit: no wait will grant them. */
+  public boolean never() {
+    return !decision.allowed() && decision.retryAfterNanos() == Decision.NEVER;
+  }
+
+  /** The wait before the same request may be granted, in milliseconds rounded up. */
+  public long retryAfterMillis() {
+    return ceilMillis(decision.retryAfterNanos());
+  }
+
+  /** The time until the limiter is full again, in milliseconds rounded up. */
+  public long resetAfterMillis() {
+    return ceilMillis(decision.resetAfterNanos());
+  }
+
+  private static long ceilMillis(long nanos) {
+    return nanos / 1_000_000 + (nanos % 1_000_000 == 0 ? 0 : 1);
+  }
+}

@@ -1,0 +1,634 @@
+package dev.tally.server.app;
+
+import dev.tally.AsyncCounters;
+import dev.tally.Counters;
+import dev.tally.Decision;
+import dev.tally.Expiry;
+import dev.tally.FailurePolicy;
+import dev.tally.KeyNotFoundException;
+import dev.tally.Limit;
+import dev.tally.NotAnIntegerException;
+import dev.tally.Quota;
+import dev.tally.RateLimiter;
+import dev.tally.Tally;
+import dev.tally.TransactionResult;
+import dev.tally.server.ratelimit.Descriptor;
+import dev.tally.server.ratelimit.NamedLimits;
+import dev.tally.server.ratelimit.Rules;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalDouble;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+/**
+ * Tally's operations as the command line and the HTTP server offer them: counters, limiters,
+ * transactions and the operator's named limits, each a method that takes parsed arguments and
+ * returns a record, asynchronously. Both front ends are adapters over this one class (the server
+ * calls it on its event loops, the command line waits), so their answers cannot drift apart.
+ * It knows no wire format: a refusal or a failure completes the stage exceptionally, with a
+ * {@link RequestException} that names its {@link Problem} or with Tally's own exception, and
+ * {@link Problem#of} says what either means.
+ */
+public final class TallyApp implements AutoCloseable {
+  /** The longest an {@code acquire} may wait; waiting holds no thread. */
+  public static final Duration MAX_WAIT = Duration.ofMinutes(5);
+  /** The most operations one transaction may hold. */
+  public static final int MAX_TRANSACTION_OPS = 1000;
+  private static final String HEALTH_KEY = "tally.healthz";
+
+  private final Tally tally;
+  private final AsyncCounters counters;
+  /** For health: never answered by a fail-open policy, or an outage would look healthy. */
+  private final AsyncCounters probe;
+  private final String storeName;
+  private final NamedLimits namedLimits;
+  private final LimiterCalls limiters;
+  private final StoreTimings timings;
+  /** The operation id every mutating call of this view carries, or null. */
+  private final String opId;
+  /** The app this is a view of (itself for the root): it owns the waits. */
+  private final TallyApp root;
+  private volatile ScheduledExecutorService waits;
+  /** Acquires waiting for their next attempt, failed with shutting_down if closed first. */
+  private final Set<CompletableFuture<LimiterDecision>> waiting = ConcurrentHashMap.newKeySet();
+
+  /**
+   * @param tally the store
+   * @param storeName the store's name in health and metrics (its URI scheme), or null
+   * @param registry where store calls are timed, or null for nowhere
+   * @param namedLimits the operator's rules, or null for none
+   */
+  public TallyApp(Tally tally, String storeName, MeterRegistry registry, NamedLimits namedLimits) {
+    this.tally = Objects.requireNonNull(tally, "tally");
+    Counters sync = tally.counters();
+    this.counters = sync.async();
+    this.probe = sync.withFailurePolicy(FailurePolicy.THROW).async();
+    this.storeName = storeName == null ? tally.uri().split(":", 2)[0] : storeName;
+    this.namedLimits = namedLimits;
+    this.limiters = new LimiterCalls();
+    this.timings = new StoreTimings(registry, this.storeName);
+    this.opId = null;
+    this.root = this;
+  }
+
+  private TallyApp(TallyApp root, String opId) {
+    this.tally = root.tally;
+    this.counters = root.counters.withOperationId(opId);
+    this.probe = root.probe;
+    this.storeName = root.storeName;
+    this.namedLimits = root.namedLimits;
+    this.limiters = root.limiters;
+    this.timings = root.timings;
+    this.opId = opId;
+    this.root = root;
+  }
+
+  /**
+   * A view whose mutating calls carry the operation id {@code id} (HTTP's
+   * {@code Idempotency-Key}, the command line's {@code --op-id}): a repeat within the store's
+   * retention applies nothing and answers what the first call answered; the same id on another
+   * operation is {@link Problem#UNPROCESSABLE}.
+   *
+   * @throws IllegalArgumentException if the id is empty, longer than 128 characters or not
+   *     printable ASCII
+   */
+  public TallyApp withOperationId(String id) {
+    return new TallyApp(root, id);
+  }
+
+  /** The operation id of this view, or null. */
+  public String operationId() {
+    return opId;
+  }
+
+  /**
+   * The operation's stage, timed, its value mapped by {@code ok} and its failure by
+   * {@code failed}; a synchronous throw becomes a failed stage.
+   */
+  private <T, R> CompletionStage<R> run(String operation, Supplier<CompletionStage<T>> op,
+      Function<T, R> ok, Function<Throwable, Throwable> failed) {
+    long start = System.nanoTime();
+    CompletionStage<T> stage;
+    try {
+      stage = op.get();
+    } catch (RuntimeException e) {
+      timings.failed(operation, e, start);
+      return CompletableFuture.failedFuture(failed.apply(e));
+    }
+    return Stages.handle(stage, (value, failure) -> {
+      if (failure != null) {
+        Throwable e = Stages.unwrap(failure);
+        timings.failed(operation, e, start);
+        throw Stages.unchecked(failed.apply(e));
+      }
+      timings.done(operation, value, start);
+      return ok.apply(value);
+    });
+  }
+
+  private <T, R> CompletionStage<R> run(String operation, Supplier<CompletionStage<T>> op,
+      Function<T, R> ok) {
+    return run(operation, op, ok, e -> e);
+  }
+
+  private static <T> CompletionStage<T> refused(String message) {
+    return CompletableFuture.failedFuture(new RequestException(message));
+  }
+
+  // ------------------------------------------------------------------ counters
+
+  /**
+   * Adds {@code delta} (a {@code Long}, or a {@code Double} for a floating counter); a missing
+   * counter starts at {@code dflt}, or, with {@code mustExist}, is not created (not found).
+   */
+  public CompletionStage<CounterValue> incr(String key, Number delta, Number dflt,
+      boolean mustExist) {
+    return add(key, delta, dflt, mustExist, false);
+  }
+
+  /** Subtracts {@code delta}; the default is not negated. */
+  public CompletionStage<CounterValue> decr(String key, Number delta, Number dflt,
+      boolean mustExist) {
+    return add(key, delta, dflt, mustExist, true);
+  }
+
+  private CompletionStage<CounterValue> add(String key, Number delta, Number dflt,
+      boolean mustExist, boolean negate) {
+    Function<Throwable, Throwable> failed = e -> {
+      if (e instanceof KeyNotFoundException k) {
+        return mustExist(k);
+      }
+      if (e instanceof NotAnIntegerException) {
+        // The core's message names the Java methods; here the fix is in what the caller types.
+        return new RequestException(Problem.CONFLICT, "counter '" + key + "' holds a floating"
+            + " value; give the delta as a decimal (" + delta + ".0, not " + delta + ") to change it");
+      }
+      return e;
+    };
+    if (delta instanceof Double || dflt instanceof Double) {
+      if (mustExist) {
+        return refused("mustExist works with integer deltas only");
+      }
+      double d = negate ? -delta.doubleValue() : delta.doubleValue();
+      return run("incr", () -> counters.incr(key, d, dflt.doubleValue()),
+          v -> new CounterValue(key, v), failed);
+    }
+    long d = delta.longValue();
+    long df = dflt.longValue();
+    return run(negate ? "decr" : "incr", () -> mustExist
+            ? (negate ? counters.decrExisting(key, d) : counters.incrExisting(key, d))
+            : (negate ? counters.decr(key, d, df) : counters.incr(key, d, df)),
+        v -> new CounterValue(key, v), failed);
+  }
+
+  private static RequestException mustExist(KeyNotFoundException e) {
+    return new RequestException(Problem.NOT_FOUND, "counter '" + e.key() + "' does not exist (or"
+        + " has expired), and mustExist forbids creating it");
+  }
+
+  private static RequestException notFound(String key) {
+    return new RequestException(Problem.NOT_FOUND, "counter '" + key + "' does not exist (or has"
+        + " expired)");
+  }
+
+  /** The value of a counter, integer or floating; not found if it is missing or expired. */
+  public CompletionStage<CounterValue> get(String key) {
+    return run("get", () -> integerOrFloating(counters.get(key), () -> counters.getDouble(key)),
+        v -> present(key, v));
+  }
+
+  private static CounterValue present(String key, Number v) {
+    if (v == null) {
+      throw notFound(key);
+    }
+    return new CounterValue(key, v);
+  }
+
+  /**
+   * An integer read, or the floating read if the counter holds a floating value. Tally's API
+   * has no read that gives a counter's kind with its value; {@link NotAnIntegerException} is
+   * its documented answer to an integer read of a floating counter, so that is what decides.
+   */
+  private static CompletionStage<Number> integerOrFloating(CompletionStage<OptionalLong> integer,
+      Supplier<CompletionStage<OptionalDouble>> floating) {
+    return integer.<Number>thenApply(v -> v.isPresent() ? (Number) v.getAsLong() : null)
+        .exceptionallyCompose(e -> Stages.unwrap(e) instanceof NotAnIntegerException
+            ? floating.get().thenApply(v -> v.isPresent() ? (Number) v.getAsDouble() : null)
+            : CompletableFuture.failedFuture(Stages.unwrap(e)));
+  }
+
+  /** Sets a counter, expiring after {@code ttl} (null: never). */
+  public CompletionStage<CounterValue> put(String key, Number value, Duration ttl) {
+    return run("put", () -> value instanceof Double d
+            ? counters.put(key, d, ttl) : counters.put(key, value.longValue(), ttl),
+        v -> new CounterValue(key, value));
+  }
+
+  /** Sets a counter only if it is missing or expired. */
+  public CompletionStage<Added> add(String key, Number value, Duration ttl) {
+    return run("add", () -> value instanceof Double d
+            ? counters.add(key, d, ttl) : counters.add(key, value.longValue(), ttl),
+        added -> new Added(key, added));
+  }
+
+  /** Reads and deletes a counter in one step; not found if it is missing. */
+  public CompletionStage<CounterValue> pop(String key) {
+    return run("pop", () -> integerOrFloating(counters.pop(key), () -> counters.popDouble(key)),
+        v -> present(key, v));
+  }
+
+  /** Deletes a counter; not found if there was none. */
+  public CompletionStage<Deleted> delete(String key) {
+    return run("delete", () -> counters.delete(key), deleted -> {
+      if (!deleted) {
+        throw notFound(key);
+      }
+      return new Deleted(key);
+    });
+  }
+
+  /** Sets the expiry of an existing counter (null: make it permanent); not found if missing. */
+  public CompletionStage<CounterTtl> touch(String key, Duration ttl) {
+    // As kept: a longer ttl than the store keeps is kept as its longest.
+    Duration kept = ttl == null || ttl.compareTo(Counters.MAX_TTL) < 0 ? ttl : Counters.MAX_TTL;
+    return run("touch", () -> counters.touch(key, ttl), touched -> {
+      if (!touched) {
+        throw notFound(key);
+      }
+      return new CounterTtl(key, kept);
+    });
+  }
+
+  /** The time left before a counter expires (null: never), in one read; not found if missing. */
+  public CompletionStage<CounterTtl> ttl(String key) {
+    return run("ttl", () -> counters.expiry(key), (Expiry e) -> {
+      if (!e.exists()) {
+        throw notFound(key);
+      }
+      return new CounterTtl(key, e.remaining().orElse(null));
+    });
+  }
+
+  /** The live keys starting with {@code prefix}, sorted, at most {@code limit} of them. */
+  public CompletionStage<KeyList> keys(String prefix, int limit) {
+    return run("keys", () -> counters.keys(prefix), found -> {
+      List<String> keys = new ArrayList<>(found);
+      keys.sort(null);
+      int n = Math.min(limit, keys.size());
+      return new KeyList(prefix, List.copyOf(keys.subList(0, n)), keys.size() > n);
+    });
+  }
+
+  /** Applies every operation atomically, or none; results come back in order. */
+  public CompletionStage<TxResult> transaction(List<TxOp> ops) {
+    if (ops.isEmpty()) {
+      return refused("a transaction needs at least one operation in 'ops'");
+    }
+    if (ops.size() > MAX_TRANSACTION_OPS) {
+      return refused("a transaction holds at most " + MAX_TRANSACTION_OPS + " operations, not "
+          + ops.size());
+    }
+    for (int i = 0; i < ops.size(); i++) {
+      TxOp o = ops.get(i);
+      if (o.op().equals("put") && o.value() instanceof Double) {
+        return refused("ops[" + i + "]: a transaction puts integer values only");
+      }
+      if (o.mustExist() && (o.delta() instanceof Double || o.dflt() instanceof Double)) {
+        return refused("ops[" + i + "]: mustExist works with integer deltas only");
+      }
+      if (o.op().equals("decr") && !(o.delta() instanceof Double)
+          && o.delta().longValue() == Long.MIN_VALUE) {
+        return refused("ops[" + i + "]: a decr delta of Long.MIN_VALUE cannot be negated");
+      }
+    }
+    return run("transaction", () -> counters.transaction(tx -> {
+      for (TxOp o : ops) {
+        boolean floating = o.delta() instanceof Double || o.dflt() instanceof Double;
+        switch (o.op()) {
+          case "incr", "decr" -> {
+            boolean neg = o.op().equals("decr");
+            if (floating) {
+              double d = o.delta().doubleValue();
+              tx.incr(o.key(), neg ? -d : d, o.dflt().doubleValue());
+            } else if (o.mustExist()) {
+              tx.incrExisting(o.key(), neg ? -o.delta().longValue() : o.delta().longValue());
+            } else {
+              tx.incr(o.key(), neg ? -o.delta().longValue() : o.delta().longValue(),
+                  o.dflt().longValue());
+            }
+          }
+          case "put" -> tx.put(o.key(), o.value().longValue(), o.ttl());
+          case "delete" -> tx.delete(o.key());
+          case "get" -> tx.get(o.key());
+          default -> throw new RequestException("unknown op '" + o.op() + "'");
+        }
+      }
+    }), result -> {
+      List<TxResult.Item> items = new ArrayList<>(ops.size());
+      for (int i = 0; i < ops.size(); i++) {
+        TxOp o = ops.get(i);
+        items.add(o.op().equals("delete") ? new TxResult.Item(o.key(), null, result.getLong(i) == 1)
+            : new TxResult.Item(o.key(), result.isPresent(i) ? number(result, i) : null, null));
+      }
+      return new TxResult(items);
+    }, e -> e instanceof KeyNotFoundException k ? mustExist(k) : e);
+  }
+
+  /** A result as its kind: what a floating operation gave is a {@code Double}. */
+  private static Number number(TransactionResult r, int i) {
+    try {
+      return r.getLong(i);
+    } catch (IllegalStateException floating) {
+      return r.getDouble(i); // TransactionResult tells the kind only by this refusal
+    }
+  }
+
+  // ------------------------------------------------------------------ limiters
+
+  /** The limiter operations that answer at once. */
+  public enum LimiterAction {
+    /** Take permits if every limit allows, else take nothing (denied). */
+    TRY,
+    /** Report the state, taking nothing. */
+    PEEK,
+    /** Give permits back. */
+    REFUND,
+    /** Forget the state: full again. */
+    RESET,
+    /** Store these limits for the name, keeping what was consumed. */
+    RECONFIGURE,
+    /** Add units to the current period of a quota. */
+    TOP_UP
+  }
+
+  /**
+   * Runs {@code action} on the limiter {@code name} opened with {@code limits}. A denial is a
+   * decision like a grant, not a failure.
+   *
+   * @param permits the permits to take or refund, or the units of a top-up
+   */
+  public CompletionStage<LimiterDecision> limiter(LimiterAction action, String name,
+      List<LimitSpec> limits, long permits) {
+    RateLimiter limiter;
+    try {
+      limiter = open(name, limits);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    switch (action) {
+      case TRY -> {
+        if (permits < 0) {
+          return negativePermits(permits);
+        }
+        return run("limiter.try", () -> limiters.decide(limiter, permits, opId),
+            d -> new LimiterDecision(name, permits, limits, d, null, 0));
+      }
+      case PEEK -> {
+        return peek("limiter.peek", limiter, limits, limiters.decide(limiter, 0, null), null, 0);
+      }
+      case REFUND -> {
+        if (permits < 0) {
+          return negativePermits(permits);
+        }
+        return peek("limiter.refund", limiter, limits, limiters.refund(limiter, permits, opId),
+            "refunded", permits);
+      }
+      case RESET -> {
+        return peek("limiter.reset", limiter, limits, limiters.reset(limiter, opId), null, 0);
+      }
+      case RECONFIGURE -> {
+        Limit[] ls = limits.stream().map(LimitSpec::limit).toArray(Limit[]::new);
+        return run("limiter.reconfigure", () -> limiters.reconfigure(limiter, opId, ls)
+                .thenCompose(next -> limiters.decide(next, 0, null)),
+            d -> new LimiterDecision(name, 0, limits, d, null, 0));
+      }
+      case TOP_UP -> {
+        if (limits.size() != 1 || limits.get(0).kind() != LimitSpec.Kind.QUOTA) {
+          return refused("top-up needs exactly one quota limit, e.g. {\"quota\": \"1000/month\"}");
+        }
+        if (permits <= 0) {
+          return refused("top-up units must be positive, not " + permits);
+        }
+        return peek("limiter.top-up", limiter, limits,
+            limiters.topUp((Quota) limiter, permits, opId), "toppedUp", permits);
+      }
+      default -> throw new AssertionError(action);
+    }
+  }
+
+  /** After {@code first}, a peek at the limiter: the answer of refund, reset and top-up. */
+  private CompletionStage<LimiterDecision> peek(String op, RateLimiter limiter,
+      List<LimitSpec> limits, CompletionStage<?> first, String givenAs, long given) {
+    return run(op, () -> first.thenCompose(ignored -> limiters.decide(limiter, 0, null)),
+        d -> new LimiterDecision(limiter.name(), 0, limits, d, givenAs, given));
+  }
+
+  private static <T> CompletionStage<T> negativePermits(long permits) {
+    return refused("permits must be zero or more, not " + permits
+        + "; use refund to give permits back");
+  }
+
+  /**
+   * Takes {@code permits}, waiting up to {@code maxWait} for them without holding a thread: the
+   * limiter says when they should be there, and the next attempt is scheduled for then.
+   */
+  public CompletableFuture<LimiterDecision> acquire(String name, List<LimitSpec> limits,
+      long permits, Duration maxWait) {
+    CompletableFuture<LimiterDecision> result = new CompletableFuture<>();
+    try {
+      if (permits < 0) {
+        return TallyApp.<LimiterDecision>negativePermits(permits).toCompletableFuture();
+      }
+      Duration wait = maxWait == null ? Duration.ZERO : maxWait;
+      if (wait.compareTo(MAX_WAIT) > 0) {
+        throw new RequestException("maxWait " + Specs.format(wait) + " is longer than the "
+            + Specs.format(MAX_WAIT) + " allowed");
+      }
+      RateLimiter limiter = open(name, limits);
+      attempt(limiter, limits, permits, System.nanoTime() + wait.toNanos(), 1, result);
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+    }
+    return result;
+  }
+
+  /**
+   * One attempt of an acquire. With an operation id, attempt {@code n} carries the id
+   * {@code ID/n}: a replayed acquire walks through the decisions its first run recorded (the
+   * denials, then the grant) and applies nothing, where one id for every attempt would replay the
+   * first denial for ever.
+   */
+  @SuppressWarnings("CollectionUndefinedEquality") // the set holds each waiting future by identity, as meant
+  private void attempt(RateLimiter limiter, List<LimitSpec> limits, long permits, long deadline,
+      int n, CompletableFuture<LimiterDecision> result) {
+    CompletionStage<Decision> decided;
+    try {
+      decided = limiters.decide(limiter, permits, attemptId(n));
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+      return;
+    }
+    decided.whenComplete((d, failure) -> {
+      if (failure != null) {
+        result.completeExceptionally(Stages.unwrap(failure));
+        return;
+      }
+      try {
+        long wait = d.retryAfterNanos();
+        if (d.allowed() || wait == Decision.NEVER || wait > deadline - System.nanoTime()) {
+          result.complete(new LimiterDecision(limiter.name(), permits, limits, d, null, 0));
+          return;
+        }
+        if (root.waiting.add(result)) {
+          result.whenComplete((reply, f) -> root.waiting.remove(result));
+        }
+        waits().schedule(() -> attempt(limiter, limits, permits, deadline, n + 1, result),
+            Math.max(wait, 1_000), TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException closing) {
+        result.completeExceptionally(shuttingDown());
+      } catch (RuntimeException e) {
+        result.completeExceptionally(e);
+      }
+    });
+  }
+
+  /** The refusal of a call cut short by shutdown: nothing was taken, it may be sent again. */
+  public static RequestException shuttingDown() {
+    return new RequestException(Problem.SHUTTING_DOWN,
+        "the server is shutting down; retry elsewhere");
+  }
+
+  private String attemptId(int n) {
+    if (opId == null) {
+      return null;
+    }
+    String suffix = "/" + n;
+    // ids are at most 128 characters: keep the suffix, shorten the key's part if need be
+    return (opId.length() + suffix.length() <= 128 ? opId
+        : opId.substring(0, 128 - suffix.length())) + suffix;
+  }
+
+  private ScheduledExecutorService waits() {
+    if (root != this) {
+      return root.waits();
+    }
+    ScheduledExecutorService w = waits;
+    if (w == null) {
+      synchronized (this) {
+        if ((w = waits) == null) {
+          waits = w = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "tally-acquire-waits");
+            t.setDaemon(true);
+            return t;
+          });
+        }
+      }
+    }
+    return w;
+  }
+
+  private RateLimiter open(String name, List<LimitSpec> limits) {
+    if (limits.isEmpty()) {
+      throw new RequestException("no limit given: add one, e.g. {\"limit\": {\"tokenBucket\":"
+          + " \"100/1m\"}} or --token-bucket 100/1m");
+    }
+    Limit[] ls = new Limit[limits.size()];
+    for (int i = 0; i < ls.length; i++) {
+      ls[i] = limits.get(i).limit();
+    }
+    if (ls.length == 1 && limits.get(0).kind() == LimitSpec.Kind.QUOTA) {
+      // A Quota handle, so that top-up works; same state and key as a plain limiter.
+      LimitSpec s = limits.get(0);
+      return tally.quota(name, ls[0].limit(), s.period(), s.zone());
+    }
+    return tally.limiter(name, ls);
+  }
+
+  // ------------------------------------------------------------------ named limits
+
+  /**
+   * Checks {@code descriptors} of {@code domain} against the operator's rules, taking
+   * {@code hitsAddend} (0 means 1) from each limit that matches.
+   */
+  public CompletionStage<NamedLimitResult> rateLimit(String domain, List<Descriptor> descriptors,
+      long hitsAddend) {
+    NamedLimits limits;
+    try {
+      limits = namedLimits();
+    } catch (RequestException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    if (!limits.rules().current().hasDomain(domain)) {
+      Set<String> d = limits.rules().current().domains();
+      return CompletableFuture.failedFuture(new RequestException(Problem.NOT_FOUND, "no rules"
+          + " for domain '" + domain + "'; the rules define "
+          + (d.isEmpty() ? "no domain yet" : "domains " + String.join(", ", d))));
+    }
+    return run("ratelimit", () -> limits.check(domain, descriptors, hitsAddend, opId),
+        o -> new NamedLimitResult(o, descriptors));
+  }
+
+  /** The rules in force, where from, and the last refused reload. */
+  public Rules.Status rules() {
+    return namedLimits().rules().status();
+  }
+
+  private NamedLimits namedLimits() {
+    if (namedLimits == null) {
+      throw new RequestException(Problem.NOT_FOUND, "this server has no named limits: start it"
+          + " with --rules FILE_OR_DIRECTORY (see docs/envoy.md)");
+    }
+    return namedLimits;
+  }
+
+  // ------------------------------------------------------------------ health
+
+  /** A cheap real operation on the store, a read of one key; the stage never fails. */
+  public CompletionStage<Health> health() {
+    long start = System.nanoTime();
+    CompletionStage<OptionalDouble> read;
+    try {
+      read = probe.getDouble(HEALTH_KEY);
+    } catch (RuntimeException e) {
+      read = CompletableFuture.failedFuture(e);
+    }
+    return read.handle((v, failure) -> {
+      Throwable e = failure == null ? null : Stages.unwrap(failure);
+      if (e == null) {
+        timings.done("healthz", v, start);
+      } else {
+        timings.failed("healthz", e, start);
+      }
+      return new Health(storeName, (System.nanoTime() - start) / 1000, e);
+    });
+  }
+
+  /** Stops scheduling waits; acquires still waiting fail with {@link Problem#SHUTTING_DOWN}. */
+  @Override
+  public void close() {
+    if (root != this) {
+      return; // a view: the root owns the waits and the pool
+    }
+    ScheduledExecutorService w = waits;
+    if (w != null) {
+      w.shutdownNow(); // the attempts it held will never run: answer their callers here
+    }
+    for (CompletableFuture<LimiterDecision> result : waiting) {
+      result.completeExceptionally(shuttingDown());
+    }
+    limiters.close();
+  }
+}
