@@ -32,6 +32,11 @@ final class Mismatches {
 
   private record Kind(Decision.Mismatch mismatch, List<Limit> limits, long version, long storedVersion) {}
 
+  /** How many lines were logged: one per kind of mismatch. */
+  int linesLogged() {
+    return logged.size();
+  }
+
   void report(LimiterMachine machine, Decision d) {
     if (listener == null) {
       return;

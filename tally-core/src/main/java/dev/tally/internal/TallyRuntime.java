@@ -163,6 +163,11 @@ public final class TallyRuntime extends Tally {
         failures);
   }
 
+  /** The reporter of limiters' mismatched limits, for tests. */
+  Mismatches mismatches() {
+    return mismatches;
+  }
+
   /** The clock this store's expiry and limiters run on when the store has none of its own. */
   @Override
   public TimeSource timeSource() {
