@@ -1,7 +1,9 @@
 package dev.tally.spring;
 
 import dev.tally.Counters;
+import dev.tally.Decision;
 import dev.tally.FailurePolicy;
+import dev.tally.Limit;
 import dev.tally.StoreException;
 import dev.tally.Tally;
 import dev.tally.TallyListener;
@@ -202,6 +204,14 @@ public class TallyAutoConfiguration {
     public void onLocalDenial(String key) {
       for (TallyListener l : listeners) {
         l.onLocalDenial(key);
+      }
+    }
+
+    @Override
+    public void onLimitsMismatch(String key, Decision.Mismatch mismatch, List<Limit> limits, long version,
+        long storedVersion) {
+      for (TallyListener l : listeners) {
+        l.onLimitsMismatch(key, mismatch, limits, version, storedVersion);
       }
     }
   }

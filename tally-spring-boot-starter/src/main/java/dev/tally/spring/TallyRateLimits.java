@@ -118,7 +118,8 @@ public class TallyRateLimits {
           + " policies, each its own limiter; use check(rule, key, permits) to apply them together");
     }
     Policy p = r.policies().get(0);
-    return tally.limiter(limiterName(r, p, key(key)), p.limit()).withFailurePolicy(r.failurePolicy());
+    return tally.limiter(limiterName(r, p, key(key)), p.limit()).withVersion(r.version())
+        .withFailurePolicy(r.failurePolicy());
   }
 
   Rule rule(String name) {
@@ -155,7 +156,8 @@ public class TallyRateLimits {
       String key = key(t.key());
       for (Policy p : t.rule().policies()) {
         String name = limiterName(t.rule(), p, key);
-        RateLimiter limiter = tally.limiter(name, p.limit()).withFailurePolicy(t.rule().failurePolicy());
+        RateLimiter limiter = tally.limiter(name, p.limit()).withVersion(t.rule().version())
+            .withFailurePolicy(t.rule().failurePolicy());
         Decision d = limiter.decide(denied ? 0 : t.permits());
         if (!denied) {
           for (DecisionListener l : listeners) {
