@@ -66,9 +66,10 @@ final class Mismatches {
           + " configuration of version {1} to this process.{5}", m.key(), stored, storedLimits, m.limits(),
           mine, then);
       case CONFLICT -> LOG.log(Level.WARNING, "rate limiter ''{0}'': the stored limits (limits {1})"
-          + " differ from this process''s {2}, both of version {3}; the stored ones apply. Give the"
-          + " configuration that should win a higher version (RateLimiter.withVersion, or the rule''s"
-          + " version), or make the two agree.{4}", m.key(), storedLimits, m.limits(), mine, then);
+          + " differ from this process''s {2}, {3}; the stored ones apply. Give the configuration"
+          + " that should win a higher version (RateLimiter.withVersion, or the rule''s version), or"
+          + " make the two agree.{4}", m.key(), storedLimits, m.limits(),
+          mine == 0 ? "and neither has a version" : "both of version " + mine, then);
       default -> throw new AssertionError(d.mismatch());
     }
   }
