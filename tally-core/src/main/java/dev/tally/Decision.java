@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A rate limiter's answer: whether the request was allowed, and what a caller needs to tell its
@@ -39,6 +40,8 @@ public final class Decision {
   private final long[] perLimit;
   // True when the store did not decide and the limiter's failure policy answered instead.
   private final boolean storeFailed;
+  private final Mismatch mismatch;
+  private final long storedVersion;
 
   /**
    * Creates a decision; stores build these, users read them.
@@ -97,6 +100,59 @@ public final class Decision {
     this.limit = limit;
     this.retryAfterNanos = allowed ? 0 : Math.max(0, retryAfterNanos);
     this.resetAfterNanos = Math.max(0, resetAfterNanos);
+    this.mismatch = Mismatch.NONE;
+    this.storedVersion = 0;
+  }
+
+  private Decision(Decision d, boolean storeFailed, Mismatch mismatch, long storedVersion) {
+    this.storeFailed = storeFailed;
+    this.allowed = d.allowed;
+    this.remaining = d.remaining;
+    this.limit = d.limit;
+    this.retryAfterNanos = d.retryAfterNanos;
+    this.resetAfterNanos = d.resetAfterNanos;
+    this.limitIndex = d.limitIndex;
+    this.perLimit = d.perLimit;
+    this.mismatch = mismatch;
+    this.storedVersion = storedVersion;
+  }
+
+  /**
+   * How the limits stored with the state compared with the caller's when this decision was
+   * taken: see {@link RateLimiter#withVersion}.
+   */
+  public enum Mismatch {
+    /** The stored limits were the caller's (or there were none: the caller's were stored). */
+    NONE,
+    /** The caller's version was newer: its limits replaced the stored ones, keeping what was consumed. */
+    UPGRADED,
+    /** The stored version was newer: the stored limits decided, not the caller's. */
+    ADOPTED,
+    /** Same version, different limits: the stored limits decided, not the caller's. */
+    CONFLICT
+  }
+
+  /**
+   * This decision, reporting that the stored limits differed from the caller's; stores build
+   * these from the state machine's outcome.
+   *
+   * @param storedVersion the version of the limits stored before this decision
+   */
+  public Decision withMismatch(Mismatch mismatch, long storedVersion) {
+    return new Decision(this, storeFailed, Objects.requireNonNull(mismatch, "mismatch"), storedVersion);
+  }
+
+  /** How the stored limits compared with the caller's: {@link Mismatch#NONE} when they were the same. */
+  public Mismatch mismatch() {
+    return mismatch;
+  }
+
+  /**
+   * The version of the limits stored before this decision, when {@link #mismatch()} is not
+   * {@link Mismatch#NONE}; otherwise 0.
+   */
+  public long storedVersion() {
+    return storedVersion;
   }
 
   /**
@@ -107,8 +163,7 @@ public final class Decision {
    * {@code RateLimit} fields out).
    */
   public Decision answeredByFailurePolicy() {
-    return storeFailed ? this : new Decision(allowed, remaining, limit, retryAfterNanos, resetAfterNanos,
-        limitIndex, perLimit, true);
+    return storeFailed ? this : new Decision(this, true, mismatch, storedVersion);
   }
 
   /**
@@ -205,7 +260,8 @@ public final class Decision {
   public boolean equals(Object o) {
     return o instanceof Decision d && d.allowed == allowed && d.remaining == remaining
         && d.limit == limit && d.retryAfterNanos == retryAfterNanos && d.resetAfterNanos == resetAfterNanos
-        && d.limitIndex == limitIndex && Arrays.equals(d.perLimit, perLimit) && d.storeFailed == storeFailed;
+        && d.limitIndex == limitIndex && Arrays.equals(d.perLimit, perLimit) && d.storeFailed == storeFailed
+        && d.mismatch == mismatch && d.storedVersion == storedVersion;
   }
 
   @Override
@@ -220,6 +276,7 @@ public final class Decision {
         + (allowed ? "" : ", retryAfter=" + (retryAfterNanos == NEVER ? "never" : retryAfterNanos + "ns"))
         + ", resetAfter=" + resetAfterNanos + "ns"
         + (perLimit == null ? "" : ", limits=" + limits())
+        + (mismatch == Mismatch.NONE ? "" : ", " + mismatch + " from version " + storedVersion)
         + (storeFailed ? ", answered by the failure policy: the store failed" : "") + "]";
   }
 }

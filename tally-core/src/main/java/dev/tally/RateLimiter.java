@@ -18,9 +18,12 @@ import java.util.List;
  * Decision d = api.decide(5);   // weighted, with remaining, retry-after and reset-after
  * }</pre>
  *
- * <p>The configuration is stored with the state, so every process applies the same limits; a
- * handle opened with different limits adopts the stored ones until {@link #reconfigure} changes
- * them. State expires by itself once the limiter is full again.
+ * <p>The configuration is stored with the state, so every process applies the same limits. A
+ * handle opened with other limits than the stored ones replaces them if its
+ * {@linkplain #withVersion version} is newer (keeping what was consumed), and otherwise applies
+ * the stored ones; {@link #reconfigure} replaces them outright. Either way the mismatch is logged
+ * and counted ({@link TallyListener#onLimitsMismatch}). State expires by itself once the limiter
+ * is full again.
  *
  * <p>Handles are cheap, thread-safe and may be kept for the life of the application.
  */
@@ -31,6 +34,34 @@ public interface RateLimiter {
 
   /** The limits this handle was opened with. */
   List<Limit> limits();
+
+  /** The version of {@link #limits()}: 0 unless set by {@link #withVersion}. */
+  long version();
+
+  /**
+   * The same limiter with its limits at {@code version}, an order chosen by the configuration
+   * (a number raised on every change of the limits, or a {@code yyyyMMddHHmmss} stamp). When the
+   * limits stored with a key differ from this handle's:
+   *
+   * <ul>
+   *   <li>a newer version than the stored one replaces them on the next call, keeping what was
+   *       consumed (as {@link #reconfigure} does), and stores this version;
+   *   <li>an older version applies the stored limits (a process not yet redeployed);
+   *   <li>the same version applies the stored limits: two configurations claim the version, and
+   *       the one every process already applies stays.
+   * </ul>
+   *
+   * Each case is logged once per process and counted on every call. Without a version (0) a
+   * handle never replaces stored limits of its own accord.
+   *
+   * <pre>{@code
+   * RateLimiter api = tally.limiter("api:user:42", Limit.tokenBucket(500, Duration.ofMinutes(1)))
+   *     .withVersion(2); // was 100 per minute at version 1
+   * }</pre>
+   *
+   * @throws IllegalArgumentException if {@code version} is negative or above 2^45 - 1
+   */
+  RateLimiter withVersion(long version);
 
   /** The policy applied when the store fails: {@code FAIL_OPEN} allows, {@code FAIL_CLOSED} denies. */
   FailurePolicy failurePolicy();
@@ -80,7 +111,9 @@ public interface RateLimiter {
 
   /**
    * Stores new limits for this name, keeping what has been consumed (a bucket that was half
-   * empty stays as many units down). Every handle, in every process, then applies them.
+   * empty stays as many units down), under this handle's {@link #version()}, even on a key that
+   * has no state yet. Every handle of that version or an older one, in every process, then
+   * applies them; a handle of a newer version replaces them again on its next call.
    *
    * @return a handle opened with the new limits
    */

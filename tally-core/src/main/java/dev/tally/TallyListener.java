@@ -1,6 +1,7 @@
 package dev.tally;
 
 import java.time.Duration;
+import java.util.List;
 
 /**
  * Receives the events an operator needs to see: answers given on behalf of a failed store,
@@ -63,4 +64,19 @@ public interface TallyListener {
    * @param store the scheme of the store's URI
    */
   default void onCircuitRejected(String store) {}
+
+  /**
+   * A rate limiter was decided on stored limits that differed from the caller's: the caller's
+   * newer version replaced them ({@code UPGRADED}), or the stored ones applied because they were
+   * newer ({@code ADOPTED}) or of the same version ({@code CONFLICT}). Called on every such
+   * decision; see {@link RateLimiter#withVersion}.
+   *
+   * @param key the limiter's full key
+   * @param mismatch what was done
+   * @param limits the caller's limits
+   * @param version the caller's version of them
+   * @param storedVersion the version of the limits stored before the decision
+   */
+  default void onLimitsMismatch(String key, Decision.Mismatch mismatch, List<Limit> limits, long version,
+      long storedVersion) {}
 }

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -48,6 +49,11 @@ import java.util.function.Supplier;
  *   <tr><td>{@code tally.circuit.rejected} ({@code tally_circuit_rejected_total})</td>
  *       <td>counter of calls failed at once, without reaching the store, because the circuit
  *       was open; each is then answered by its failure policy</td></tr>
+ *   <tr><td>{@code tally.limiter.version.mismatch} ({@code tally_limiter_version_mismatch_total})</td>
+ *       <td>counter of rate limiter decisions taken where the stored limits differed from the
+ *       caller's ({@link TallyListener#onLimitsMismatch}); tag {@code outcome}: {@code upgraded}
+ *       (the caller's newer limits replaced them), {@code adopted} (the stored newer ones
+ *       applied), {@code conflict} (same version, the stored ones applied)</td></tr>
  * </table>
  *
  * <p>Micrometer is an <em>optional</em> dependency of tally-core: the library runs without it,
@@ -140,6 +146,16 @@ public final class TallyMetrics implements TallyListener {
     Counter.builder("tally.failure.policy")
         .description("Answers given by a failure policy because the store failed")
         .tags("store", store, "operation", operation, "policy", policy.name().toLowerCase(Locale.ROOT))
+        .register(registry)
+        .increment();
+  }
+
+  @Override
+  public void onLimitsMismatch(String key, Decision.Mismatch mismatch, List<Limit> limits, long version,
+      long storedVersion) {
+    Counter.builder("tally.limiter.version.mismatch")
+        .description("Rate limiter decisions where the stored limits differed from the caller's")
+        .tags("store", store, "outcome", mismatch.name().toLowerCase(Locale.ROOT))
         .register(registry)
         .increment();
   }

@@ -3,6 +3,7 @@ package dev.tally.internal;
 import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.TimeSource;
+import dev.tally.spi.LimiterRecord;
 import java.time.ZoneId;
 
 /**
@@ -12,7 +13,8 @@ import java.time.ZoneId;
  * a Redis hash, a DynamoDB item). Each limit of a limiter owns {@link #WIDTH} consecutive longs:
  *
  * <pre>
- *   [o+0] tag     kind ordinal + 1; 0 means "no state: the limiter is full"
+ *   [o+0] tag     kind ordinal + 1, and above bit 8 the limits' version (LimiterRecord);
+ *                 0 means "no state: the limiter is full"
  *   [o+1] p0      the limit: capacity, burst, window limit, allowance
  *   [o+2] p1      nanoseconds per unit, window length, or the quota's period code
  *   [o+3] s0 ┐
@@ -41,6 +43,8 @@ abstract class Algorithm {
   static final int S0 = 3;
   static final int S1 = 4;
   static final int S2 = 5;
+  /** The kind's bits of a tag word; the rest is the limits' version (see {@link LimiterRecord}). */
+  static final long KIND_MASK = (1L << LimiterRecord.VERSION_SHIFT) - 1;
 
   /** Brings the state up to {@code now}; {@code zone} is the calendar of quotas. */
   abstract void normalize(long[] r, int o, long now, ZoneId zone);
@@ -109,8 +113,9 @@ abstract class Algorithm {
 
   /** The algorithm of a stored tag. */
   static Algorithm ofTag(long tag) {
+    long kindTag = tag & KIND_MASK;
     for (Limit.Kind kind : Limit.Kind.values()) {
-      if (kind.tag() == tag) {
+      if (kind.tag() == kindTag && tag >= 0 && tag >>> LimiterRecord.VERSION_SHIFT <= LimiterRecord.MAX_LIMITS_VERSION) {
         return of(kind);
       }
     }
@@ -118,9 +123,9 @@ abstract class Algorithm {
         + "; it was written by a newer or foreign version");
   }
 
-  /** Writes a limit's tag and parameters, with the state of a full limiter. */
-  static void init(long[] r, int o, Limit limit) {
-    r[o + TAG] = limit.kind().tag();
+  /** Writes a limit's tag (with the limits' {@code version}) and parameters, with the state of a full limiter. */
+  static void init(long[] r, int o, Limit limit, long version) {
+    r[o + TAG] = LimiterRecord.tag(limit.kind().tag(), version);
     r[o + P0] = limit.limit();
     r[o + P1] = limit.intervalNanos();
     r[o + S0] = 0;

@@ -56,6 +56,16 @@ final class DefaultRateLimiter implements Quota {
   }
 
   @Override
+  public long version() {
+    return machine.version();
+  }
+
+  @Override
+  public RateLimiter withVersion(long version) {
+    return new DefaultRateLimiter(machine.withVersion(version), store, asyncStore, policy, failures);
+  }
+
+  @Override
   public FailurePolicy failurePolicy() {
     return policy;
   }
@@ -130,7 +140,7 @@ final class DefaultRateLimiter implements Quota {
   @Override
   public RateLimiter reconfigure(Limit... limits) {
     DefaultRateLimiter next = new DefaultRateLimiter(
-        new LimiterMachine(machine.key(), Arrays.asList(limits.clone())), store, asyncStore, policy, failures);
+        machine.withLimits(Arrays.asList(limits.clone())), store, asyncStore, policy, failures);
     next.run(LimiterOperation.RECONFIGURE, 0);
     return next;
   }
@@ -160,7 +170,7 @@ final class DefaultRateLimiter implements Quota {
 
   private Decision run(LimiterOperation op, long permits) {
     try {
-      return store.limit(machine, op, permits);
+      return machine.report(store.limit(machine, op, permits));
     } catch (StoreException e) {
       return answerFailure(op, e);
     }
@@ -191,7 +201,8 @@ final class DefaultRateLimiter implements Quota {
   }
 
   private CompletionStage<Decision> runAsync(LimiterOperation op, long permits) {
-    return Failures.onStoreFailure(asyncStore.limit(machine, op, permits), e -> answerFailure(op, e));
+    return Failures.onStoreFailure(asyncStore.limit(machine, op, permits).thenApply(machine::report),
+        e -> answerFailure(op, e));
   }
 
   /** The asynchronous view: the same machine, store and policy. */
@@ -249,6 +260,7 @@ final class DefaultRateLimiter implements Quota {
 
   @Override
   public String toString() {
-    return "RateLimiter[" + machine.key() + ", " + machine.limits() + "]";
+    return "RateLimiter[" + machine.key() + ", " + machine.limits()
+        + (machine.version() == 0 ? "" : ", version " + machine.version()) + "]";
   }
 }

@@ -20,9 +20,37 @@ import java.util.List;
  * never spends a minute token on a request the second limit refuses. The decision reports the
  * most restrictive limit.
  *
- * <p>The stored record wins over the caller's limits: a process started with an older
- * configuration applies the limits stored with the state, which are changed only by an explicit
- * {@link LimiterOperation#RECONFIGURE}.
+ * <p><b>Whose limits decide.</b> The limits are stored with the state, with the version of the
+ * configuration that wrote them ({@link LimiterRecord}); a caller's limits carry a version too
+ * (0 when it set none). When the stored limits differ from the caller's:
+ *
+ * <ul>
+ *   <li>the caller's version is newer: its limits replace the stored ones, keeping what was
+ *       consumed (as {@link LimiterOperation#RECONFIGURE} does), under its version
+ *       ({@link Decision.Mismatch#UPGRADED});
+ *   <li>the stored version is newer: the stored limits decide ({@link Decision.Mismatch#ADOPTED});
+ *   <li>the same version: the stored limits decide ({@link Decision.Mismatch#CONFLICT}).
+ * </ul>
+ *
+ * The decision says which happened, and the handle reports it. Equal limits under an older
+ * stored version take the caller's version silently; {@code RECONFIGURE} stores the caller's
+ * limits and version whatever was stored, even on a key with no state.
+ *
+ * <p>Why an order, and not "the caller's limits always": during a rolling deploy, processes of the
+ * old and the new configuration run side by side, and "the last caller wins" would flip every
+ * key between the two on every call, resetting what each had consumed under the other's math.
+ * An order makes the change one-way: the first call of the new configuration moves a key
+ * forward, once, and the old processes follow the stored limits until they are replaced. Why the
+ * stored limits on a tie: two processes that claim the same version but disagree have no order
+ * to decide by, and the stored limits are the ones every other process is already applying, so
+ * keeping them changes nothing for anyone; the mismatch is reported, for an operator to fix the
+ * configuration.
+ *
+ * <p><b>A full state is kept when it is not the caller's.</b> A limiter's state is dropped when it
+ * is full again, since a fresh state of the caller's limits is the same thing. That holds only
+ * for the caller's own limits: a full state that holds other limits (adopted, a tie, or one just
+ * stored by {@code RECONFIGURE}) is kept for as long as a used-up state of those limits would
+ * be, so that the next caller with other limits applies them instead of starting its own.
  *
  * <p>Public as the reference: a store that runs the algorithms in its own language (a Lua
  * script, SQL) tests that it agrees with this machine, step for step.
@@ -31,17 +59,30 @@ public final class LimiterMachine implements LimiterCall {
   private final String key;
   private final List<Limit> limits;
   private final ZoneId[] zones;
+  private final long version;
+  private final Mismatches mismatches;
 
   /** The machine of a limiter on {@code key} with {@code limits}, for store tests. */
   public static LimiterMachine of(String key, List<Limit> limits) {
-    return new LimiterMachine(key, limits);
+    return new LimiterMachine(key, limits, 0, Mismatches.NONE);
   }
 
-  LimiterMachine(String key, List<Limit> limits) {
+  /** The machine of a limiter on {@code key} with {@code limits} of {@code version}, for store tests. */
+  public static LimiterMachine of(String key, List<Limit> limits, long version) {
+    return new LimiterMachine(key, limits, version, Mismatches.NONE);
+  }
+
+  LimiterMachine(String key, List<Limit> limits, long version, Mismatches mismatches) {
     if (limits.isEmpty()) {
       throw new IllegalArgumentException("a limiter needs at least one limit, e.g."
           + " Limit.tokenBucket(100, Duration.ofMinutes(1))");
     }
+    if (version < 0 || version > LimiterRecord.MAX_LIMITS_VERSION) {
+      throw new IllegalArgumentException("a limiter's version must be from 0 to "
+          + LimiterRecord.MAX_LIMITS_VERSION + " (e.g. 3, or a yyyyMMddHHmmss stamp), not " + version);
+    }
+    this.version = version;
+    this.mismatches = mismatches;
     this.key = key;
     this.limits = List.copyOf(limits);
     this.zones = new ZoneId[limits.size()];
@@ -60,6 +101,29 @@ public final class LimiterMachine implements LimiterCall {
     return limits;
   }
 
+  @Override
+  public long version() {
+    return version;
+  }
+
+  /** This machine with other limits, same key and version. */
+  LimiterMachine withLimits(List<Limit> next) {
+    return new LimiterMachine(key, next, version, mismatches);
+  }
+
+  /** This machine with another version. */
+  LimiterMachine withVersion(long next) {
+    return new LimiterMachine(key, limits, next, mismatches);
+  }
+
+  /** Reports {@code d}'s mismatch, if it has one: logged once per kind of mismatch, counted each time. */
+  Decision report(Decision d) {
+    if (d.mismatch() != Decision.Mismatch.NONE) {
+      mismatches.report(this, d);
+    }
+    return d;
+  }
+
   /** Whether this machine is a single bucket (token, leaky or GCRA), the memory store's fast path. */
   boolean isSingleBucket() {
     return limits.size() == 1 && Algorithm.of(limits.get(0).kind()) == Gcra.INSTANCE;
@@ -69,7 +133,7 @@ public final class LimiterMachine implements LimiterCall {
   long[] fresh() {
     long[] r = new long[limits.size() * WIDTH];
     for (int i = 0; i < limits.size(); i++) {
-      Algorithm.init(r, i * WIDTH, limits.get(i));
+      Algorithm.init(r, i * WIDTH, limits.get(i), version);
     }
     return r;
   }
@@ -86,8 +150,24 @@ public final class LimiterMachine implements LimiterCall {
     long[] words = stored == null || stored.isTombstone() ? null : stored.words();
     long[] r = isEmpty(words) ? fresh() : check(words);
     now = notBefore(r, now);
-    if (op == LimiterOperation.RECONFIGURE && words != null) {
-      r = reconfigured(r, now);
+    Decision.Mismatch mismatch = Decision.Mismatch.NONE;
+    long storedVersion = 0;
+    boolean own = true; // whether r now holds this caller's limits
+    if (words != null) {
+      storedVersion = LimiterRecord.limitsVersion(r);
+      if (op == LimiterOperation.RECONFIGURE) {
+        r = reconfigured(r, now);
+      } else if (!sameLimits(r)) {
+        if (version > storedVersion) {
+          r = reconfigured(r, now);
+          mismatch = Decision.Mismatch.UPGRADED;
+        } else {
+          mismatch = version < storedVersion ? Decision.Mismatch.ADOPTED : Decision.Mismatch.CONFLICT;
+          own = false;
+        }
+      } else if (version > storedVersion) {
+        stamp(r, version);
+      }
     }
     int n = r.length / WIDTH;
     for (int i = 0; i < n; i++) {
@@ -156,9 +236,60 @@ public final class LimiterMachine implements LimiterCall {
       }
     }
     Decision decision = new Decision(allowed, remaining, limit, retryAfter, resetAfter, deciding, perLimit);
+    if (mismatch != Decision.Mismatch.NONE) {
+      decision = decision.withMismatch(mismatch, storedVersion);
+    }
+    long kept = resetAfter;
+    if (kept == 0 && (!own || op == LimiterOperation.RECONFIGURE)) {
+      kept = usedUpFor(r, n, now); // full, but not the caller's limits: see the class comment
+    }
     // The store keeps the record from its own now, which may be behind the instant decided at.
-    long keep = resetAfter == 0 ? 0 : Arith.saturatedAdd(resetAfter, now - storeNow);
-    return new LimiterOutcome(resetAfter == 0 ? null : r, decision, keep, now);
+    long keep = kept == 0 ? 0 : Arith.saturatedAdd(kept, now - storeNow);
+    return new LimiterOutcome(kept == 0 ? null : r, decision, keep, now);
+  }
+
+  /**
+   * Whether the record holds this machine's limits: the same number, each of the same kind with
+   * the same parameters. The version is not compared, nor the state.
+   */
+  private boolean sameLimits(long[] r) {
+    if (r.length != limits.size() * WIDTH) {
+      return false;
+    }
+    for (int i = 0; i < limits.size(); i++) {
+      Limit l = limits.get(i);
+      int o = i * WIDTH;
+      if ((r[o] & Algorithm.KIND_MASK) != l.kind().tag() || r[o + Algorithm.P0] != l.limit()
+          || r[o + Algorithm.P1] != l.intervalNanos()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Writes {@code version} into every tag word of {@code r}. */
+  private static void stamp(long[] r, long version) {
+    for (int o = 0; o < r.length; o += WIDTH) {
+      r[o] = LimiterRecord.tag((int) (r[o] & Algorithm.KIND_MASK), version);
+    }
+  }
+
+  /**
+   * How long a state of {@code r}'s limits would be kept had every limit just been used up at
+   * {@code now}: how long a full state that is not the caller's is kept.
+   */
+  private long usedUpFor(long[] r, int n, long now) {
+    long[] used = r.clone();
+    long longest = 0;
+    for (int i = 0; i < n; i++) {
+      Algorithm a = Algorithm.ofTag(used[i * WIDTH]);
+      long all = a.remaining(used, i * WIDTH, now);
+      if (all > 0) {
+        a.consume(used, i * WIDTH, now, all);
+      }
+      longest = Math.max(longest, a.resetAfter(used, i * WIDTH, now));
+    }
+    return longest;
   }
 
   /**

@@ -113,13 +113,15 @@ final class MemoryLimiters {
       }
     }
 
+    final long tag; // the record's tag word: the bucket's kind and its limits' version
     final long capacity;
     final long interval;
     final long span;
     volatile long fullAt;
     volatile long decidedAt;
 
-    BucketCell(long capacity, long interval, long fullAt, long decidedAt) {
+    BucketCell(long tag, long capacity, long interval, long fullAt, long decidedAt) {
+      this.tag = tag;
       this.capacity = capacity;
       this.interval = interval;
       this.span = capacity * interval;
@@ -151,7 +153,7 @@ final class MemoryLimiters {
 
     long[] record(long fullAt) {
       long[] r = new long[Algorithm.WIDTH];
-      r[Algorithm.TAG] = Limit.Kind.TOKEN_BUCKET.tag();
+      r[Algorithm.TAG] = tag;
       r[Algorithm.P0] = capacity;
       r[Algorithm.P1] = interval;
       r[Algorithm.S0] = fullAt;
@@ -218,11 +220,30 @@ final class MemoryLimiters {
             return granted == 1;
           }
         }
-        boolean allowed = execute(call, LimiterOperation.ACQUIRE, permits).allowed();
-        hint = bucketCell(key);
-        return allowed;
+        Decision d = execute(call, LimiterOperation.ACQUIRE, permits);
+        if (d.mismatch() != Decision.Mismatch.NONE && call instanceof LimiterMachine m) {
+          m.report(d); // the handle sees only the boolean
+        }
+        BucketCell next = bucketCell(key);
+        hint = next != null && holds(next, call) ? next : null;
+        return d.allowed();
       }
     };
+  }
+
+  /**
+   * Whether {@code b} holds {@code call}'s limits, at its version or a newer one: only then do
+   * the bucket's own paths decide for it (as the machine would: nothing to replace or report);
+   * otherwise the machine decides whose limits apply.
+   */
+  private static boolean holds(BucketCell b, LimiterCall call) {
+    List<Limit> limits = call.limits();
+    if (limits.size() != 1) {
+      return false;
+    }
+    Limit l = limits.get(0);
+    return (b.tag & Algorithm.KIND_MASK) == l.kind().tag() && b.tag >>> LimiterRecord.VERSION_SHIFT >= call.version()
+        && b.capacity == l.limit() && b.interval == l.intervalNanos();
   }
 
   /** The bucket cell now stored for {@code key}, or null. */
@@ -290,8 +311,8 @@ final class MemoryLimiters {
       long permits, long clock) {
     for (long f; (f = b.fullAt) != SEALED; ) {
       long now = b.decideAt(clock);
-      if (op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK
-          || op == LimiterOperation.REFUND) {
+      if ((op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK
+          || op == LimiterOperation.REFUND) && holds(b, machine)) {
         long next = f;
         boolean allowed = true;
         long retryAfter = 0;
@@ -328,8 +349,11 @@ final class MemoryLimiters {
 
   private static MemoryCell newCell(LimiterOutcome out, long now) {
     long[] r = out.record();
-    if (r.length == Algorithm.WIDTH && Algorithm.ofTag(r[Algorithm.TAG]) == Gcra.INSTANCE) {
-      return new BucketCell(r[Algorithm.P0], r[Algorithm.P1], r[Algorithm.S0], out.decidedAt());
+    // A full bucket kept for its limits' sake (not the caller's: LimiterMachine) needs an expiry
+    // of its own, which only a record cell has: a bucket cell is dropped once full.
+    if (r.length == Algorithm.WIDTH && Algorithm.ofTag(r[Algorithm.TAG]) == Gcra.INSTANCE
+        && out.decision().resetAfterNanos() > 0) {
+      return new BucketCell(r[Algorithm.TAG], r[Algorithm.P0], r[Algorithm.P1], r[Algorithm.S0], out.decidedAt());
     }
     RecordCell rc = new RecordCell();
     rc.record = r;

@@ -45,6 +45,7 @@ public final class TallyRuntime extends Tally {
   private final AsyncStore asyncStore;
   private final Circuit circuit; // null without a circuit breaker
   private final Failures failures;
+  private final Mismatches mismatches;
   private final FailurePolicy defaultPolicy;
   private final TimeSource timeSource;
   private final LazyExecutor executor;
@@ -69,6 +70,7 @@ public final class TallyRuntime extends Tally {
       this.asyncStore = async;
     }
     this.failures = new Failures(b.listener());
+    this.mismatches = new Mismatches(b.listener());
     this.defaultPolicy = b.failurePolicy();
     this.timeSource = b.timeSource();
     this.rootCounters = new DefaultCounters(new Group("", "", defaultPolicy, store, asyncStore, failures));
@@ -170,8 +172,13 @@ public final class TallyRuntime extends Tally {
     for (Limit l : limits) {
       Objects.requireNonNull(l, "limit");
     }
-    return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits)), store, asyncStore, defaultPolicy,
+    return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits), 0, mismatches), store, asyncStore, defaultPolicy,
         failures);
+  }
+
+  /** The reporter of limiters' mismatched limits, for tests. */
+  Mismatches mismatches() {
+    return mismatches;
   }
 
   /** The clock this store's expiry and limiters run on when the store has none of its own. */

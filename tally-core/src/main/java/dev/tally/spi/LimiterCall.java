@@ -21,8 +21,17 @@ public interface LimiterCall {
   /** The full key of the limiter's state. */
   String key();
 
-  /** The limits the caller configured (the stored ones win when they differ). */
+  /** The limits the caller configured (see {@link #version()} for which win when they differ). */
   List<Limit> limits();
+
+  /**
+   * The version of {@link #limits()}, 0 to {@link LimiterRecord#MAX_LIMITS_VERSION}: when the
+   * stored limits differ, a newer caller's replace them, keeping what was consumed, and an older
+   * caller (or one of the same version) applies the stored ones. 0 when the caller set none.
+   */
+  default long version() {
+    return 0;
+  }
 
   /**
    * Runs the state machine once. Pure: reads no clock and no store.

@@ -12,7 +12,18 @@ import java.util.Arrays;
  *   +-----+------------+------------+---------+---------+---------+
  *   | tag | parameter0 | parameter1 | state0  | state1  | state2  |   tag 0: no limit here
  *   +-----+------------+------------+---------+---------+---------+
+ *
+ *   tag: bits 0-7   the limit's kind, Limit.Kind.tag()
+ *        bits 8-52  the version of the limits ({@link #limitsVersion}), the same in every limit's tag
  * </pre>
+ *
+ * <p><b>The limits' version</b> rides in the tag words' high bits, so a record keeps the version
+ * of the configuration that wrote it without a change of format: a record written without a
+ * version (every record written before versions existed) has none of those bits set and reads as
+ * version 0, and a record of version 0 is the same as before, word for word. Its 45 bits keep
+ * a tag word below 2^53, exact wherever a store computes in doubles (Redis' Lua). A Tally that
+ * predates versions refuses a record of version 1 or more as an unknown algorithm tag rather
+ * than misreading it.
  *
  * <p><b>Time never runs back.</b> A store decides a limiter no earlier than {@link #decidedAt()}:
  * a caller whose clock is behind (another host, an NTP step, a thread descheduled between reading
@@ -35,6 +46,22 @@ public record LimiterRecord(long decidedAt, long[] words) {
 
   /** Width of one limit's part of {@link #words()}. */
   public static final int WORDS_PER_LIMIT = 6;
+
+  /** The largest version of a limiter's limits: 2^45 - 1, room for a {@code yyyyMMddHHmmss} stamp. */
+  public static final long MAX_LIMITS_VERSION = (1L << 45) - 1;
+
+  /** Where the limits' version starts in a tag word: below it, the limit's kind. */
+  public static final int VERSION_SHIFT = 8;
+
+  /** A tag word: a limit's kind ({@code Limit.Kind.tag()}) and the limits' version. */
+  public static long tag(int kindTag, long limitsVersion) {
+    return kindTag | limitsVersion << VERSION_SHIFT;
+  }
+
+  /** The version of the limits stored in {@code words}; 0 for none or for a tombstone. */
+  public static long limitsVersion(long[] words) {
+    return words.length == 0 ? 0 : words[0] >>> VERSION_SHIFT;
+  }
 
   /** A record with no state that only remembers when it was last decided. */
   public static LimiterRecord tombstone(long decidedAt) {

@@ -20,6 +20,10 @@ import java.util.List;
  *              ("," count ("," remaining "," limit "," resetAfterNanos){count})?
  * </pre>
  *
+ * <p>Redis' script may follow a decision's limitIndex with the mismatch of its limits
+ * ({@code "0 a 2"}, {@link Decision#mismatch()}); it is read and dropped: a repeat decided
+ * nothing, so it has no mismatch to report.
+ *
  * <p>A decision of several limits carries each one's state ({@link Decision#limits()}) after its
  * own six fields: their count, then three values per limit; one of a single limit stays six
  * fields, as records written before the per-limit state were.
@@ -147,7 +151,7 @@ public record OperationRecord(long fingerprint, Object result) {
           throw new IllegalArgumentException("a decision has 6 fields, not " + f.length);
         }
         return new Decision(f[0].equals("1"), Long.parseLong(f[1]), Long.parseLong(f[2]),
-            Long.parseLong(f[3]), Long.parseLong(f[4]), Integer.parseInt(f[5]), perLimit);
+            Long.parseLong(f[3]), Long.parseLong(f[4]), limitIndex(f[5]), perLimit);
       }
       case '[': {
         List<Number> out = new ArrayList<>();
@@ -184,5 +188,11 @@ public record OperationRecord(long fingerprint, Object result) {
     }
     at[0] = i;
     return s.substring(start, i);
+  }
+
+  /** A decision's limitIndex field, without the mismatch Redis' script may write after it. */
+  private static int limitIndex(String field) {
+    int space = field.indexOf(' ');
+    return Integer.parseInt(space < 0 ? field : field.substring(0, space));
   }
 }

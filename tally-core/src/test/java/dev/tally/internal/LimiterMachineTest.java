@@ -28,7 +28,7 @@ class LimiterMachineTest {
     long[] record;
 
     Run(Limit... limits) {
-      machine = new LimiterMachine("k", List.of(limits));
+      machine = LimiterMachine.of("k", List.of(limits));
     }
 
     Decision call(long now, LimiterOperation op, long permits) {

@@ -453,7 +453,7 @@ final class Timelines {
     Decision last;
 
     Driver(List<Limit> limits, long start) {
-      this.machine = new LimiterMachine("k", limits);
+      this.machine = LimiterMachine.of("k", limits);
       this.pace = limits.get(0);
       this.now = start;
     }

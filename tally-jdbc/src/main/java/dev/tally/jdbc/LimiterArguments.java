@@ -3,6 +3,7 @@ package dev.tally.jdbc;
 import dev.tally.Limit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterRecord;
 import dev.tally.spi.QuotaBoundaries;
 import java.time.ZoneId;
 import java.util.List;
@@ -34,13 +35,13 @@ final class LimiterArguments {
     };
   }
 
-  /** {@code tag, p0, p1} per limit. */
+  /** {@code tag, p0, p1} per limit, each tag with the caller's version (LimiterRecord.tag). */
   static Long[] limits(LimiterCall call) {
     List<Limit> limits = call.limits();
     Long[] a = new Long[3 * limits.size()];
     for (int i = 0; i < limits.size(); i++) {
       Limit l = limits.get(i);
-      a[3 * i] = (long) l.kind().tag();
+      a[3 * i] = LimiterRecord.tag(l.kind().tag(), call.version());
       a[3 * i + 1] = l.limit();
       a[3 * i + 2] = l.intervalNanos();
     }

@@ -776,14 +776,27 @@ final class PostgresStore implements Store {
 
   private static Decision decision(Array array) throws SQLException {
     Long[] d = (Long[]) array.getArray();
+    // A mismatch of the limits adds two values at the end (the schema's limit_step): 6 or
+    // 6 + 3n values become 8 or 8 + 3n, which no count of limits gives.
+    int end = d.length % 3 == 2 ? d.length - 2 : d.length;
     long[] perLimit = null;
-    if (d.length > 6) {
-      perLimit = new long[d.length - 6];
+    if (end > 6) {
+      perLimit = new long[end - 6];
       for (int i = 0; i < perLimit.length; i++) {
         perLimit[i] = d[6 + i];
       }
     }
-    return new Decision(d[0] == 1, d[1], d[2], d[3], d[4], d[5].intValue(), perLimit);
+    Decision decision = new Decision(d[0] == 1, d[1], d[2], d[3], d[4], d[5].intValue(), perLimit);
+    if (end == d.length) {
+      return decision;
+    }
+    Decision.Mismatch mismatch = switch (d[end].intValue()) {
+      case 1 -> Decision.Mismatch.UPGRADED;
+      case 2 -> Decision.Mismatch.ADOPTED;
+      case 3 -> Decision.Mismatch.CONFLICT;
+      default -> throw new IllegalStateException("the limit function answered an unknown mismatch " + d[end]);
+    };
+    return decision.withMismatch(mismatch, d[end + 1]);
   }
 
   private RuntimeException limiterFailure(String key, String code, SQLException e) {

@@ -43,7 +43,9 @@ CREATE INDEX IF NOT EXISTS ${name}_ops_exp ON ${table}_ops (exp);
 -- A record is six words per limit, [tag, p0, p1, s0, s1, s2], tag the Limit.Kind ordinal + 1:
 -- 1 token bucket, 2 leaky bucket, 3 GCRA (one algorithm: s0 is the instant the bucket is full
 -- again), 4 fixed window and 5 sliding window (s0 the window's start, s1 its count, s2 the
--- previous window's), 6 calendar quota (s0 the period's end, s1 used, s2 topped up).
+-- previous window's), 6 calendar quota (s0 the period's end, s1 used, s2 topped up). A stored
+-- tag also carries the limits' version (LimiterRecord): kind + 256 * version. limit_step strips
+-- it on reading and puts it back on writing, so the functions below see kinds alone.
 -- --------------------------------------------------------------------------------------------
 
 -- floor(a / b) for b > 0 (Math.floorDiv).
@@ -214,10 +216,12 @@ $$;
 --   permits  how many units (ignored by peek, reset and reconfigure)
 --   clock    the caller's clock in epoch nanoseconds, or NULL to decide at clock_timestamp(),
 --            read once the row is locked
---   mine     the caller's limits: tag, p0, p1 for each
+--   mine     the caller's limits: tag, p0, p1 for each, every tag with the caller's version
 --   zones    eight boundaries per limit (see period_end), NULL for all-UTC
 -- Answers d = {allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}
--- followed, when there are several limits, by remaining, limit, resetAfter of each in order; or
+-- followed, when there are several limits, by remaining, limit, resetAfter of each in order, and
+-- when the stored limits differed from the caller's (Decision.Mismatch) by 1 (upgraded), 2
+-- (adopted) or 3 (conflict) and the stored version; or
 -- err, a refusal that wrote nothing: TALLY_NOT_LIMITER (the key holds a live counter),
 -- TALLY_BAD_STATE <why>, TALLY_BAD_VERSION <v>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant
 -- decided at, epoch ns>. It answers a refusal instead of raising it so that one call of a batch
@@ -255,7 +259,18 @@ DECLARE
   bnow bigint;
   bn bigint;
   bretry bigint;
+  mtag bigint := mine[1];
+  ver bigint := mine[1] / 256;
+  sver bigint;
+  wver bigint;
+  mismatch int;
+  own boolean;
+  reconf boolean;
+  kept numeric;
 BEGIN
+  FOR i IN 1 .. cnt LOOP -- the caller's kinds; its version is ver
+    mine[3 * i - 2] := mine[3 * i - 2] % 256;
+  END LOOP;
   FOR attempt IN 1 .. 8 LOOP
     SELECT t.rec, t.ver, t.at, t.exp, (t.rec IS NULL) AS counter INTO cur FROM ${table} t WHERE t.key = k FOR UPDATE;
     existed := FOUND;
@@ -279,14 +294,16 @@ BEGIN
 
     w := CASE WHEN stored IS NULL THEN NULL ELSE cur.rec END;
     IF (op = 'acquire' OR op = 'peek') AND cnt = 1 AND mine[1] BETWEEN 1 AND 3
-        AND (w IS NULL OR cardinality(w) = 0 OR w[1] = 0 OR (cardinality(w) = 6 AND w[1] BETWEEN 1 AND 3)) THEN
-      -- The common call, an acquisition or a peek on one bucket (token, leaky or GCRA): the same
+        AND (w IS NULL OR cardinality(w) = 0 OR w[1] = 0
+          OR (cardinality(w) = 6 AND w[1] = mtag AND w[2] = mine[2] AND w[3] = mine[3])) THEN
+      -- The common call, an acquisition or a peek on one bucket (token, leaky or GCRA) holding
+      -- the caller's own limits and version (any other is the general path's): the same
       -- steps as the general path below (LimiterMachine with Gcra.java) in bigint arithmetic,
       -- which cannot overflow here: C*T <= 2^61 (Limit checks it), the state is at most C*T
       -- ahead of now, and now < 2^62.
       bnow := now::bigint;
       IF w IS NULL OR cardinality(w) = 0 OR w[1] = 0 THEN
-        w := ARRAY[mine[1], mine[2], mine[3], 0, 0, 0]; -- LimiterMachine.fresh()
+        w := ARRAY[mtag, mine[2], mine[3], 0, 0, 0]; -- LimiterMachine.fresh()
       END IF;
       IF w[4] < bnow THEN
         w[4] := bnow; -- Gcra.normalize: full, and time spent full earns nothing
@@ -339,21 +356,49 @@ BEGIN
           err := 'TALLY_BAD_STATE the record has ' || cardinality(stored) || ' words, not a multiple of 6';
           RETURN;
         END IF;
+        sver := div(stored[1], 256);
         FOR o IN 1 .. cardinality(stored) BY 6 LOOP
-          IF stored[o] < 1 OR stored[o] > 6 THEN
+          IF stored[o] < 0 OR stored[o] >= 9007199254740992 OR mod(stored[o], 256) < 1 OR mod(stored[o], 256) > 6 THEN
             err := 'TALLY_BAD_STATE unknown algorithm tag ' || stored[o];
             RETURN;
           END IF;
+          stored[o] := mod(stored[o], 256);
         END LOOP;
         r := stored;
       END IF;
+      -- LimiterMachine: whose limits decide (a newer version's replace the stored ones)
+      mismatch := 0;
+      own := true;
+      reconf := false;
+      IF stored IS NOT NULL THEN
+        IF op = 'reconfigure' THEN
+          reconf := true;
+        ELSE
+          own := cardinality(stored) = 6 * cnt;
+          FOR i IN 1 .. cnt LOOP
+            EXIT WHEN NOT own;
+            o := 6 * (i - 1) + 1;
+            own := stored[o] = mine[3 * i - 2] AND stored[o + 1] = mine[3 * i - 1] AND stored[o + 2] = mine[3 * i];
+          END LOOP;
+          IF NOT own THEN
+            IF ver > sver THEN
+              reconf := true;
+              mismatch := 1;
+              own := true;
+            ELSE
+              mismatch := CASE WHEN ver < sver THEN 2 ELSE 3 END;
+            END IF;
+          END IF;
+        END IF;
+      END IF;
+      wver := CASE WHEN stored IS NULL OR reconf THEN ver ELSE greatest(ver, sver) END;
       -- LimiterMachine.notBefore: never decide before a stored window's start
       FOR o IN 1 .. cardinality(r) BY 6 LOOP
         IF r[o] IN (4, 5) THEN
           now := greatest(now, r[o + 3]);
         END IF;
       END LOOP;
-      IF op = 'reconfigure' AND stored IS NOT NULL THEN
+      IF reconf THEN
         -- this caller's limits, carrying over what each same-kind stored limit had consumed
         old := stored;
         r := '{}';
@@ -481,11 +526,35 @@ BEGIN
       END LOOP;
       decision := ARRAY[CASE WHEN allowed THEN 1 ELSE 0 END, remaining, lim, retry, reset_after, deciding]::bigint[]
           || each::bigint[];
-      IF reset_after = 0 THEN
+      IF mismatch > 0 THEN
+        decision := decision || ARRAY[mismatch, sver]::bigint[];
+      END IF;
+      kept := reset_after;
+      IF kept = 0 AND (NOT own OR op = 'reconfigure') THEN
+        -- LimiterMachine.usedUpFor: full, but not the caller's limits, so kept for as long as a
+        -- used-up state of them would be
+        old := r;
+        FOR i IN 1 .. n LOOP
+          o := 6 * (i - 1) + 1;
+          rem := ${table}_remaining(old, o, now);
+          IF rem > 0 THEN -- Algorithm.consume
+            IF old[o] <= 3 THEN
+              old[o + 3] := greatest(old[o + 3], now) + rem * old[o + 2];
+            ELSE
+              old[o + 4] := old[o + 4] + rem;
+            END IF;
+          END IF;
+          kept := greatest(kept, ${table}_reset_after(old, o, now));
+        END LOOP;
+      END IF;
+      IF kept = 0 THEN
         new_rec := NULL; -- full again: no state is the same as this state
       ELSE
+        FOR o IN 1 .. cardinality(r) BY 6 LOOP
+          r[o] := r[o] + 256 * wver; -- the limits' version, back in every tag (LimiterRecord)
+        END LOOP;
         new_rec := r::bigint[];
-        new_exp := least(now + reset_after, maxv)::bigint;
+        new_exp := least(now + kept, maxv)::bigint;
       END IF;
     END IF;
 

@@ -36,7 +36,8 @@ final class LimiterBatches {
    * @param handoff where the completions of a batch of blocking calls go ({@link Handoff})
    */
   LimiterBatches(Function<List<Pending>, CompletableFuture<List<Object>>> sender, Handoff handoff) {
-    this.coalescing = new Coalescing<>(1, MAX_BATCH, (first, next) -> next.call().limits().equals(first.call().limits()),
+    this.coalescing = new Coalescing<>(1, MAX_BATCH,
+        (first, next) -> next.call().version() == first.call().version() && next.call().limits().equals(first.call().limits()),
         sender, (batch, values, failure) -> {
           if (batch.stream().allMatch(Pending::blocking)) {
             handoff.submit(() -> complete(batch, values, failure));

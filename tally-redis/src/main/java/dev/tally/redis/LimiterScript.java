@@ -4,6 +4,7 @@ import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterRecord;
 import dev.tally.spi.QuotaBoundaries;
 import java.time.ZoneId;
 import java.util.ArrayList;
@@ -63,7 +64,7 @@ final class LimiterScript {
     for (int i = 0; i < limits.size(); i++) {
       Limit l = limits.get(i);
       int a = 4 + 4 * i;
-      args[a] = Integer.toString(l.kind().tag());
+      args[a] = Long.toString(LimiterRecord.tag(l.kind().tag(), call.version()));
       args[a + 1] = Long.toString(l.limit());
       args[a + 2] = Long.toString(l.intervalNanos());
       args[a + 3] = l.zone() == null ? "" : boundaries(l.zone(), boundariesAt);
@@ -146,8 +147,23 @@ final class LimiterScript {
       next += 1 + perLimit.length;
     }
     at[0] = next;
-    return new Decision(number(reply.get(o)) == 1, number(reply.get(o + 1)), number(reply.get(o + 2)),
-        number(reply.get(o + 3)), number(reply.get(o + 4)), (int) number(reply.get(o + 5)), perLimit);
+    // The deciding limit, or from the general path with a mismatch after it: "0 a 2".
+    Object deciding = reply.get(o + 5);
+    String[] mismatch = deciding instanceof String s && s.indexOf(' ') > 0 ? s.split(" ", 3) : null;
+    Decision d = new Decision(number(reply.get(o)) == 1, number(reply.get(o + 1)), number(reply.get(o + 2)),
+        number(reply.get(o + 3)), number(reply.get(o + 4)),
+        mismatch == null ? (int) number(deciding) : Integer.parseInt(mismatch[0]), perLimit);
+    return mismatch == null ? d : d.withMismatch(mismatch(mismatch[1]), Long.parseLong(mismatch[2]));
+  }
+
+  /** The script's code of a mismatch: see its header. */
+  private static Decision.Mismatch mismatch(String code) {
+    return switch (code) {
+      case "u" -> Decision.Mismatch.UPGRADED;
+      case "a" -> Decision.Mismatch.ADOPTED;
+      case "c" -> Decision.Mismatch.CONFLICT;
+      default -> throw new IllegalStateException("limiter.lua answered an unknown mismatch " + code);
+    };
   }
 
   /** A reply value: an integer from the script's fast path, a decimal string from the rest. */

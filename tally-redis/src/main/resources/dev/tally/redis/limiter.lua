@@ -6,7 +6,8 @@ timelines through both and requires identical decisions and records.
 
 KEYS[1]  the limiter's hash (docs/redis.md):
            "1", "2", ...  one field per limit: the record's six words "tag p0 p1 s0 s1 s2" as
-                          decimals, s0 an instant in epoch nanoseconds
+                          decimals, s0 an instant in epoch nanoseconds; the tag is the limit's
+                          kind plus 256 times the limits' version (LimiterRecord), below 2^53
            "exp"          only under a caller's clock: the instant (on that clock) at which the
                           record is full and counts as absent
            "at"           the latest instant (epoch nanoseconds) a decision on this state was
@@ -16,7 +17,8 @@ KEYS[1]  the limiter's hash (docs/redis.md):
                           version is refused (TALLY_VERSION), never misread; reset clears it
 KEYS[2]  only with an operation id: the id's record (docs/redis.md#operation-ids), a hash with
          "r", the record in OperationRecord's text form, and under a caller's clock "exp"
-ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone, then
+ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone (the tag
+         with the caller's version, as stored), then
          with an operation id four more: fingerprint pexpire now exp
   op       acquire | peek | refund | reset | reconfigure | topup, or batch
   permits  a decimal; for a batch, "op permits op permits ...": concurrent calls with the same
@@ -27,6 +29,9 @@ ARGV     op permits clock count, then four per limit the caller configured: tag 
            time, computed by the caller with java.time (Lua knows no time zones)
 Reply    {allowed 1|0, remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}, each an
          integer or a decimal string (the fast path answers integers, the general path strings);
+         when the stored limits differed from the caller's (Decision.Mismatch), the deciding
+         limit is followed by "u", "a" or "c" (upgraded, adopted, conflict) and the stored
+         version: "0 a 2";
          a state of several limits follows with their count and each one's remaining, limit and
          resetAfter (Decision.limits()), so one limit's reply stays six values; for a batch, one
          such decision per operation, one after the other
@@ -110,8 +115,9 @@ local FIELDS
 do
   local op = ARGV[1]
   local tag = ARGV[5]
+  local tagn = #tag <= 15 and string.find(tag, '^%d+$') and tonumber(tag) % 256 -- the kind, below the version
   local ops
-  if not ONCE and NOW_S and NOW_S > 0 and ARGV[4] == '1' and (tag == '1' or tag == '2' or tag == '3')
+  if not ONCE and NOW_S and NOW_S > 0 and ARGV[4] == '1' and (tagn == 1 or tagn == 2 or tagn == 3)
       and #ARGV[6] <= 15 and #ARGV[7] <= 15 then
     if op == 'batch' then
       ops = {}
@@ -171,8 +177,11 @@ do
     local MINE_C, MINE_T = tonumber(ARGV[6]), tonumber(ARGV[7])
     local k, C, T, S0, S1, S2, read
     if ok and live then
-      local t, p0, p1, s0, s1, s2 = string.match(line, '^([123]) (%d+) (%d+) (%d+) (%d+) (%d+)$')
-      read = t and #p0 <= 15 and #p1 <= 15 and #s1 <= 15 and #s2 <= 15 and rel(s0)
+      local t, p0, p1, s0, s1, s2 = string.match(line, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$')
+      -- Only the caller's own limits and version: any other (a mismatch to report, a version to
+      -- raise) is the general path's.
+      read = t == tag and #p0 <= 15 and #p1 <= 15 and #s1 <= 15 and #s2 <= 15 and tonumber(p0) == MINE_C
+          and tonumber(p1) == MINE_T and rel(s0)
       if read then
         k, C, T, S0, S1, S2 = t, tonumber(p0), tonumber(p1), read, tonumber(s1), tonumber(s2)
       else
@@ -775,11 +784,32 @@ local GCRA, FIXED, SLIDING, QUOTA = 1, 2, 3, 4
 local KIND = {GCRA, GCRA, GCRA, FIXED, SLIDING, QUOTA} -- by tag: Limit.Kind ordinal + 1
 
 local function kind(tag)
-  local k = type(tag) == 'number' and KIND[tag]
+  local k = type(tag) == 'number' and tag >= 0 and tag < SAFE and KIND[tag % 256]
   if not k then
     bad('unknown algorithm tag ' .. fmt(tag) .. '; it was written by a newer or foreign version')
   end
   return k
+end
+
+-- LimiterRecord: a tag word is the kind plus 256 times the limits' version, below 2^53 so that it
+-- is always a Lua number; anything else is an unknown tag.
+local function tag_of(s)
+  local t = #s <= 16 and string.find(s, '^%d+$') and tonumber(s)
+  if not t or t >= SAFE then
+    bad('unknown algorithm tag ' .. s .. '; it was written by a newer or foreign version')
+  end
+  return t
+end
+
+local function version_of(tag)
+  return math.floor(tag / 256)
+end
+
+-- LimiterMachine.stamp: the version v in every tag word of r.
+local function stamp(r, v)
+  for _, l in ipairs(r) do
+    l[1] = l[1] % 256 + v * 256
+  end
 end
 
 -- SlidingWindow.previousShare: the weighted share of the previous window still inside.
@@ -985,7 +1015,7 @@ local function run()
   local mine, zones = {}, {}
   for i = 1, count do
     local a = 4 + (i - 1) * 4
-    mine[i] = {num(ARGV[a + 1]), num(ARGV[a + 2]), num(ARGV[a + 3]), 0, 0, 0}
+    mine[i] = {tag_of(ARGV[a + 1]), num(ARGV[a + 2]), num(ARGV[a + 3]), 0, 0, 0}
     if ARGV[a + 4] ~= '' then
       local z = {}
       for w in string.gmatch(ARGV[a + 4], '%S+') do
@@ -1061,7 +1091,7 @@ local function run()
         end
         bad('limit ' .. i .. ' has ' .. words .. ' words, not 6; it was not written by this version of Tally')
       end
-      local l = {num(tag), num(p0), num(p1), from_epoch(s0), num(s1), num(s2)}
+      local l = {tag_of(tag), num(p0), num(p1), from_epoch(s0), num(s1), num(s2)}
       stored[i] = l
       as_read[i] = {l[1], l[2], l[3], l[4], l[5], l[6]}
       i = i + 1
@@ -1088,6 +1118,50 @@ local function run()
     return r
   end
 
+  local VERSION = version_of(mine[1][1])
+
+  -- LimiterMachine.sameLimits: r holds the caller's limits (kinds and parameters, not versions).
+  local function same_limits(r)
+    if #r ~= count then
+      return false
+    end
+    for i = 1, count do
+      if r[i][1] % 256 ~= mine[i][1] % 256 or not eq(r[i][P0], mine[i][P0]) or not eq(r[i][P1], mine[i][P1]) then
+        return false
+      end
+    end
+    return true
+  end
+
+  -- LimiterMachine.usedUpFor: how long a state of r's limits would be kept, every limit used up now.
+  local function used_up_for(r, n)
+    local longest = 0
+    for i = 1, n do
+      local l = r[i]
+      local c = {l[1], l[2], l[3], l[4], l[5], l[6]}
+      local all = remaining_of(c)
+      if lt(0, all) then
+        consume(c, all)
+      end
+      longest = max(longest, reset_after_of(c))
+    end
+    return longest
+  end
+
+  -- LimiterMachine.reconfigured: the caller's limits, carrying over what each same-kind stored
+  -- limit had consumed.
+  local function reconfigured(stored)
+    local r = fresh()
+    for i = 1, count do
+      local old = stored[i]
+      if old and kind(old[1]) == kind(r[i][1]) then
+        normalize(old, zones[i])
+        restore(r[i], consumed_of(old), zones[i])
+      end
+    end
+    return r
+  end
+
   -- LimiterMachine.apply: one operation on the stored record (nil for none); returns the record
   -- to store (nil: the limiter is full again, so no state), the decision, and resetAfter.
   local function apply(stored, op, permits)
@@ -1110,15 +1184,22 @@ local function run()
       return nil, decision, 0
     end
     local r = stored or fresh()
-    if op == 'reconfigure' and stored then
-      -- this caller's limits, carrying over what each same-kind stored limit had consumed
-      r = fresh()
-      for i = 1, count do
-        local old = stored[i]
-        if old and kind(old[1]) == kind(r[i][1]) then
-          normalize(old, zones[i])
-          restore(r[i], consumed_of(old), zones[i])
+    -- LimiterMachine: whose limits decide (a newer version's replace the stored ones)
+    local mismatch, stored_version, own = nil, 0, true
+    if stored then
+      stored_version = version_of(stored[1][1])
+      if op == 'reconfigure' then
+        r = reconfigured(stored)
+      elseif not same_limits(stored) then
+        if VERSION > stored_version then
+          r = reconfigured(stored)
+          mismatch = 'u'
+        else
+          mismatch = VERSION < stored_version and 'a' or 'c'
+          own = false
         end
+      elseif VERSION > stored_version then
+        stamp(r, VERSION)
       end
     end
 
@@ -1173,7 +1254,7 @@ local function run()
       end
     end
     local decision = {allowed and '1' or '0', fmt(remaining), fmt(limit), fmt(retry_after), fmt(reset_after),
-        tostring(deciding)}
+        mismatch and (deciding .. ' ' .. mismatch .. ' ' .. fmt(stored_version)) or tostring(deciding)}
     if n > 1 then
       decision[7] = tostring(n)
       for j = 1, #each do
@@ -1181,7 +1262,12 @@ local function run()
       end
     end
     if eq(reset_after, 0) then
-      return nil, decision, 0
+      -- full, but not the caller's limits: kept for as long as a used-up state of them
+      local kept = (not own or op == 'reconfigure') and used_up_for(r, n) or 0
+      if eq(kept, 0) then
+        return nil, decision, 0
+      end
+      return r, decision, kept
     end
     return r, decision, reset_after
   end

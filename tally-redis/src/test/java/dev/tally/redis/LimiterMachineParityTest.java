@@ -86,7 +86,7 @@ class LimiterMachineParityTest {
     try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
       store = Internals.storeOf(tally);
       List<LimiterCall> handles = new ArrayList<>();
-      handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd)));
+      handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
       long[] record = null;
       long decidedAt = Long.MIN_VALUE; // as the store keeps it: written with every change of state
       long expiresAt = 0;
@@ -95,13 +95,13 @@ class LimiterMachineParityTest {
       for (int step = 0; step < length; step++) {
         String where = "seed " + seed + " step " + step;
         if (rnd.nextInt(6) == 0) {
-          handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd)));
+          handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
         }
         LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
         LimiterOperation op = RandomTimelines.operation(rnd);
         long permits = RandomTimelines.permits(rnd, handle.limits());
         if (op == LimiterOperation.RECONFIGURE) {
-          handle = Internals.referenceLimiter(key, RandomTimelines.limits(rnd));
+          handle = Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
           handles.add(handle);
         }
         long now = clock.nanos();
@@ -186,7 +186,7 @@ class LimiterMachineParityTest {
       for (int trial = 0; trial < 300; trial++) {
         clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())));
         String key = "parity-batch-" + trial + "-" + rnd.nextInt(1 << 30);
-        LimiterCall call = Internals.referenceLimiter(key, RandomTimelines.limits(rnd));
+        LimiterCall call = Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
         long now = clock.nanos();
         long[] record = null;
         try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {

@@ -1,18 +1,27 @@
 package dev.tally.spring;
 
 import dev.tally.FailurePolicy;
+import dev.tally.spi.LimiterRecord;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
-/** A checked rate-limit rule: its name, its policies in order, and its failure policy. */
+/**
+ * A checked rate-limit rule: its name, its policies in order, its failure policy, and the version
+ * of its limits (RateLimiter.withVersion).
+ */
 final class Rule {
   private final String name;
   private final List<Policy> policies;
   private final FailurePolicy failurePolicy;
+  private final long version;
 
   Rule(String name, List<Policy> policies, FailurePolicy failurePolicy) {
+    this(name, policies, failurePolicy, 0);
+  }
+
+  Rule(String name, List<Policy> policies, FailurePolicy failurePolicy, long version) {
     this.name = Objects.requireNonNull(name, "name");
     if (policies.isEmpty()) {
       throw new IllegalArgumentException("rate-limit rule '" + name + "' has no limit: set its limit"
@@ -20,6 +29,11 @@ final class Rule {
     }
     this.policies = List.copyOf(policies);
     this.failurePolicy = Objects.requireNonNull(failurePolicy, "failurePolicy");
+    if (version < 0 || version > LimiterRecord.MAX_LIMITS_VERSION) {
+      throw new IllegalArgumentException("rate-limit rule '" + name + "' has version " + version
+          + "; a version is from 0 to " + LimiterRecord.MAX_LIMITS_VERSION + " (e.g. 2, or a yyyyMMddHHmmss stamp)");
+    }
+    this.version = version;
   }
 
   /**
@@ -43,7 +57,7 @@ final class Rule {
         policies.add(Policy.parse(e.getKey(), e.getValue()));
       }
       FailurePolicy fp = p.getFailurePolicy() == null ? FailurePolicy.FAIL_OPEN : p.getFailurePolicy();
-      return new Rule(name, policies, fp);
+      return new Rule(name, policies, fp, p.getVersion());
     } catch (IllegalArgumentException e) {
       // The message says it all; the cause would only repeat it.
       throw new IllegalArgumentException(where + ": " + e.getMessage());
@@ -60,6 +74,10 @@ final class Rule {
 
   FailurePolicy failurePolicy() {
     return failurePolicy;
+  }
+
+  long version() {
+    return version;
   }
 
   @Override

@@ -2,7 +2,9 @@ package dev.tally.spring;
 
 import dev.tally.CircuitBreaker;
 import dev.tally.Counters;
+import dev.tally.Decision;
 import dev.tally.FailurePolicy;
+import dev.tally.Limit;
 import dev.tally.StoreException;
 import dev.tally.Tally;
 import dev.tally.TallyListener;
@@ -291,6 +293,14 @@ public class TallyAutoConfiguration {
     public void onCircuitRejected(String store) {
       for (TallyListener l : listeners) {
         l.onCircuitRejected(store);
+      }
+    }
+
+    @Override
+    public void onLimitsMismatch(String key, Decision.Mismatch mismatch, List<Limit> limits, long version,
+        long storedVersion) {
+      for (TallyListener l : listeners) {
+        l.onLimitsMismatch(key, mismatch, limits, version, storedVersion);
       }
     }
   }

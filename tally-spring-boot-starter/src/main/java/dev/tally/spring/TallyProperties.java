@@ -213,6 +213,22 @@ public class TallyProperties {
      */
     private FailurePolicy failurePolicy = FailurePolicy.FAIL_OPEN;
 
+    /**
+     * The version of the rule's limits: raise it with every change of them, and a key's stored
+     * limits move to the new ones on its next request, keeping what was consumed, while instances
+     * still on an older version apply the stored newer ones. 0 (the default) never replaces
+     * stored limits.
+     */
+    private long version;
+
+    public long getVersion() {
+      return version;
+    }
+
+    public void setVersion(long version) {
+      this.version = version;
+    }
+
     public String getLimit() {
       return limit;
     }

@@ -129,7 +129,8 @@ public class TallyRateLimits {
           + " policies, each its own limiter; use check(rule, key, permits) to apply them together");
     }
     Policy p = r.policies().get(0);
-    return tally.limiter(limiterName(r, p, key(key)), p.limit()).withFailurePolicy(r.failurePolicy());
+    return tally.limiter(limiterName(r, p, key(key)), p.limit()).withVersion(r.version())
+        .withFailurePolicy(r.failurePolicy());
   }
 
   Rule rule(String name) {
@@ -166,7 +167,8 @@ public class TallyRateLimits {
       String key = key(t.key());
       for (Policy p : t.rule().policies()) {
         String name = limiterName(t.rule(), p, key);
-        RateLimiter limiter = tally.limiter(name, p.limit()).withFailurePolicy(t.rule().failurePolicy());
+        RateLimiter limiter = tally.limiter(name, p.limit()).withVersion(t.rule().version())
+            .withFailurePolicy(t.rule().failurePolicy());
         // Zero permits asks "is anything left?": a peek, refused when nothing is (decide(0) always allows).
         Decision d = denied ? limiter.decide(0) : t.permits() == 0 ? limiter.peek() : limiter.decide(t.permits());
         if (!denied) {
@@ -212,7 +214,8 @@ public class TallyRateLimits {
     String key = key(t.key());
     for (Policy p : t.rule().policies()) {
       String name = limiterName(t.rule(), p, key);
-      RateLimiter limiter = tally.limiter(name, p.limit()).withFailurePolicy(t.rule().failurePolicy());
+      RateLimiter limiter = tally.limiter(name, p.limit()).withVersion(t.rule().version())
+          .withFailurePolicy(t.rule().failurePolicy());
       if (cost < t.permits()) {
         limiter.refund(t.permits() - cost);
       } else if (cost > t.permits()) {

@@ -7,12 +7,17 @@ import dev.tally.Counters;
 import dev.tally.Tally;
 import dev.tally.TimeSource;
 import dev.tally.tck.ManualTimeSource;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -81,6 +86,46 @@ class TallyAutoConfigurationTest {
       assertThatThrownBy(() -> limits.check("nope", "u"))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no rate-limit rule 'nope'");
     });
+  }
+
+  /**
+   * Two instances on one store, holding versions 1 and 2 of a rule: the newer moves the existing
+   * key to its limits keeping what was consumed, counted once; the older then applies them.
+   */
+  @Test
+  @ExtendWith(OutputCaptureExtension.class)
+  void aNewerVersionOfARuleReachesExistingKeysKeepingWhatWasConsumed(@TempDir Path dir, CapturedOutput output) {
+    String store = "tally.store=file:" + dir.resolve("data");
+    SimpleMeterRegistry oldMeters = new SimpleMeterRegistry();
+    SimpleMeterRegistry newMeters = new SimpleMeterRegistry();
+    runner.withBean(MeterRegistry.class, () -> oldMeters)
+        .withPropertyValues(store, "tally.limits.api.limit=fixed-window 2/1h", "tally.limits.api.version=1")
+        .run(old -> {
+          TallyRateLimits v1 = old.getBean(TallyRateLimits.class);
+          assertThat(v1.check("api", "u").allowed()).isTrue();
+          runner.withBean(MeterRegistry.class, () -> newMeters)
+              .withPropertyValues(store, "tally.limits.api.limit=fixed-window 5/1h", "tally.limits.api.version=2")
+              .run(next -> {
+                TallyRateLimits v2 = next.getBean(TallyRateLimits.class);
+                assertThat(v2.check("api", "u").allowed()).isTrue();
+                assertThat(v2.limiter("api", "u").available()).as("5, less the two taken").isEqualTo(3);
+                assertThat(newMeters.get("tally.limiter.version.mismatch").tag("outcome", "upgraded").counter()
+                    .count()).isEqualTo(1);
+                assertThat(v2.check("api", "u").allowed()).isTrue();
+                assertThat(newMeters.get("tally.limiter.version.mismatch").tag("outcome", "upgraded").counter()
+                    .count()).as("once: the key is version 2's now").isEqualTo(1);
+                assertThat(output.toString().split("were replaced by this process", -1)).as("one log line").hasSize(2);
+                assertThat(v1.limiter("api", "u").available()).as("the older instance applies them").isEqualTo(2);
+                assertThat(oldMeters.get("tally.limiter.version.mismatch").tag("outcome", "adopted").counter()
+                    .count()).isEqualTo(1);
+              });
+        });
+  }
+
+  @Test
+  void aRuleVersionOutOfRangeStopsStartup() {
+    runner.withPropertyValues("tally.limits.api.limit=token-bucket 2/1m", "tally.limits.api.version=-1")
+        .run(context -> assertThat(context).hasFailed().getFailure().rootCause().hasMessageContaining("version -1"));
   }
 
   @Test

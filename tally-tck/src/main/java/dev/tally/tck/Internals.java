@@ -34,4 +34,9 @@ public final class Internals {
   public static LimiterCall referenceLimiter(String key, List<Limit> limits) {
     return LimiterMachine.of(key, limits);
   }
+
+  /** The reference limiter machine for {@code key} with {@code limits} of {@code version}. */
+  public static LimiterCall referenceLimiter(String key, List<Limit> limits, long version) {
+    return LimiterMachine.of(key, limits, version);
+  }
 }

@@ -299,6 +299,96 @@ public abstract class LimiterContract extends TallyFixture {
     assertThat(d.limit()).isEqualTo(CAPACITY / 2);
   }
 
+  // ------------------------------------------------------------------ versions of the limits
+
+  /**
+   * A rolling deploy: the process of the new configuration (version 2) moves an existing key to
+   * its limits on its first call, keeping what was consumed under the old ones, and the process
+   * of the old configuration (version 1) then applies the stored new limits.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void aNewerVersionReplacesTheStoredLimitsKeepingWhatWasConsumed(String kind, Limit limit) {
+    String name = name();
+    RateLimiter v1 = tally.limiter(name, limit).withVersion(1);
+    assertThat(v1.tryAcquire(5)).isTrue();
+    RateLimiter v2 = tally.limiter(name, scaled(limit, 2)).withVersion(2);
+    assertThat(v2.version()).isEqualTo(2);
+
+    Decision upgraded = v2.decide(1);
+    assertThat(upgraded.limit()).as("the newer limits apply").isEqualTo(2L * CAPACITY);
+    assertThat(upgraded.remaining()).as("consumption kept").isEqualTo(2L * CAPACITY - 6);
+    assertThat(upgraded.mismatch()).isEqualTo(Decision.Mismatch.UPGRADED);
+    assertThat(upgraded.storedVersion()).isEqualTo(1);
+    assertThat(v2.decide(0).mismatch()).as("moved once").isEqualTo(Decision.Mismatch.NONE);
+
+    Decision adopted = v1.decide(1);
+    assertThat(adopted.limit()).as("the older process applies the stored newer limits").isEqualTo(2L * CAPACITY);
+    assertThat(adopted.remaining()).isEqualTo(2L * CAPACITY - 7);
+    assertThat(adopted.mismatch()).isEqualTo(Decision.Mismatch.ADOPTED);
+    assertThat(adopted.storedVersion()).isEqualTo(2);
+    assertThat(v2.available()).as("still version 2's limits").isEqualTo(2L * CAPACITY - 7);
+  }
+
+  /** Two configurations that claim one version: the stored limits stay, for every process. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void theStoredLimitsWinOverOthersOfTheSameVersion(String kind, Limit limit) {
+    String name = name();
+    RateLimiter first = tally.limiter(name, limit).withVersion(3);
+    assertThat(first.tryAcquire(2)).isTrue();
+    Decision d = tally.limiter(name, scaled(limit, 2)).withVersion(3).decide(1);
+    assertThat(d.limit()).isEqualTo(CAPACITY);
+    assertThat(d.remaining()).isEqualTo(CAPACITY - 3);
+    assertThat(d.mismatch()).isEqualTo(Decision.Mismatch.CONFLICT);
+    assertThat(d.storedVersion()).isEqualTo(3);
+    assertThat(first.decide(0).mismatch()).isEqualTo(Decision.Mismatch.NONE);
+  }
+
+  /**
+   * A reconfiguration of a key with no state yet is stored: a handle with the old limits (no
+   * version, or the same one) applies the new ones, even after calls that leave it full.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void reconfigureOnAKeyWithNoStateIsStored(String kind, Limit limit) {
+    String name = name();
+    RateLimiter old = tally.limiter(name, limit);
+    old.reconfigure(scaled(limit, 2));
+    assertThat(old.available()).as("the reconfigured limits, full").isEqualTo(2L * CAPACITY);
+    assertThat(old.decide(0).limit()).isEqualTo(2L * CAPACITY);
+    Decision d = old.decide(1);
+    assertThat(d.limit()).isEqualTo(2L * CAPACITY);
+    assertThat(d.remaining()).isEqualTo(2L * CAPACITY - 1);
+    assertThat(d.mismatch()).isEqualTo(Decision.Mismatch.CONFLICT);
+  }
+
+  /** A newer version of the same limits takes the key silently: nothing differs but the number. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("algorithms")
+  public void aNewerVersionOfTheSameLimitsIsNoMismatch(String kind, Limit limit) {
+    String name = name();
+    assertThat(tally.limiter(name, limit).tryAcquire(4)).isTrue();
+    RateLimiter v5 = tally.limiter(name, limit).withVersion(5);
+    Decision d = v5.decide(1);
+    assertThat(d.mismatch()).isEqualTo(Decision.Mismatch.NONE);
+    assertThat(d.remaining()).isEqualTo(CAPACITY - 5);
+    Decision older = tally.limiter(name, limit).withVersion(4).decide(1);
+    assertThat(older.mismatch()).isEqualTo(Decision.Mismatch.NONE);
+    assertThat(older.remaining()).isEqualTo(CAPACITY - 6);
+    assertThat(tally.limiter(name, scaled(limit, 2)).withVersion(4).decide(0).storedVersion())
+        .as("version 5 stored").isEqualTo(5);
+  }
+
+  @Test
+  public void aVersionOutOfRangeIsRefused() {
+    RateLimiter l = tally.limiter(name(), Limit.tokenBucket(1, Duration.ofSeconds(1)));
+    assertThatThrownBy(() -> l.withVersion(-1)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("version");
+    assertThatThrownBy(() -> l.withVersion(1L << 45)).isInstanceOf(IllegalArgumentException.class);
+    assertThat(l.withVersion((1L << 45) - 1).decide(1).allowed()).isTrue();
+  }
+
   /** The same kind of limit with its capacity scaled. */
   private static Limit scaled(Limit limit, double factor) {
     long c = (long) (CAPACITY * factor);

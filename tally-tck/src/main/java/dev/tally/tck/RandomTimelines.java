@@ -71,6 +71,16 @@ public final class RandomTimelines {
     }
   }
 
+  /**
+   * A version for a handle's limits: mostly small ones, so that handles meet older, newer and
+   * equal versions, and now and then the largest, to check exact arithmetic where a store
+   * computes in doubles.
+   */
+  public static long version(SplittableRandom rnd) {
+    int pick = rnd.nextInt(8);
+    return pick == 7 ? dev.tally.spi.LimiterRecord.MAX_LIMITS_VERSION : pick % 4;
+  }
+
   /** An operation, acquires most often. */
   public static LimiterOperation operation(SplittableRandom rnd) {
     int x = rnd.nextInt(100);
