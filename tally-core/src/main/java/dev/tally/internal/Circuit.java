@@ -147,7 +147,7 @@ final class Circuit {
     }
   }
 
-  /** Calls are refused until {@code openFor} after {@code since}; then one probes. */
+  /** Calls are refused until {@code openFor} after {@code since}; then the next starts the probe. */
   static final class Open extends State {
     final long since;
     final Throwable cause;
