@@ -8,9 +8,9 @@ import java.util.Objects;
  * that failed with {@link StoreUnavailableException} or {@link StoreTimeoutException}, the store
  * is not called for {@link #openFor()}; every operation fails at once with a
  * {@link StoreUnavailableException} saying the circuit is open, so its {@link FailurePolicy}
- * answers at once instead of after the store's timeout. Then one call goes through as a probe:
- * if the store answers, calls flow again; if not, the circuit stays open for another
- * {@code openFor}.
+ * answers at once instead of after the store's timeout. Then the next call starts a probe, a
+ * read of one key made in the background (no caller waits for it): if the store answers, calls
+ * flow again; if not, the circuit stays open for another {@code openFor}.
  *
  * <pre>{@code
  * Tally tally = Tally.builder("redis://cache:6379")
@@ -114,8 +114,8 @@ public final class CircuitBreaker {
      */
     OPEN,
     /**
-     * The open time is over: the next call goes to the store as a probe (or one already is),
-     * and the others still fail at once until it answers.
+     * The open time is over: the next call starts a background probe of the store (or one is in
+     * flight), and calls still fail at once until it answers.
      */
     HALF_OPEN
   }

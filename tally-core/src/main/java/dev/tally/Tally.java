@@ -124,7 +124,7 @@ public abstract class Tally implements AutoCloseable {
    * Where the store's {@link Builder#circuitBreaker(CircuitBreaker) circuit breaker} stands, for
    * health checks: {@link CircuitBreaker.State#CLOSED} when calls go to the store (always,
    * without a breaker), {@link CircuitBreaker.State#OPEN} when they fail at once,
-   * {@link CircuitBreaker.State#HALF_OPEN} when the next call probes the store. This
+   * {@link CircuitBreaker.State#HALF_OPEN} when a probe of the store is due or in flight. This
    * implementation, for test doubles, says {@code CLOSED}.
    */
   public CircuitBreaker.State circuitState() {

@@ -7,9 +7,11 @@ import dev.tally.StoreUnavailableException;
 import dev.tally.TallyException;
 import dev.tally.TallyListener;
 import dev.tally.TimeSource;
+import dev.tally.spi.Store;
 import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.Executor;
 
 /**
  * The circuit breaker of one opened store: counts the store's consecutive failures and, past the
@@ -23,11 +25,31 @@ import java.lang.invoke.VarHandle;
  *   Closed(n) --failure, n + 1 &lt; threshold--&gt; Closed(n + 1)
  *   Closed(n) --failure, n + 1 = threshold---&gt; Open(now)            calls refused
  *   Closed(n) --answer---------------------&gt; Closed(0)
- *   Open      --a call, openFor after it opened: compareAndSet--&gt; Probing   that call is the probe
- *   Probing   --the probe is answered------&gt; Closed(0)
+ *   Open      --a call, openFor after it opened: compareAndSet--&gt; Probing   the probe starts in
+ *                                                  the background; that call is refused at once
+ *   Probing   --the probe is answered, or ends otherwise--&gt; Closed(0)
  *   Probing   --the probe fails-------------&gt; Open(now)            another openFor
- *   Probing   --the probe ends otherwise----&gt; the Open it came from, so the next call probes
  * </pre>
+ *
+ * <h2>The probe</h2>
+ *
+ * <p>The probe is not a caller's call: it is a read of one key ({@value #PROBE_KEY}) that says
+ * nothing to users, made on the store beneath the circuit from the blocking executor. A caller
+ * that finds the probe due starts it and is refused at once, as is every call while it is in
+ * flight; no caller ever waits for it. So a frozen store, whose calls take the store's whole
+ * timeout, costs a probe thread that timeout once per {@code openFor}, and callers nothing. The
+ * read is a normal store call, bounded by the store's own timeout; beneath the circuit there is no
+ * key prefix, and a store that was not open yet ({@link DeferredStore}) is opened by it. Only when
+ * the probe has run on the caller's thread (an executor that runs tasks at once) and answered is
+ * that caller admitted.
+ *
+ * <p>A probe that ends in anything but a failure closes the circuit: an answer (a value, none, or
+ * a {@link TallyException} that is not a {@link StoreException}) and anything else (another store
+ * exception, a bug) alike. The rule for calls is that such an ending says nothing of the store's
+ * health and neither opens the circuit nor keeps it open; if the probe kept the circuit open on
+ * it, a store that answers every probe that way (it refuses the key, a bug in its read) would stay
+ * shut for good. If the store is in fact down, the calls that follow fail and open it again. Such
+ * an ending is logged as a warning, at most once per {@code openFor}.
  *
  * <p>A failure is a {@link StoreUnavailableException} or {@link StoreTimeoutException}: the store
  * could not be reached or did not answer. A {@link TallyException} that is not a
@@ -35,7 +57,8 @@ import java.lang.invoke.VarHandle;
  * answer, as good a sign of a live store as a value. Anything else (another store exception, an
  * argument the store refused, a bug) says nothing of the store's health and changes nothing.
  * Calls admitted while the circuit was closed that end after it opened change nothing either:
- * only the probe decides when it closes.
+ * only the probe decides when it closes. A probe that cannot be started (the executor refuses
+ * it: the Tally is closing) counts as a failed probe.
  *
  * <h2>Concurrency</h2>
  *
@@ -43,7 +66,7 @@ import java.lang.invoke.VarHandle;
  * {@code compareAndSet}, so every transition is one atomic step and happens once: of two threads
  * whose failures reach the threshold together, one opens the circuit and reports it; of many
  * callers that find it ready to probe, one wins the {@code compareAndSet} from that
- * {@code Open} and probes, and the others are refused. There is no ABA: each {@code Open} and
+ * {@code Open} and starts the one probe, and all are refused. There is no ABA: each {@code Open} and
  * {@code Probing} is a new object, compared by identity, so a caller that read an older
  * {@code Open} cannot probe a newer one.
  *
@@ -75,12 +98,17 @@ final class Circuit {
   /** Closed, with no failures counted: the one instance, so the hot path compares identity. */
   private static final Closed CLOSED = new Closed(0);
 
+  /** The key the probe reads: any answer will do, and its value is never used. */
+  static final String PROBE_KEY = "tally:circuit-probe";
+
   private final String store;
   private final int threshold;
   private final long openForNanos;
   private final CircuitBreaker settings;
   private final TimeSource time;
   private final TallyListener listener;
+  private final Store probed;
+  private final Executor executor;
 
   /** Read directly (volatile), changed through {@link #STATE} only. */
   private volatile State state = CLOSED;
@@ -89,8 +117,11 @@ final class Circuit {
    * @param store the scheme of the store's URI, for messages and the listener
    * @param settings an enabled breaker's settings
    * @param time the clock of {@code openFor}
+   * @param probed the store beneath the circuit, which the probe reads
+   * @param executor where the probe runs: the blocking executor, never a caller's thread
    */
-  Circuit(String store, CircuitBreaker settings, TimeSource time, TallyListener listener) {
+  Circuit(String store, CircuitBreaker settings, TimeSource time, TallyListener listener, Store probed,
+      Executor executor) {
     if (!settings.enabled()) {
       throw new IllegalArgumentException("a disabled circuit breaker needs no circuit");
     }
@@ -100,6 +131,8 @@ final class Circuit {
     this.settings = settings;
     this.time = time;
     this.listener = listener;
+    this.probed = probed;
+    this.executor = executor;
   }
 
   /** The state a call was admitted in: give it back to {@link #answered} or {@link #ended}. */
@@ -114,7 +147,7 @@ final class Circuit {
     }
   }
 
-  /** Calls are refused until {@code openFor} after {@code since}; then one probes. */
+  /** Calls are refused until {@code openFor} after {@code since}; then the next starts the probe. */
   static final class Open extends State {
     final long since;
     final Throwable cause;
@@ -127,7 +160,7 @@ final class Circuit {
     }
   }
 
-  /** One call probes the store; the others are refused until it ends. */
+  /** The probe is in flight; every call is refused until it ends. */
   static final class Probing extends State {
     final Open after;
 
@@ -155,24 +188,72 @@ final class Circuit {
       if (s instanceof Closed) {
         return s; // closed by a probe since the first read
       }
-      if (s instanceof Probing) {
-        throw refuse("a probe of the store is in flight; the store is called again when it answers",
-            ((Probing) s).after.cause);
+      if (s instanceof Probing p) {
+        throw refuseInFlight(p);
       }
       Open o = (Open) s;
       long waited = time.nanos() - o.since;
       if (probeDue(waited)) {
         Probing p = new Probing(o);
         if (STATE.compareAndSet(this, o, p)) {
-          return p;
+          startProbe(p);
+          return afterProbeStarted();
         }
-        s = state; // another caller probes (or already closed it): look again
+        s = state; // another caller started the probe (or it already closed it): look again
         continue;
       }
-      long nextMillis = (openForNanos - waited + 999_999) / 1_000_000;
-      throw refuse((o.probeFailed ? "a probe failed" : threshold + " calls in a row failed")
-          + "; the next probe is in " + nextMillis + " ms", o.cause);
+      throw refuseOpen(o, waited);
     }
+  }
+
+  /**
+   * The caller that started the probe: admitted only if the probe has already closed the circuit
+   * (it ran on this thread), else refused like any other. It looks once, never probes again: a
+   * probe that failed at once has opened the circuit for another {@code openFor}.
+   */
+  private State afterProbeStarted() {
+    State s = state;
+    if (s instanceof Closed) {
+      return s;
+    }
+    if (s instanceof Probing p) {
+      throw refuseInFlight(p);
+    }
+    Open o = (Open) s;
+    throw refuseOpen(o, time.nanos() - o.since);
+  }
+
+  private void startProbe(Probing p) {
+    try {
+      executor.execute(() -> probe(p));
+    } catch (RuntimeException notStarted) { // RejectedExecutionException: the Tally is closing
+      failed(p, notStarted);
+    }
+  }
+
+  /** Reads {@link #PROBE_KEY} and reports how it ended, as a call admitted in {@code p} would. */
+  private void probe(Probing p) {
+    try {
+      probed.get(PROBE_KEY);
+    } catch (RuntimeException e) {
+      ended(p, e); // not rethrown: a failed probe is expected and reported, not a thread's crash
+      return;
+    } catch (Error e) {
+      ended(p, e);
+      throw e;
+    }
+    answered(p);
+  }
+
+  private StoreUnavailableException refuseInFlight(Probing p) {
+    return refuse("a probe of the store is in flight; calls go to the store again when it answers",
+        p.after.cause);
+  }
+
+  private StoreUnavailableException refuseOpen(Open o, long waited) {
+    long nextMillis = (openForNanos - waited + 999_999) / 1_000_000;
+    return refuse((o.probeFailed ? "a probe failed" : threshold + " calls in a row failed")
+        + "; the next probe is in " + nextMillis + " ms", o.cause);
   }
 
   private StoreUnavailableException refuse(String why, Throwable cause) {
@@ -214,9 +295,11 @@ final class Circuit {
       failed(admitted, e);
     } else if (e instanceof TallyException && !(e instanceof StoreException)) {
       answered(admitted);
-    } else if (admitted instanceof Probing p) {
-      // The probe told nothing of the store: hand the probe to the next call.
-      STATE.compareAndSet(this, p, p.after);
+    } else if (admitted instanceof Probing) {
+      // Not an outage: see "The probe" in the class comment for why this closes the circuit.
+      LOG.log(Level.WARNING, "the {0} store''s probe ended in {1}, which is not an outage; its circuit"
+          + " closes", store, e.toString());
+      answered(admitted);
     }
   }
 

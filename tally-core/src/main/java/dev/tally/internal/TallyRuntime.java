@@ -60,8 +60,10 @@ public final class TallyRuntime extends Tally {
     if (b.circuitBreaker().enabled()) {
       // Beneath everything else, so that each operation of every API passes it once. The
       // asynchronous side wraps the adapter, not the other way round, so a refused call of a
-      // blocking store fails on the caller's thread, without a hop to the executor.
-      this.circuit = new Circuit(Tally.scheme(uri), b.circuitBreaker(), b.timeSource(), b.listener());
+      // blocking store fails on the caller's thread, without a hop to the executor. The probe
+      // reads the opened store on the executor, so no caller waits for it.
+      this.circuit = new Circuit(Tally.scheme(uri), b.circuitBreaker(), b.timeSource(), b.listener(), opened,
+          executor);
       this.store = new CircuitBreakerStore(opened, circuit);
       this.asyncStore = new CircuitBreakerStore.Async(async, circuit);
     } else {

@@ -30,12 +30,15 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * The circuit breaker, through the public API over a store that can be taken down. Time is a
- * manual clock: nothing here sleeps.
+ * manual clock: nothing here sleeps. The probe runs on the runtime's own executor, so a test that
+ * needs it to end after the call that started it holds it in the store ({@link #probe}); the
+ * probe's cases with an executor in the test's hands are in {@link CircuitProbeTest}.
  */
 class CircuitBreakerTest {
   private static final Duration OPEN_FOR = Duration.ofSeconds(1);
@@ -50,12 +53,12 @@ class CircuitBreakerTest {
   private final TallyListener listener = new TallyListener() {
     @Override
     public void onCircuitOpened(String store, Throwable cause, Duration openFor) {
-      transitions.add("opened " + store + " for " + openFor + ": " + cause.getMessage());
+      transition("opened " + store + " for " + openFor + ": " + cause.getMessage());
     }
 
     @Override
     public void onCircuitClosed(String store) {
-      transitions.add("closed " + store);
+      transition("closed " + store);
     }
 
     @Override
@@ -68,6 +71,47 @@ class CircuitBreakerTest {
       policyAnswers.add(policy + " " + op + ": " + cause.getMessage());
     }
   };
+
+  private void transition(String t) {
+    synchronized (transitions) { // the synchronized list's own lock
+      transitions.add(t);
+      transitions.notifyAll();
+    }
+  }
+
+  /** Waits (at most 10 s) until {@code n} transitions have been seen: a probe ends on its own thread. */
+  private void awaitTransitions(int n) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    synchronized (transitions) {
+      for (long left; transitions.size() < n && (left = deadline - System.nanoTime()) > 0; ) {
+        TimeUnit.NANOSECONDS.timedWait(transitions, left);
+      }
+    }
+    assertThat(transitions).hasSizeGreaterThanOrEqualTo(n);
+  }
+
+  /**
+   * The probe due, {@code call} starts it and is refused at once while the probe is held in the
+   * store; then the probe is let go, and this waits until it has made the circuit's
+   * {@code transitionsAfter}th transition.
+   */
+  private void probe(OutageStore store, ThrowingCallable call, int transitionsAfter) throws InterruptedException {
+    CountDownLatch release = new CountDownLatch(1);
+    store.entered = new CountDownLatch(1);
+    store.gate = release;
+    int called = store.calls.get();
+    try {
+      assertThatThrownBy(call).satisfies(e -> assertThat(e instanceof CompletionException ? e.getCause() : e)
+          .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("a probe of the store is in flight"));
+      assertThat(store.entered.await(10, TimeUnit.SECONDS)).as("the probe reached the store").isTrue();
+      assertThat(store.read).last().isEqualTo(Circuit.PROBE_KEY);
+      assertThat(store.calls).as("the probe, not the call").hasValue(called + 1);
+    } finally {
+      store.gate = null;
+      release.countDown();
+    }
+    awaitTransitions(transitionsAfter);
+  }
 
   private Tally open(String uri, CircuitBreaker breaker) {
     Tally t = Tally.builder(uri).timeSource(now::get).listener(listener).circuitBreaker(breaker).build();
@@ -203,7 +247,7 @@ class CircuitBreakerTest {
   }
 
   @Test
-  void afterOpenForOneProbeGoesThroughAndItsAnswerClosesIt() {
+  void afterOpenForACallStartsOneProbeInTheBackgroundAndItsAnswerClosesIt() throws Exception {
     Tally t = openCircuit();
     OutageStore store = store(t);
     advance(OPEN_FOR.minusNanos(1));
@@ -211,46 +255,50 @@ class CircuitBreakerTest {
     advance(Duration.ofNanos(1));
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
     store.mode = Mode.UP;
-    assertThat(t.counters().incr("k")).isEqualTo(1);
+    probe(store, () -> t.counters().incr("k"), 2);
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
+    assertThat(t.counters().incr("k")).as("the refused call counted nothing").isEqualTo(1);
     assertThat(t.counters().incr("k")).isEqualTo(2);
-    assertThat(store.calls).hasValue(5);
+    assertThat(store.calls).hasValue(6);
     assertThat(transitions).containsExactly("opened outage for PT1S: connection refused", "closed outage");
   }
 
   @Test
-  void aFailedProbeReopensItForAnotherOpenFor() {
+  void aFailedProbeReopensItForAnotherOpenFor() throws Exception {
     Tally t = openCircuit();
     OutageStore store = store(t);
     advance(OPEN_FOR);
     store.mode = Mode.TIMEOUT;
-    assertThatThrownBy(() -> t.counters().incr("k")).hasMessage("no answer within 2 s");
+    probe(store, () -> t.counters().incr("k"), 2);
     assertThat(store.calls).hasValue(4);
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
     assertThatThrownBy(() -> t.counters().incr("k")).hasMessageContaining("a probe failed")
         .hasMessageContaining("next probe is in 1000 ms").hasMessageContaining("no answer within 2 s");
     advance(OPEN_FOR.minusMillis(1));
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
+    assertThatThrownBy(() -> t.counters().incr("k")).hasMessageContaining("next probe is in 1 ms");
     advance(Duration.ofMillis(1));
     store.mode = Mode.UP;
+    probe(store, () -> t.counters().incr("k"), 3);
     t.counters().incr("k");
-    assertThat(store.calls).hasValue(5);
+    assertThat(store.calls).as("three failures, two probes, one call").hasValue(6);
     assertThat(transitions).containsExactly("opened outage for PT1S: connection refused",
         "opened outage for PT1S: no answer within 2 s", "closed outage");
   }
 
   @Test
-  void aProbeThatEndsInABugHandsTheProbeToTheNextCall() {
+  void aProbeThatEndsInABugClosesIt() throws Exception {
     Tally t = openCircuit();
     OutageStore store = store(t);
     advance(OPEN_FOR);
     store.mode = Mode.BUG;
+    probe(store, () -> t.counters().incr("k"), 2);
+    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
     assertThatThrownBy(() -> t.counters().incr("k")).isInstanceOf(IllegalStateException.class);
-    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
     store.mode = Mode.UP;
     t.counters().incr("k");
-    assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
-    assertThat(store.calls).hasValue(5);
+    assertThat(store.calls).hasValue(6);
+    assertThat(transitions).containsExactly("opened outage for PT1S: connection refused", "closed outage");
   }
 
   @Test
@@ -261,7 +309,7 @@ class CircuitBreakerTest {
   }
 
   @Test
-  void halfOpenLetsExactlyOneProbeThroughAmongConcurrentCallers() throws Exception {
+  void concurrentCallersStartExactlyOneProbeAndAreAllRefusedAtOnce() throws Exception {
     Tally t = openCircuit();
     OutageStore store = store(t);
     advance(OPEN_FOR);
@@ -270,7 +318,7 @@ class CircuitBreakerTest {
     store.gate = gate;
     int threads = 8;
     CountDownLatch start = new CountDownLatch(1);
-    CountDownLatch refused = new CountDownLatch(threads - 1);
+    CountDownLatch refused = new CountDownLatch(threads);
     ExecutorService pool = Executors.newFixedThreadPool(threads);
     try {
       List<Future<?>> calls = new ArrayList<>();
@@ -288,20 +336,22 @@ class CircuitBreakerTest {
       }
       start.countDown();
       assertThat(store.entered.await(10, TimeUnit.SECONDS)).isTrue();
-      // Every caller but the probe is refused while the probe is held in the store.
+      // Every caller is refused while the probe is held in the store: none waits for it.
       assertThat(refused.await(10, TimeUnit.SECONDS)).isTrue();
-      assertThat(store.calls).hasValue(4);
-      assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
-      gate.countDown();
       for (Future<?> f : calls) {
         f.get(10, TimeUnit.SECONDS);
       }
+      assertThat(store.calls).hasValue(4);
+      assertThat(store.read).containsExactly(Circuit.PROBE_KEY);
+      assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.HALF_OPEN);
     } finally {
+      store.gate = null;
+      gate.countDown();
       pool.shutdownNow();
     }
-    store.gate = null;
+    awaitTransitions(2);
     assertThat(store.calls).hasValue(4);
-    assertThat(t.counters().get("k")).hasValue(1);
+    assertThat(t.counters().get("k")).isEmpty();
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
     assertThat(transitions).containsExactly("opened outage for PT1S: connection refused", "closed outage");
   }
@@ -343,7 +393,7 @@ class CircuitBreakerTest {
   }
 
   @Test
-  void theAsynchronousApiPassesTheSameCircuit() {
+  void theAsynchronousApiPassesTheSameCircuit() throws Exception {
     Tally t = open("outage:blocking", THREE);
     OutageStore store = store(t);
     store.mode = Mode.DOWN;
@@ -365,13 +415,14 @@ class CircuitBreakerTest {
 
     advance(OPEN_FOR);
     store.mode = Mode.UP;
+    probe(store, () -> async.incr("k").toCompletableFuture().join(), 2);
     assertThat(async.incr("k").toCompletableFuture().join()).isEqualTo(1);
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
     assertThat(transitions).containsExactly("opened outage for PT1S: connection refused", "closed outage");
   }
 
   @Test
-  void anInlineStoresAsynchronousCallsPassItToo() {
+  void anInlineStoresAsynchronousCallsPassItToo() throws Exception {
     Tally t = open("outage:", THREE);
     store(t).mode = Mode.DOWN;
     AsyncCounters async = t.counters().async();
@@ -382,6 +433,7 @@ class CircuitBreakerTest {
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.OPEN);
     advance(OPEN_FOR);
     store(t).mode = Mode.UP;
+    probe(store(t), () -> async.incr("k").toCompletableFuture().join(), 2);
     assertThat(async.incr("k").toCompletableFuture().join()).isEqualTo(1);
     assertThat(t.circuitState()).isEqualTo(CircuitBreaker.State.CLOSED);
   }

@@ -13,7 +13,9 @@ import dev.tally.spi.StoreContext;
 import dev.tally.spi.StoreProvider;
 import dev.tally.spi.TxOp;
 import java.util.List;
+import java.util.Queue;
 import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -58,7 +60,10 @@ public final class OutageStoreProvider implements StoreProvider {
     volatile Mode mode = Mode.UP;
     /** When set, each call waits for it to open (after counting down {@link #entered}). */
     volatile CountDownLatch gate;
-    final CountDownLatch entered = new CountDownLatch(1);
+    /** Counted down by each call held at the gate; a test may set a new one before the next. */
+    volatile CountDownLatch entered = new CountDownLatch(1);
+    /** The keys {@link #get} was called with, in order. */
+    final Queue<String> read = new ConcurrentLinkedQueue<>();
 
     private final MemoryStore memory;
     private final boolean blocking;
@@ -100,7 +105,10 @@ public final class OutageStoreProvider implements StoreProvider {
     @Override public double incrDouble(String key, double delta, double dflt) {
       return backend().incrDouble(key, delta, dflt);
     }
-    @Override public Number get(String key) { return backend().get(key); }
+    @Override public Number get(String key) {
+      read.add(key);
+      return backend().get(key);
+    }
     @Override public void put(String key, Number value, long ttlNanos) { backend().put(key, value, ttlNanos); }
     @Override public boolean add(String key, Number value, long ttlNanos) { return backend().add(key, value, ttlNanos); }
     @Override public Number pop(String key, boolean integerOnly) { return backend().pop(key, integerOnly); }

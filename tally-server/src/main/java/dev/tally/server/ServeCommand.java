@@ -115,7 +115,7 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--circuit-breaker", paramLabel = "FAILURES/OPEN_FOR", defaultValue = "5/1s",
       converter = BreakerConverter.class,
       description = "After this many store failures in a row, answer by the failure policy at once"
-          + " for OPEN_FOR, then let one call probe the store (default 5/1s); off to always wait"
+          + " for OPEN_FOR, then probe the store in the background (default 5/1s); off to always wait"
           + " for the store.")
   CircuitBreaker circuitBreaker;
 

@@ -146,7 +146,7 @@ public class TallyProperties {
     /** Consecutive store failures or timeouts that open the circuit. */
     private int failures = 5;
 
-    /** How long the circuit stays open before one call probes the store. */
+    /** How long the circuit stays open before it probes the store in the background. */
     private java.time.Duration coolDown = java.time.Duration.ofSeconds(1);
 
     public boolean isEnabled() {

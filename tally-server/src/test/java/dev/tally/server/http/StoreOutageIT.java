@@ -10,6 +10,8 @@ import java.io.File;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -101,15 +103,25 @@ class StoreOutageIT {
         for (int i = 0; i < 5; i++) { // the failures that open the circuit, each waiting out the timeout
           ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}"));
         }
-        long slowest = 0;
-        for (int i = 0; i < 20; i++) {
+        // Over two and a half cool-downs, so the breaker probes the frozen store at least twice: the
+        // probe is a background read, and no request waits for it (one that did would take 500 ms).
+        List<Long> took = new ArrayList<>();
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2_500);
+        while (System.nanoTime() < end) {
           long start = System.nanoTime();
           assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}")).get("value")
               .asLong()).as("fail-open, the circuit open").isEqualTo(101);
-          slowest = Math.max(slowest, System.nanoTime() - start);
+          took.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
         }
-        assertThat(TimeUnit.NANOSECONDS.toMillis(slowest)).as("the slowest answer with the circuit open, ms")
-            .isLessThan(250);
+        List<Long> sorted = took.stream().sorted().toList();
+        long p90 = sorted.get(sorted.size() * 9 / 10);
+        long max = sorted.get(sorted.size() - 1);
+        System.out.printf("frozen, the circuit open: %d requests, p50 %d ms, p90 %d ms, p99 %d ms, max %d ms%n",
+            took.size(), sorted.get(sorted.size() / 2), p90, sorted.get(sorted.size() * 99 / 100), max);
+        // The shared build machine puts a few requests past 50 ms for want of a core, not of the
+        // store: the bound that tells a store wait apart is the slowest, under half the timeout.
+        assertThat(max).as("the slowest answer with the circuit open, ms, of " + sorted).isLessThan(250);
+        assertThat(p90).as("the 90th percentile with the circuit open, ms, of " + sorted).isLessThanOrEqualTo(50);
         assertThat(server.get("/metrics").body()).containsPattern("tally_circuit_rejected_total\\{store=\"redis\"\\} [1-9]");
       } finally {
         signal(redis, "CONT");

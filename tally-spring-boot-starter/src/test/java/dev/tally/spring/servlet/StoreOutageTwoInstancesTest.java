@@ -27,9 +27,9 @@ import tools.jackson.databind.ObjectMapper;
 /**
  * Two instances of one application on one real Redis, with the starter's defaults (circuit
  * breaker 5 failures / 1 s, started without the store if need be, health out of the overall
- * status): Redis stopped, then frozen. Once the breaker is open requests answer at once (the
- * median within 50 ms; only the breaker's probe, one call per instance per cool-down, waits
- * for a frozen store, at most its timeout); fail-open rules serve, fail-closed rules refuse with 503
+ * status): Redis stopped, then frozen. Once the breaker is open requests answer at once: none
+ * waits for the store (the breaker's probe is a background read, so not even one request per
+ * cool-down does), 90% within 50 ms; fail-open rules serve, fail-closed rules refuse with 503
  * and no invented quota; /actuator/health stays UP; an instance started during the outage starts
  * and serves; once Redis is back the limits apply again, exactly, within the probe interval.
  */
@@ -170,11 +170,14 @@ class StoreOutageTwoInstancesTest {
   /**
    * For {@code millis}, both rules on every instance: fail-open serves with no RateLimit fields,
    * fail-closed refuses with 503, Retry-After and a body that says the store is unavailable.
-   * The median request within 50 ms, and none but the breaker's probes (one per instance per
-   * cool-down) as long as the store's timeout. Every request within 50 ms is what an idle
-   * machine shows; this one shares two cores with other builds, where a request that waits for a
-   * core is not waiting for the store, so the test prints the count over 50 ms and asserts what
-   * tells the breaker from its absence.
+   * No request waits for the store: none takes half the store's timeout (a request that waited
+   * for the store would take all of it: the probe is a background read, no request's), and 90%
+   * answer within 50 ms. Every request within 50 ms is what an idle machine shows; this one
+   * shares two cores with other builds, where a request that waits for a core or a collection is
+   * not waiting for the store (with Redis stopped the store refuses at once, and still a few
+   * requests in a hundred took 50 to 140 ms at a load average of 12 to 15 on two cores), so the
+   * test prints the count over 50 ms, the 99th percentile and the slowest, and asserts the 90th
+   * percentile and the bound that tells a store wait from the machine's load.
    */
   private static void assertFastAndByPolicy(String when, long millis) {
     List<Http> all = instances();
@@ -201,17 +204,15 @@ class StoreOutageTwoInstancesTest {
     }
     List<Long> sorted = took.stream().sorted().toList();
     long slow = took.stream().filter(t -> t > FAST_MILLIS).count();
-    long waited = took.stream().filter(t -> t >= TIMEOUT.toMillis()).count();
-    long probes = (millis / 1000 + 1) * all.size();
-    System.out.printf("%s: %d requests, p50 %d ms, p90 %d ms, max %d ms, %d over %d ms, %d of at least the"
-        + " timeout%n", when, took.size(), sorted.get(sorted.size() / 2), sorted.get(sorted.size() * 9 / 10),
-        sorted.get(sorted.size() - 1), slow, FAST_MILLIS, waited);
-    // Without the breaker every request on a frozen store would wait the timeout, once per policy.
-    assertThat(sorted.get(sorted.size() / 2)).as(when + ": the median request, of " + sorted)
+    long p99 = sorted.get(sorted.size() * 99 / 100);
+    long max = sorted.get(sorted.size() - 1);
+    System.out.printf("%s: %d requests, p50 %d ms, p90 %d ms, p99 %d ms, max %d ms, %d over %d ms%n", when,
+        took.size(), sorted.get(sorted.size() / 2), sorted.get(sorted.size() * 9 / 10), p99, max, slow, FAST_MILLIS);
+    // Without the breaker every request on a frozen store would wait the timeout, once per policy;
+    // with a probe made by a caller, one request per instance per cool-down would.
+    assertThat(max).as(when + ": no request waits for the store, of " + sorted).isLessThan(TIMEOUT.toMillis() / 2);
+    assertThat(sorted.get(sorted.size() * 9 / 10)).as(when + ": the 90th percentile, of " + sorted)
         .isLessThanOrEqualTo(FAST_MILLIS);
-    assertThat(waited).as(when + ": only the probes wait for the store, of " + sorted).isLessThanOrEqualTo(probes);
-    assertThat(sorted.get(sorted.size() - 1)).as(when + ": nothing waits much longer than the store's timeout")
-        .isLessThan(TIMEOUT.toMillis() + 1_000);
   }
 
   private static void assertHealthUpWithTheOutageInDetails() {
