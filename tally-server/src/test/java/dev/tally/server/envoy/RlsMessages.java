@@ -10,6 +10,12 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStatus;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.MethodDescriptor;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -82,6 +88,28 @@ public final class RlsMessages {
           .setSeconds(reset.getSeconds()).setNanos(reset.getNano()));
     }
     return b.build();
+  }
+
+  /** {@code ShouldRateLimit} carrying bytes as they are: to send what no valid request encodes to. */
+  public static MethodDescriptor<byte[], byte[]> rawMethod() {
+    return RateLimitServiceGrpc.getShouldRateLimitMethod().toBuilder(new RawBytes(), new RawBytes())
+        .build();
+  }
+
+  private static final class RawBytes implements MethodDescriptor.Marshaller<byte[]> {
+    @Override
+    public InputStream stream(byte[] value) {
+      return new ByteArrayInputStream(value);
+    }
+
+    @Override
+    public byte[] parse(InputStream stream) {
+      try {
+        return stream.readAllBytes();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
   }
 
   /** The response headers Envoy is asked to add. */
