@@ -1,12 +1,14 @@
 package dev.tally.bench;
 
 import dev.tally.Tally;
-import dev.tally.server.envoy.Rls;
-import dev.tally.server.envoy.RlsCodec;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
@@ -113,10 +115,12 @@ public final class RlsLoad {
     for (int c = 0; c < channels; c++) {
       chans.add(NettyChannelBuilder.forAddress(host, port).usePlaintext().build());
     }
-    List<Rls.Request> requests = new ArrayList<>(keys);
+    List<RateLimitRequest> requests = new ArrayList<>(keys);
     for (int k = 0; k < keys; k++) {
-      requests.add(new Rls.Request("bench",
-          List.of(new Descriptor(List.of(new Entry("client", "c" + k)), null)), 0));
+      requests.add(RateLimitRequest.newBuilder().setDomain("bench")
+          .addDescriptors(RateLimitDescriptor.newBuilder().addEntries(
+              RateLimitDescriptor.Entry.newBuilder().setKey("client").setValue("c" + k)))
+          .build());
     }
     long hz = clockTicks();
     System.out.printf(Locale.ROOT, "ShouldRateLimit on %s (pid %d): %d in flight on %d"
@@ -193,7 +197,7 @@ public final class RlsLoad {
   }
 
   /** Keeps {@code concurrency} calls in flight until {@code deadline}: decisions, over, failed. */
-  static long[] round(List<ManagedChannel> channels, List<Rls.Request> requests, int concurrency,
+  static long[] round(List<ManagedChannel> channels, List<RateLimitRequest> requests, int concurrency,
       long deadline) throws InterruptedException {
     LongAdder decisions = new LongAdder();
     LongAdder over = new LongAdder();
@@ -212,9 +216,9 @@ public final class RlsLoad {
   }
 
   /** One slot of the concurrency: a call, and on its answer the next, until the deadline. */
-  private static final class Caller implements StreamObserver<Rls.Response> {
+  private static final class Caller implements StreamObserver<RateLimitResponse> {
     private final ManagedChannel channel;
-    private final List<Rls.Request> requests;
+    private final List<RateLimitRequest> requests;
     private final long deadline;
     private final LongAdder decisions;
     private final LongAdder over;
@@ -223,7 +227,7 @@ public final class RlsLoad {
     private final AtomicBoolean stop;
     private int next;
 
-    Caller(ManagedChannel channel, List<Rls.Request> requests, int first, long deadline,
+    Caller(ManagedChannel channel, List<RateLimitRequest> requests, int first, long deadline,
         LongAdder decisions, LongAdder over, LongAdder failed, CountDownLatch done,
         AtomicBoolean stop) {
       this.channel = channel;
@@ -242,16 +246,16 @@ public final class RlsLoad {
         done.countDown();
         return;
       }
-      Rls.Request r = requests.get(next);
+      RateLimitRequest r = requests.get(next);
       next = (next + 1) % requests.size();
-      ClientCalls.asyncUnaryCall(channel.newCall(RlsCodec.SHOULD_RATE_LIMIT,
+      ClientCalls.asyncUnaryCall(channel.newCall(RateLimitServiceGrpc.getShouldRateLimitMethod(),
           CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS)), r, this);
     }
 
     @Override
-    public void onNext(Rls.Response value) {
+    public void onNext(RateLimitResponse value) {
       decisions.increment();
-      if (value.overallCode() == Rls.OVER_LIMIT) {
+      if (value.getOverallCode() == RateLimitResponse.Code.OVER_LIMIT) {
         over.increment();
       }
     }

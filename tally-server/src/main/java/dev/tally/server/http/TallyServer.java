@@ -6,6 +6,7 @@ import dev.tally.Tally;
 import dev.tally.TallyMetrics;
 import dev.tally.server.app.Specs;
 import dev.tally.server.app.TallyApp;
+import dev.tally.server.envoy.GrpcEndpoint;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
 import io.micrometer.core.instrument.Gauge;
@@ -283,8 +284,12 @@ public final class TallyServer implements AutoCloseable {
           registry, gc, sslContext != null);
       if (named != null && named.grpcPort() != null) {
         try {
-          s.grpc = GrpcEndpoint.start(namedLimits, address, named.grpcPort(), grpcSsl, auth,
-              settings.threads(), settings.maxBodyBytes(), named.responseHeaders(), registry);
+          // on the HTTP server's loops: one event-loop group serves both
+          s.grpc = GrpcEndpoint.start(namedLimits, new GrpcEndpoint.Loops(boss, workers, channel),
+              new GrpcEndpoint.Options(new InetSocketAddress(address, named.grpcPort()), grpcSsl,
+                  auth::allows, settings.maxBodyBytes(), named.responseHeaders(), MAX_RESETS,
+                  RESET_WINDOW_SECONDS),
+              registry);
         } catch (IOException e) {
           listener.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
           throw new IOException("gRPC port " + named.grpcPort() + ": " + e.getMessage(), e);
@@ -357,7 +362,7 @@ public final class TallyServer implements AutoCloseable {
     try {
       listener.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
       if (grpc != null) {
-        grpc.close(settings.shutdownGrace()); // calls in flight finish first
+        grpc.close(settings.shutdownGrace()); // calls in flight finish, before the loops stop
       }
       boolean drained = gate.closeAndDrain(settings.shutdownGrace());
       if (!drained) {

@@ -3,14 +3,14 @@ package dev.tally.server.http;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.tally.server.envoy.Rls;
-import dev.tally.server.envoy.RlsCodec;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import dev.tally.server.envoy.RlsMessages;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
-import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
-import io.grpc.stub.ClientCalls;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,10 +66,9 @@ class EnvoyRlsIT {
     return new Descriptor(List.of(new Entry("tenant", name)), null);
   }
 
-  static Rls.Response call(ManagedChannel channel, Descriptor... d) {
-    return ClientCalls.blockingUnaryCall(channel, RlsCodec.SHOULD_RATE_LIMIT,
-        CallOptions.DEFAULT.withDeadlineAfter(20, TimeUnit.SECONDS),
-        new Rls.Request("edge", List.of(d), 0));
+  static RateLimitResponse call(ManagedChannel channel, Descriptor... d) {
+    return RateLimitServiceGrpc.newBlockingStub(channel).withDeadlineAfter(20, TimeUnit.SECONDS)
+        .shouldRateLimit(RlsMessages.request("edge", 0, d));
   }
 
   @Test
@@ -95,7 +94,7 @@ class EnvoyRlsIT {
         assertThat(s.get("limitRemaining").asLong()).isEqualTo(1);
         assertThat(s.get("rule").asText()).isEqualTo("tenant");
         assertThat(s.get("source").asText()).isEqualTo(file + ":4");
-        assertThat(call(channel, tenant("acme")).statuses().get(0).limitRemaining()).isZero();
+        assertThat(call(channel, tenant("acme")).getStatuses(0).getLimitRemaining()).isZero();
         HttpResponse<String> over = server.post("/v1/ratelimit/edge", BODY.formatted("acme"));
         JsonNode denied = HttpApiIT.status(429, over);
         assertThat(denied.get("overallCode").asText()).isEqualTo("OVER_LIMIT");
@@ -119,7 +118,7 @@ class EnvoyRlsIT {
         AtomicBoolean stop = new AtomicBoolean();
         AtomicInteger calls = new AtomicInteger();
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        AtomicReference<Rls.Response> last = new AtomicReference<>();
+        AtomicReference<RateLimitResponse> last = new AtomicReference<>();
         List<Thread> load = new ArrayList<>();
         for (int t = 0; t < 3; t++) {
           Thread thread = new Thread(() -> {
@@ -141,10 +140,10 @@ class EnvoyRlsIT {
             .isNull());
         int refusedAt = calls.get();
         await("more load", () -> calls.get() >= refusedAt + 200);
-        assertThat(last.get().statuses().get(0).currentLimit().requestsPerUnit()).isEqualTo(2);
+        assertThat(last.get().getStatuses(0).getCurrentLimit().getRequestsPerUnit()).isEqualTo(2);
         write(file, RULES.replace("requests_per_unit: 2}", "requests_per_unit: 1000000}"));
-        await("the new limit", () -> last.get().statuses().get(0).currentLimit()
-            .requestsPerUnit() == 1_000_000);
+        await("the new limit", () -> last.get().getStatuses(0).getCurrentLimit()
+            .getRequestsPerUnit() == 1_000_000);
         int appliedAt = calls.get();
         await("more load", () -> calls.get() >= appliedAt + 200);
         stop.set(true);
@@ -152,7 +151,7 @@ class EnvoyRlsIT {
           thread.join(30_000);
         }
         assertThat(failure.get()).as("a call failed during the reloads").isNull();
-        assertThat(call(channel, tenant("acme")).overallCode()).isEqualTo(Rls.OK);
+        assertThat(call(channel, tenant("acme")).getOverallCode()).isEqualTo(Code.OK);
         JsonNode after = HttpApiIT.ok(server.get("/v1/ratelimit"));
         assertThat(after.get("reloads").asLong()).isEqualTo(1);
         assertThat(after.get("refusedReloads").asLong()).isEqualTo(1);

@@ -5,7 +5,9 @@ import static dev.tally.server.http.EnvoyRlsIT.tenant;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
-import dev.tally.server.envoy.Rls;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -48,10 +50,10 @@ class GrpcTlsIT {
           .build();
       ManagedChannel plain = to(port).usePlaintext().build();
       try {
-        Rls.Response first = call(tls, tenant("acme"));
-        assertThat(first.overallCode()).isEqualTo(Rls.OK);
-        assertThat(first.statuses().get(0).currentLimit().requestsPerUnit()).isEqualTo(2);
-        assertThat(first.statuses().get(0).limitRemaining()).isEqualTo(1);
+        RateLimitResponse first = call(tls, tenant("acme"));
+        assertThat(first.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(first.getStatuses(0).getCurrentLimit().getRequestsPerUnit()).isEqualTo(2);
+        assertThat(first.getStatuses(0).getLimitRemaining()).isEqualTo(1);
 
         StatusRuntimeException refused =
             catchThrowableOfType(StatusRuntimeException.class, () -> call(plain, tenant("acme")));
@@ -59,12 +61,12 @@ class GrpcTlsIT {
         assertThat(refused.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
 
         // the refused call counted nothing, and the port still serves, on a new connection too
-        assertThat(call(tls, tenant("acme")).statuses().get(0).limitRemaining()).isZero();
+        assertThat(call(tls, tenant("acme")).getStatuses(0).getLimitRemaining()).isZero();
         ManagedChannel again = to(port)
             .sslContext(GrpcSslContexts.forClient().trustManager(cert.cert().toFile()).build())
             .build();
         try {
-          assertThat(call(again, tenant("acme")).overallCode()).isEqualTo(Rls.OVER_LIMIT);
+          assertThat(call(again, tenant("acme")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
         } finally {
           again.shutdownNow();
         }

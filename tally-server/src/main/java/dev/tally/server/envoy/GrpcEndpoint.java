@@ -1,0 +1,187 @@
+package dev.tally.server.envoy;
+
+import dev.tally.server.ratelimit.NamedLimits;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.Status;
+import io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.ServerCalls;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.handler.ssl.SslContext;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+/**
+ * Envoy's rate limit service, {@code envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit}
+ * ({@link RateLimitService}), on grpc-java over the HTTP server's own Netty event loops, over TLS
+ * when the server has a certificate. Calls run on those loops ({@code directExecutor}) and call
+ * Tally's asynchronous limiter API, so no thread waits for the store; the answer is sent from
+ * whichever thread completes the decision. With a bearer token configured, every call must carry
+ * the metadata {@code authorization: Bearer <token>} (Envoy's
+ * {@code grpc_service.initial_metadata}).
+ */
+public final class GrpcEndpoint implements AutoCloseable {
+  private static final Metadata.Key<String> AUTHORIZATION =
+      Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+
+  /**
+   * The event loops the endpoint runs on: its owner's, which it never shuts down.
+   *
+   * @param boss accepts connections
+   * @param workers serves them
+   * @param channel the server socket channel those loops take (epoll or NIO)
+   */
+  public record Loops(EventLoopGroup boss, EventLoopGroup workers,
+      Class<? extends ServerChannel> channel) {
+    /** Refuses nulls. */
+    public Loops {
+      Objects.requireNonNull(boss, "boss");
+      Objects.requireNonNull(workers, "workers");
+      Objects.requireNonNull(channel, "channel");
+    }
+  }
+
+  /**
+   * How the endpoint listens and answers.
+   *
+   * @param address where (port 0: any free one)
+   * @param tls the server's TLS context (ALPN {@code h2}), or null for HTTP/2 in cleartext
+   * @param authorized whether an {@code authorization} metadata value (null if absent) may call
+   * @param maxMessageBytes the largest request accepted (at least 1 KiB is)
+   * @param responseHeaders whether answers carry {@code x-ratelimit-limit}, {@code -remaining}
+   *     and {@code -reset} for Envoy to add to its response
+   * @param maxResets the most streams a client may reset in {@code resetWindowSeconds} on one
+   *     connection before it is closed (HTTP/2 rapid reset)
+   * @param resetWindowSeconds that window
+   */
+  public record Options(InetSocketAddress address, SslContext tls, Predicate<String> authorized,
+      int maxMessageBytes, boolean responseHeaders, int maxResets, int resetWindowSeconds) {}
+
+  private final Server server;
+
+  private GrpcEndpoint(Server server) {
+    this.server = server;
+  }
+
+  /**
+   * Listens on {@code options.address()}, on {@code loops}.
+   *
+   * @param registry where calls are timed, or null
+   * @throws IOException if the address cannot be listened on
+   */
+  public static GrpcEndpoint start(NamedLimits limits, Loops loops, Options options,
+      MeterRegistry registry) throws IOException {
+    RateLimitService service = new RateLimitService(limits, options.responseHeaders(), registry);
+    MethodDescriptor<byte[], io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse> method =
+        RateLimitServiceGrpc.getShouldRateLimitMethod().toBuilder(new Bytes(),
+            RateLimitServiceGrpc.getShouldRateLimitMethod().getResponseMarshaller()).build();
+    ServerServiceDefinition definition =
+        ServerServiceDefinition.builder(RateLimitServiceGrpc.SERVICE_NAME)
+            .addMethod(method, ServerCalls.asyncUnaryCall(service::shouldRateLimit))
+            .build();
+    NettyServerBuilder builder = NettyServerBuilder.forAddress(options.address());
+    if (options.tls() != null) {
+      builder.sslContext(options.tls());
+    }
+    Server server = builder
+        .channelType(loops.channel())
+        .bossEventLoopGroup(loops.boss())
+        .workerEventLoopGroup(loops.workers())
+        .directExecutor()
+        .maxInboundMessageSize(Math.max(options.maxMessageBytes(), 1024))
+        // HTTP/2 rapid reset (CVE-2023-44487): a client that opens and cancels streams faster than
+        // this is cut off, instead of keeping the loops busy for every other connection
+        .maxRstFramesPerWindow(options.maxResets(), options.resetWindowSeconds())
+        .addService(ServerInterceptors.intercept(definition,
+            new BearerToken(options.authorized())))
+        .build();
+    try {
+      server.start();
+    } catch (IOException | RuntimeException e) {
+      server.shutdownNow();
+      throw e instanceof IOException io ? io : new IOException(e.getMessage(), e);
+    }
+    return new GrpcEndpoint(server);
+  }
+
+  /** Where it listens. */
+  public InetSocketAddress address() {
+    return (InetSocketAddress) server.getListenSockets().get(0);
+  }
+
+  /**
+   * Stops taking calls, lets those in flight finish for up to {@code grace}, then stops: before
+   * its owner shuts the event loops down.
+   */
+  public void close(Duration grace) {
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(grace.toNanos(), TimeUnit.NANOSECONDS)) {
+        server.shutdownNow();
+        server.awaitTermination(1, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      server.shutdownNow();
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Override
+  public void close() {
+    close(Duration.ofSeconds(5));
+  }
+
+  /** A message's bytes as they came, for {@link RateLimitService} to parse. */
+  private static final class Bytes implements MethodDescriptor.Marshaller<byte[]> {
+    @Override
+    public InputStream stream(byte[] value) {
+      return new ByteArrayInputStream(value);
+    }
+
+    @Override
+    public byte[] parse(InputStream stream) {
+      try {
+        return stream.readAllBytes();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+  }
+
+  /** Refuses calls without the bearer token, when one is configured. */
+  private static final class BearerToken implements ServerInterceptor {
+    private final Predicate<String> authorized;
+
+    BearerToken(Predicate<String> authorized) {
+      this.authorized = authorized;
+    }
+
+    @Override
+    public <Q, A> ServerCall.Listener<Q> interceptCall(ServerCall<Q, A> call, Metadata headers,
+        ServerCallHandler<Q, A> next) {
+      if (!authorized.test(headers.get(AUTHORIZATION))) {
+        call.close(Status.UNAUTHENTICATED.withDescription("missing or wrong bearer"
+            + " token: send the metadata 'authorization: Bearer <token>' (in Envoy:"
+            + " grpc_service.initial_metadata)"), new Metadata());
+        return new ServerCall.Listener<>() { };
+      }
+      return next.startCall(call, headers);
+    }
+  }
+}
