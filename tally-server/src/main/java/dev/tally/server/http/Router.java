@@ -420,7 +420,7 @@ final class Router {
       }
       if (!counters && oneMore) {
         Requests.decode(raw, "limiter name");
-        throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + action
+        throw new RequestException(Problem.NO_ROUTE, "no limiter action '" + action
             + "'; limiter actions are " + String.join(", ", routes.keySet().stream()
             .filter(t -> t.startsWith("/v1/limiters/"))
             .map(t -> t.substring("/v1/limiters/{name}/".length())).sorted().toList()));
@@ -429,7 +429,7 @@ final class Router {
         Requests.decode(raw, "key");
       }
     }
-    throw new RequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
+    throw new RequestException(Problem.NO_ROUTE, "no route " + path + "; see docs/openapi.yaml"
         + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
   }
 

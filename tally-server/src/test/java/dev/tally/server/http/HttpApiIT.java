@@ -417,8 +417,12 @@ class HttpApiIT {
     HttpResponse<String> r = server.send("DELETE", "/v1/counters/x/incr", null);
     assertThat(status(405, r).get("error").asText()).isEqualTo("method_not_allowed");
     assertThat(r.headers().firstValue("Allow")).hasValue("POST, OPTIONS");
-    assertThat(status(404, server.get("/v2/nothing")).get("error").asText()).isEqualTo("not_found");
-    status(404, server.post("/v1/counters/x/frobnicate", null));
+    // not_found means a missing counter: a client must not take a wrong URL for one
+    assertThat(status(404, server.get("/v2/nothing")).get("error").asText()).isEqualTo("no_route");
+    assertThat(status(404, server.post("/v1/counters/x/frobnicate", null)).get("error").asText())
+        .isEqualTo("no_route");
+    assertThat(status(404, server.post("/v1/limiters/x/frobnicate", null)).get("error").asText())
+        .isEqualTo("no_route");
     status(405, server.post("/ping", null));
   }
 
