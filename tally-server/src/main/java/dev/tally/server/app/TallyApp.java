@@ -284,11 +284,26 @@ public final class TallyApp implements AutoCloseable {
 
   /** The live keys starting with {@code prefix}, sorted, at most {@code limit} of them. */
   public CompletionStage<KeyList> keys(String prefix, int limit) {
+    return keys(prefix, null, limit);
+  }
+
+  /**
+   * The live keys starting with {@code prefix} and sorting strictly after {@code after} (null:
+   * from the first), sorted, at most {@code limit} of them: a page of a listing too long for one.
+   */
+  public CompletionStage<KeyList> keys(String prefix, String after, int limit) {
     return run("keys", () -> counters.keys(prefix), found -> {
-      List<String> keys = new ArrayList<>(found);
+      List<String> keys = new ArrayList<>(found.size());
+      for (String k : found) {
+        if (after == null || k.compareTo(after) > 0) {
+          keys.add(k);
+        }
+      }
       keys.sort(null);
       int n = Math.min(limit, keys.size());
-      return new KeyList(prefix, List.copyOf(keys.subList(0, n)), keys.size() > n);
+      boolean truncated = keys.size() > n;
+      return new KeyList(prefix, List.copyOf(keys.subList(0, n)), truncated,
+          truncated && n > 0 ? keys.get(n - 1) : null);
     });
   }
 

@@ -196,6 +196,9 @@ final class Json {
       }
       g.writeEndArray();
       g.writeBooleanField("truncated", k.truncated());
+      if (k.next() != null) {
+        g.writeStringField("next", k.next());
+      }
     } else if (result instanceof TxResult tx) {
       g.writeArrayFieldStart("results");
       for (TxResult.Item i : tx.results()) {

@@ -57,7 +57,9 @@ public final class Reply {
       return named(n);
     }
     if (result instanceof Health h && h.failure() != null) {
-      Problem p = h.failure() instanceof StoreException ? Problem.of(h.failure()) : Problem.INTERNAL;
+      // A probe asks whether this server can serve: a store that times out cannot, so 503 as for
+      // one that refuses (its detail says which), not the 504 of an operation left in doubt.
+      Problem p = h.failure() instanceof StoreException ? Problem.STORE_UNAVAILABLE : Problem.INTERNAL;
       return new Reply(p, String.valueOf(h.failure().getMessage()), h);
     }
     return new Reply(null, null, result);

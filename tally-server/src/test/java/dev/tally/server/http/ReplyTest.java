@@ -106,6 +106,15 @@ class ReplyTest {
   }
 
   @Test
+  void aHealthProbeOfAStoreThatTimesOutIs503Unavailable() {
+    Reply r = Reply.of(new dev.tally.server.app.Health("redis", 2_000_000,
+        new dev.tally.StoreTimeoutException("Redis did not answer within 2s", null)));
+    assertThat(r.status()).isEqualTo(503);
+    assertThat(r.json()).contains("\"error\":\"store_unavailable\"").contains("\"health\":\"unavailable\"")
+        .contains("within 2s");
+  }
+
+  @Test
   void windowsAreTheTimeToRefillCompletely() {
     assertThat(spec(LimitSpec.Kind.TOKEN_BUCKET, "10:1/1s", "p").windowSeconds(NOW)).isEqualTo(10);
     assertThat(spec(LimitSpec.Kind.LEAKY_BUCKET, "100/1m", "p").windowSeconds(NOW)).isEqualTo(60);
