@@ -94,10 +94,14 @@ class HttpApiIT {
   void aDecimalDeltaMakesAFloatingCounter() {
     assertThat(ok(server.post("/v1/counters/f/incr", "{\"delta\":1.5}")).get("value").asDouble()).isEqualTo(1.5);
     assertThat(ok(server.get("/v1/counters/f")).get("value").isFloatingPointNumber()).isTrue();
-    JsonNode e = status(409, server.post("/v1/counters/f/incr", "{\"delta\":1}"));
-    assertThat(e.get("message").asText()).isEqualTo(
-        "counter 'f' holds a floating value; give the delta as a decimal (1.0, not 1) to change it");
-    assertThat(ok(server.post("/v1/counters/f/pop", null)).get("value").asDouble()).isEqualTo(1.5);
+    // an integer delta adds to a floating counter, which stays floating (Redis's INCRBYFLOAT)
+    JsonNode two = ok(server.post("/v1/counters/f/incr", "{\"delta\":1}"));
+    assertThat(two.get("value").isFloatingPointNumber()).isTrue();
+    assertThat(two.get("value").asDouble()).isEqualTo(2.5);
+    assertThat(ok(server.post("/v1/counters/f/decr", "{\"delta\":2}")).get("value").asDouble()).isEqualTo(0.5);
+    JsonNode e = status(409, server.post("/v1/counters/f/incr", "{\"delta\":1,\"mustExist\":true}"));
+    assertThat(e.get("message").asText()).contains("mustExist");
+    assertThat(ok(server.post("/v1/counters/f/pop", null)).get("value").asDouble()).isEqualTo(0.5);
   }
 
   @Test
