@@ -66,7 +66,7 @@ public final class CircuitBreaker {
     }
     // Nanoseconds are what the breaker counts in; 292 years is the most a long holds.
     if (openFor.compareTo(Duration.ofNanos(Long.MAX_VALUE)) > 0) {
-      throw new IllegalArgumentException("circuit breaker open time " + openFor + " is too long");
+      throw new IllegalArgumentException("circuit breaker open time " + Durations.format(openFor) + " is too long");
     }
     return new CircuitBreaker(failureThreshold, openFor);
   }
@@ -100,7 +100,7 @@ public final class CircuitBreaker {
   @Override
   public String toString() {
     return enabled()
-        ? "CircuitBreaker[after " + failureThreshold + " failures, open for " + openFor + "]"
+        ? "CircuitBreaker[after " + failureThreshold + " failures, open for " + Durations.format(openFor) + "]"
         : "CircuitBreaker[disabled]";
   }
 

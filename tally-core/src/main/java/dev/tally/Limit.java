@@ -112,7 +112,7 @@ public final class Limit {
     positive(refill, "refill");
     long interval = interval(period, refill, "token bucket");
     return new Limit(Kind.TOKEN_BUCKET, capacity, checkSpan(capacity, interval), null, null,
-        "token bucket " + capacity + ", +" + refill + "/" + period);
+        "token bucket " + capacity + ", +" + refill + "/" + Durations.format(period));
   }
 
   /**
@@ -123,7 +123,7 @@ public final class Limit {
     positive(capacity, "capacity");
     long interval = interval(drainTime, capacity, "leaky bucket");
     return new Limit(Kind.LEAKY_BUCKET, capacity, checkSpan(capacity, interval), null, null,
-        "leaky bucket " + capacity + " per " + drainTime);
+        "leaky bucket " + capacity + " per " + Durations.format(drainTime));
   }
 
   /**
@@ -140,14 +140,14 @@ public final class Limit {
     }
     long interval = interval(period, count, "GCRA");
     return new Limit(Kind.GCRA, maxBurst + 1, checkSpan(maxBurst + 1, interval), null, null,
-        "GCRA burst " + maxBurst + ", " + count + "/" + period);
+        "GCRA burst " + maxBurst + ", " + count + "/" + Durations.format(period));
   }
 
   /** At most {@code limit} units in each window of {@code window}, aligned to the epoch. */
   public static Limit fixedWindow(long limit, Duration window) {
     positive(limit, "limit");
     return new Limit(Kind.FIXED_WINDOW, limit, windowNanos(window), null, null,
-        "fixed window " + limit + "/" + window);
+        "fixed window " + limit + "/" + Durations.format(window));
   }
 
   /**
@@ -157,7 +157,7 @@ public final class Limit {
   public static Limit slidingWindow(long limit, Duration window) {
     positive(limit, "limit");
     return new Limit(Kind.SLIDING_WINDOW, limit, windowNanos(window), null, null,
-        "sliding window " + limit + "/" + window);
+        "sliding window " + limit + "/" + Durations.format(window));
   }
 
   /**
@@ -226,13 +226,13 @@ public final class Limit {
   private static long interval(Duration period, long units, String what) {
     Objects.requireNonNull(period, "period");
     if (period.isNegative() || period.isZero()) {
-      throw new IllegalArgumentException(what + " period must be positive, not " + period);
+      throw new IllegalArgumentException(what + " period must be positive, not " + Durations.format(period));
     }
     long nanos;
     try {
       nanos = period.toNanos();
     } catch (ArithmeticException e) {
-      throw new IllegalArgumentException(what + " period " + period + " is too long", e);
+      throw new IllegalArgumentException(what + " period " + Durations.format(period) + " is too long", e);
     }
     // Round up: never admit faster than asked.
     return nanos / units + (nanos % units == 0 ? 0 : 1);
@@ -241,7 +241,7 @@ public final class Limit {
   private static long windowNanos(Duration window) {
     long nanos = interval(window, 1, "window");
     if (nanos > MAX_SPAN_NANOS) {
-      throw new IllegalArgumentException("window " + window + " is too long (at most about 73 years)");
+      throw new IllegalArgumentException("window " + Durations.format(window) + " is too long (at most about 73 years)");
     }
     return nanos;
   }

@@ -25,6 +25,12 @@ import java.util.OptionalLong;
  * and {@code t} its own reset ({@link Decision#limits()}). Every duration is rounded <em>up</em>
  * to a whole second, so a client that waits as told is never early.
  *
+ * <p>A limiter adopts the limits its store holds, which another process may have set: {@code q}
+ * is always the size of the limit that decided (the decision carries it), and when that differs
+ * from the policy's configured {@link Policy#quota()} the item has no {@code w} (the draft makes
+ * it optional), since the stored limit's window is not known here. A stored limit of the same
+ * size but another window cannot be told apart and is described by the configured window.
+ *
  * <p>A decision that a failure policy answered ({@link Decision#storeFailed()}) says nothing of
  * any stored quota: it gives no {@code RateLimit} or {@code RateLimit-Policy} item. A fail-closed
  * answer keeps its {@code Retry-After} (the limiter's suggestion of when to try again);
@@ -76,8 +82,9 @@ public final class RateLimitFields {
 
   /**
    * The fields of one limiter's decision, its limits named by {@code policies} in the limiter's
-   * order. With one limit, {@code q} is the decision's limit (a limiter adopts the limits the
-   * store holds); with several, each policy's {@link Policy#quota()}. Without each limit's state
+   * order. {@code q} is the stored limit's size as the decision reports it (each limit's, or the
+   * deciding one's), else the policy's {@link Policy#quota()}; {@code w} only when the two agree.
+   * Without each limit's state
    * ({@code decision.limits()} not one per policy) {@code RateLimit} has one item, the deciding
    * policy's, its reset bounded by that policy's window.
    *
@@ -88,19 +95,27 @@ public final class RateLimitFields {
     if (policies.isEmpty()) {
       throw new IllegalArgumentException("a decision needs at least one policy to name it");
     }
-    Policy deciding = policies.get(decision.limitIndex() < policies.size() ? decision.limitIndex() : 0);
+    int decidingIndex = decision.limitIndex() < policies.size() ? decision.limitIndex() : 0;
+    Policy deciding = policies.get(decidingIndex);
     OptionalLong retry = retryAfter(decision);
     List<String> violated = decision.allowed() ? List.of() : List.of(deciding.id());
     if (decision.storeFailed()) {
       return new RateLimitFields("", "", retry, violated, deciding.id(), true);
     }
+    List<Decision.LimitState> each = decision.limits();
     StringBuilder policy = new StringBuilder();
-    for (Policy p : policies) {
-      long q = policies.size() == 1 ? decision.limit() : p.quota();
-      separate(policy).append('"').append(p.id()).append("\";q=").append(q).append(";w=").append(p.windowSeconds());
+    for (int i = 0; i < policies.size(); i++) {
+      Policy p = policies.get(i);
+      long q = each.size() == policies.size() ? each.get(i).limit()
+          : policies.size() == 1 || i == decidingIndex ? decision.limit() : p.quota();
+      separate(policy).append('"').append(p.id()).append("\";q=").append(q);
+      // A limit whose stored size differs from the configured one was set elsewhere, its window
+      // unknown here: the item describes only the stored limit, never half of each.
+      if (q == p.quota()) {
+        policy.append(";w=").append(p.windowSeconds());
+      }
     }
     StringBuilder limit = new StringBuilder();
-    List<Decision.LimitState> each = decision.limits();
     if (each.size() != policies.size()) {
       long reset = ceilSeconds(decision.resetAfterNanos());
       if (policies.size() > 1) {

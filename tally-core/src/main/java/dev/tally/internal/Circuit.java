@@ -329,11 +329,12 @@ final class Circuit {
   private void opened(Open o) {
     if (o.probeFailed) {
       LOG.log(Level.DEBUG, "the {0} store failed its probe ({1}); calls fail at once for {2} more",
-          store, message(o.cause), settings.openFor());
+          store, message(o.cause), dev.tally.Durations.format(settings.openFor()));
     } else {
       LOG.log(Level.WARNING, "the {0} store failed {1} calls in a row (the last: {2}); its circuit"
           + " is open: calls fail at once, answered by their failure policy, and one probes the"
-          + " store every {3}", store, threshold, message(o.cause), settings.openFor());
+          + " store every {3}", store, threshold, message(o.cause),
+          dev.tally.Durations.format(settings.openFor()));
     }
     try {
       listener.onCircuitOpened(store, o.cause, settings.openFor());

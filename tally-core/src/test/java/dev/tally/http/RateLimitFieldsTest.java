@@ -27,7 +27,20 @@ class RateLimitFieldsTest {
   @Test
   void oneLimitSaysTheStoredLimitNotTheConfiguredOne() {
     RateLimitFields f = RateLimitFields.of(new Decision(true, 4, 5, 0, S), List.of(DEFAULT));
-    assertThat(f.rateLimitPolicy()).isEqualTo("\"default\";q=5;w=60");
+    assertThat(f.rateLimitPolicy()).as("the stored limit's size, without the configured limit's window")
+        .isEqualTo("\"default\";q=5");
+  }
+
+  @Test
+  void ofTwoLimitsEachItemDescribesTheStoredLimitAlone() {
+    // stored: 100/1m and 50/?; configured: 100/1m and 1000/1h
+    Decision d = new Decision(false, 0, 50, 5 * S, 5 * S, 1, new long[] {40, 100, 36 * S, 0, 50, 5 * S});
+    assertThat(RateLimitFields.of(d, List.of(DEFAULT, HOURLY)).rateLimitPolicy())
+        .isEqualTo("\"default\";q=100;w=60, \"hourly\";q=50");
+    Decision deciding = new Decision(false, 0, 50, 5 * S, 5 * S, 1);
+    assertThat(RateLimitFields.of(deciding, List.of(DEFAULT, HOURLY)).rateLimitPolicy())
+        .as("without each limit's state, the deciding one's stored size")
+        .isEqualTo("\"default\";q=100;w=60, \"hourly\";q=50");
   }
 
   @Test

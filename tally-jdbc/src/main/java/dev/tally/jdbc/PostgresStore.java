@@ -1,5 +1,6 @@
 package dev.tally.jdbc;
 
+import dev.tally.Durations;
 import dev.tally.Decision;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
@@ -603,11 +604,11 @@ final class PostgresStore implements Store {
     switch (batches.submit(p)) {
       case NOT_SENT:
         throw new StoreUnavailableException("rate limiter '" + call.key() + "' in " + settings.describe
-            + " waited its timeout of " + settings.timeout + " for a batch to carry it (the server is slow"
+            + " waited its timeout of " + Durations.format(settings.timeout) + " for a batch to carry it (the server is slow"
             + " or unreachable); nothing was sent", null);
       case IN_FLIGHT:
         throw new StoreTimeoutException("rate limiter '" + call.key() + "' in " + settings.describe
-            + " got no answer within its timeout of " + settings.timeout + ": the batch carrying it was sent,"
+            + " got no answer within its timeout of " + Durations.format(settings.timeout) + ": the batch carrying it was sent,"
             + " so it may or may not have been applied", null);
       default:
         break;

@@ -1,5 +1,6 @@
 package dev.tally.redis;
 
+import dev.tally.Durations;
 import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
@@ -52,7 +53,7 @@ final class RedisFailures {
       return (RuntimeException) t; // ours already
     }
     if (t instanceof RedisCommandTimeoutException) {
-      return new StoreTimeoutException("Redis did not answer within " + timeout + " (" + describe(keys)
+      return new StoreTimeoutException("Redis did not answer within " + Durations.format(timeout) + " (" + describe(keys)
           + "); the operation may or may not have been applied", t);
     }
     if (t instanceof RedisCommandExecutionException) {

@@ -1,5 +1,6 @@
 package dev.tally.redis;
 
+import dev.tally.Durations;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SslVerifyMode;
 import java.net.URLDecoder;
@@ -351,7 +352,7 @@ final class RedisSettings {
     String where = String.join(",", nodes.stream().map(u -> u.getHost() + ":" + u.getPort()).toList());
     return topology.name().toLowerCase(Locale.ROOT) + " " + where
         + (topology == Topology.SENTINEL ? " primary " + uris.get(0).getSentinelMasterId() : "")
-        + ", timeout " + timeout + (denyCache ? ", deny cache of " + denyCacheSize : "")
+        + ", timeout " + Durations.format(timeout) + (denyCache ? ", deny cache of " + denyCacheSize : "")
         + (replicas > 0 ? ", writes confirmed by " + replicas + (replicas == 1 ? " replica" : " replicas") : "");
   }
 }

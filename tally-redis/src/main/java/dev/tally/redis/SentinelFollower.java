@@ -1,5 +1,6 @@
 package dev.tally.redis;
 
+import dev.tally.Durations;
 import dev.tally.StoreUnavailableException;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -141,7 +142,7 @@ final class SentinelFollower implements AutoCloseable {
           if (promotedElsewhere || closed || System.nanoTime() > deadline) {
             step.thenAccept(RedisConnection::closeIfLink); // whenever it completes
             throw new StoreUnavailableException("could not " + doing + " the primary " + address + " within "
-                + timeout + (promotedElsewhere ? " before the Sentinels promoted " + now : ""), null);
+                + Durations.format(timeout) + (promotedElsewhere ? " before the Sentinels promoted " + now : ""), null);
           }
         }
       }
@@ -177,7 +178,7 @@ final class SentinelFollower implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
       throw new StoreUnavailableException("no Sentinel of " + group.getSentinels() + " named the primary of '"
-          + group.getSentinelMasterId() + "' within " + timeout + ": " + e, e);
+          + group.getSentinelMasterId() + "' within " + Durations.format(timeout) + ": " + e, e);
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.tally.server.app;
 
 import dev.tally.Decision;
+import dev.tally.http.RateLimitFields;
 import java.util.List;
 
 /**
@@ -23,15 +24,11 @@ public record LimiterDecision(String name, long permits, List<LimitSpec> limits,
 
   /** The wait before the same request may be granted, in milliseconds rounded up. */
   public long retryAfterMillis() {
-    return ceilMillis(decision.retryAfterNanos());
+    return RateLimitFields.ceilMillis(decision.retryAfterNanos());
   }
 
   /** The time until the limiter is full again, in milliseconds rounded up. */
   public long resetAfterMillis() {
-    return ceilMillis(decision.resetAfterNanos());
-  }
-
-  private static long ceilMillis(long nanos) {
-    return nanos / 1_000_000 + (nanos % 1_000_000 == 0 ? 0 : 1);
+    return RateLimitFields.ceilMillis(decision.resetAfterNanos());
   }
 }

@@ -21,7 +21,8 @@ import dev.tally.jdbc.FlushBusyException;
  *   <tr><td>{@code denied}: a limiter said no</td><td>429</td><td>1</td></tr>
  *   <tr><td>{@code bad_request}: bad input, said how to fix it</td><td>400</td><td>2</td></tr>
  *   <tr><td>{@code too_large}: a body over the limit</td><td>413</td><td>2</td></tr>
- *   <tr><td>{@code not_found}: no such counter (or route)</td><td>404</td><td>3</td></tr>
+ *   <tr><td>{@code not_found}: no such counter</td><td>404</td><td>3</td></tr>
+ *   <tr><td>{@code no_route}: no such route or limiter action (HTTP only)</td><td>404</td><td>2</td></tr>
  *   <tr><td>{@code store_unavailable}, {@code store_timeout}</td><td>503, 504</td><td>4</td></tr>
  *   <tr><td>{@code conflict}: overflow, or a floating counter read as an integer</td>
  *       <td>409</td><td>5</td></tr>
@@ -45,6 +46,7 @@ public enum Problem {
   HEADERS_TOO_LARGE(431, 2, "Request Header Fields Too Large"),
   UNSUPPORTED(501, 2, "Not Implemented"),
   NOT_FOUND(404, 3, "Not Found"),
+  NO_ROUTE(404, 2, "Not Found"),
   STORE_UNAVAILABLE(503, 4, "Service Unavailable"),
   STORE_TIMEOUT(504, 4, "Gateway Timeout"),
   SHUTTING_DOWN(503, 4, "Service Unavailable"),

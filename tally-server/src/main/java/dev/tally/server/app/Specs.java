@@ -94,39 +94,7 @@ public final class Specs {
    * millisecond: {@code 40d}, {@code 1h30m}, {@code 2.5s}, {@code 850ms}, {@code 0s}.
    */
   public static String format(Duration d) {
-    if (d.isNegative()) {
-      return "-" + format(d.negated());
-    }
-    long millis = d.toMillis();
-    if (millis == 0) {
-      return d.isZero() ? "0s" : d.toNanos() / 1000 == 0 ? d.toNanos() + "ns" : d.toNanos() / 1000 + "us";
-    }
-    if (millis < 1000) {
-      return millis + "ms";
-    }
-    StringBuilder b = new StringBuilder();
-    long days = millis / 86_400_000L;
-    long hours = millis / 3_600_000L % 24;
-    long minutes = millis / 60_000L % 60;
-    long seconds = millis / 1000 % 60;
-    long ms = millis % 1000;
-    if (days > 0) {
-      b.append(days).append('d');
-    }
-    if (hours > 0) {
-      b.append(hours).append('h');
-    }
-    if (minutes > 0) {
-      b.append(minutes).append('m');
-    }
-    if (seconds > 0 || ms > 0) {
-      b.append(seconds);
-      if (ms > 0) {
-        b.append('.').append(String.format(Locale.ROOT, "%03d", ms).replaceAll("0+$", ""));
-      }
-      b.append('s');
-    }
-    return b.toString();
+    return dev.tally.Durations.format(d);
   }
 
   /** A count over a period: {@code 100/1m}, {@code 100/m}, {@code 10:1/1s}. */

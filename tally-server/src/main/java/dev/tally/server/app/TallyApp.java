@@ -174,7 +174,7 @@ public final class TallyApp implements AutoCloseable {
       if (e instanceof NotAnIntegerException) {
         // The core's message names the Java methods; here the fix is in what the caller types.
         return new RequestException(Problem.CONFLICT, "counter '" + key + "' holds a floating"
-            + " value; give the delta as a decimal (" + delta + ".0, not " + delta + ") to change it");
+            + " value, and mustExist works on integer counters only; leave it out to add " + delta);
       }
       return e;
     };
@@ -188,9 +188,19 @@ public final class TallyApp implements AutoCloseable {
     }
     long d = delta.longValue();
     long df = dflt.longValue();
-    return run(negate ? "decr" : "incr", () -> mustExist
-            ? (negate ? counters.decrExisting(key, d) : counters.incrExisting(key, d))
-            : (negate ? counters.decr(key, d, df) : counters.incr(key, d, df)),
+    if (mustExist) {
+      return run(negate ? "decr" : "incr",
+          () -> negate ? counters.decrExisting(key, d) : counters.incrExisting(key, d),
+          v -> new CounterValue(key, v), failed);
+    }
+    // As Redis's INCRBYFLOAT takes an integer: a floating counter stays floating and adds it.
+    // The integer step failed without applying, so the floating one is the only one applied.
+    double floating = negate ? -(double) d : d;
+    return run(negate ? "decr" : "incr", () -> (negate ? counters.decr(key, d, df) : counters.incr(key, d, df))
+            .<Number>thenApply(v -> v)
+            .exceptionallyCompose(e -> Stages.unwrap(e) instanceof NotAnIntegerException
+                ? counters.incr(key, floating, (double) df).thenApply(v -> v)
+                : CompletableFuture.failedFuture(e)),
         v -> new CounterValue(key, v), failed);
   }
 
@@ -284,11 +294,26 @@ public final class TallyApp implements AutoCloseable {
 
   /** The live keys starting with {@code prefix}, sorted, at most {@code limit} of them. */
   public CompletionStage<KeyList> keys(String prefix, int limit) {
+    return keys(prefix, null, limit);
+  }
+
+  /**
+   * The live keys starting with {@code prefix} and sorting strictly after {@code after} (null:
+   * from the first), sorted, at most {@code limit} of them: a page of a listing too long for one.
+   */
+  public CompletionStage<KeyList> keys(String prefix, String after, int limit) {
     return run("keys", () -> counters.keys(prefix), found -> {
-      List<String> keys = new ArrayList<>(found);
+      List<String> keys = new ArrayList<>(found.size());
+      for (String k : found) {
+        if (after == null || k.compareTo(after) > 0) {
+          keys.add(k);
+        }
+      }
       keys.sort(null);
       int n = Math.min(limit, keys.size());
-      return new KeyList(prefix, List.copyOf(keys.subList(0, n)), keys.size() > n);
+      boolean truncated = keys.size() > n;
+      return new KeyList(prefix, List.copyOf(keys.subList(0, n)), truncated,
+          truncated && n > 0 ? keys.get(n - 1) : null);
     });
   }
 

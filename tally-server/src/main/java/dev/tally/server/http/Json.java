@@ -116,6 +116,9 @@ final class Json {
 
   /** The body of {@code reply}; integers as strings if {@code int64Strings}, but a problem's status. */
   static byte[] body(Reply reply, boolean int64Strings) {
+    if (reply.rendered() != null) {
+      return rendered(reply.rendered(), int64Strings);
+    }
     ByteArrayBuilder out = new ByteArrayBuilder(128);
     try (JsonGenerator raw = MAPPER.getFactory().createGenerator(out)) {
       JsonGenerator g = int64Strings ? new Int64Strings(raw) : raw;
@@ -151,6 +154,27 @@ final class Json {
     return bytes;
   }
 
+  /** A body {@code dev.tally.http} wrote, its integers made strings if asked (but the status). */
+  private static byte[] rendered(dev.tally.http.Problem problem, boolean int64Strings) {
+    byte[] json = problem.toJson().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    if (!int64Strings) {
+      return json;
+    }
+    ByteArrayBuilder out = new ByteArrayBuilder(json.length + 32);
+    try (JsonGenerator raw = MAPPER.getFactory().createGenerator(out)) {
+      JsonGenerator g = new Int64Strings(raw);
+      g.writeStartObject();
+      for (Map.Entry<String, JsonNode> f : MAPPER.readTree(json).properties()) {
+        g.writeFieldName(f.getKey());
+        MAPPER.writeTree(f.getKey().equals("status") ? raw : g, f.getValue());
+      }
+      g.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+
   /** A result record's members, inside the object being written. */
   private static void members(JsonGenerator g, Object result) throws IOException {
     if (result instanceof CounterValue c) {
@@ -172,6 +196,9 @@ final class Json {
       }
       g.writeEndArray();
       g.writeBooleanField("truncated", k.truncated());
+      if (k.next() != null) {
+        g.writeStringField("next", k.next());
+      }
     } else if (result instanceof TxResult tx) {
       g.writeArrayFieldStart("results");
       for (TxResult.Item i : tx.results()) {
@@ -255,13 +282,15 @@ final class Json {
     g.writeNumberField("resetAfterMillis", ld.resetAfterMillis());
     // The stored limits decide; a request that sent others must hear it, not be ignored.
     if (ld.storedLimitsDiffer()) {
-      g.writeStringField("storedLimits", "differ: this limiter's stored limits decided, not the"
-          + " ones sent; reconfigure changes them");
+      g.writeStringField("storedLimits", STORED_DIFFER);
     }
     if (ld.givenAs() != null) {
       g.writeNumberField(ld.givenAs(), ld.given());
     }
   }
+
+  static final String STORED_DIFFER = "differ: this limiter's stored limits decided, not the"
+      + " ones sent; reconfigure changes them";
 
   static String neverMessage(LimiterDecision ld) {
     return ld.permits() + " permits exceed the limit of " + ld.decision().limit()
@@ -342,7 +371,7 @@ final class Json {
     long seconds = 0;
     for (Status s : n.outcome().statuses()) {
       if (enforcedOver(s)) {
-        seconds = Math.max(seconds, RateLimitFields.ceilSeconds(s.resetNanos()));
+        seconds = Math.max(seconds, dev.tally.http.RateLimitFields.ceilSeconds(s.resetNanos()));
       }
     }
     return seconds;

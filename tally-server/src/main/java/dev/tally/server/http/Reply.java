@@ -1,7 +1,9 @@
 package dev.tally.server.http;
 
 import dev.tally.StoreException;
+import dev.tally.http.RateLimitFields;
 import dev.tally.server.app.Health;
+import dev.tally.server.app.LimitSpec;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.NamedLimitResult;
 import dev.tally.server.app.Problem;
@@ -33,6 +35,8 @@ public final class Reply {
   /** Members written after the result's own: a long or a list of strings. */
   private List<Map.Entry<String, Object>> extra = List.of();
   private String decidingPolicy;
+  /** The body as {@code dev.tally.http} renders it (a limiter's refusal), or null. */
+  private dev.tally.http.Problem rendered;
 
   private Reply(Problem problem, String detail, Object result) {
     this.status = problem == null ? 200 : problem.status();
@@ -53,22 +57,63 @@ public final class Reply {
       return named(n);
     }
     if (result instanceof Health h && h.failure() != null) {
-      Problem p = h.failure() instanceof StoreException ? Problem.of(h.failure()) : Problem.INTERNAL;
+      // A probe asks whether this server can serve: a store that times out cannot, so 503 as for
+      // one that refuses (its detail says which), not the 504 of an operation left in doubt.
+      Problem p = h.failure() instanceof StoreException ? Problem.STORE_UNAVAILABLE : Problem.INTERNAL;
       return new Reply(p, String.valueOf(h.failure().getMessage()), h);
     }
     return new Reply(null, null, result);
   }
 
+  /**
+   * A limiter's decision, rendered by {@code dev.tally.http} as the Spring Boot starter renders
+   * one: 200 with the {@code RateLimit} fields, or 429 and the quota-exceeded problem. A decision
+   * a failure policy gave in the store's place carries no quota: fail-open answers 200 without
+   * the fields, fail-closed 503 {@code store_unavailable} with {@code Retry-After}.
+   */
   private static Reply decision(LimiterDecision ld) {
     var d = ld.decision();
-    Reply reply = d.allowed() ? new Reply(null, null, ld) : new Reply(Problem.DENIED, ld.never()
-        ? Json.neverMessage(ld) : "the limiter '" + ld.name() + "' has no room for "
-        + ld.permits() + " permits now", ld);
-    RateLimitFields.apply(reply, ld.limits(), d, Instant.now());
-    if (ld.storedLimitsDiffer()) {
+    RateLimitFields fields = RateLimitFields.of(d, policies(ld.limits(), Instant.now()));
+    Reply reply;
+    if (d.allowed()) {
+      reply = new Reply(null, null, ld);
+    } else if (d.storeFailed()) {
+      String detail = "the store is unavailable, and the limiter '" + ld.name() + "' refuses"
+          + " requests until it answers (failure-policy fail-closed); retry after "
+          + fields.retryAfterSeconds().orElse(1) + "s";
+      reply = new Reply(Problem.STORE_UNAVAILABLE, detail, null);
+      reply.rendered = dev.tally.http.Problem.storeUnavailable(detail)
+          .member("error", Problem.STORE_UNAVAILABLE.code()).member("message", detail)
+          .member("name", ld.name());
+    } else {
+      String detail = ld.never() ? Json.neverMessage(ld)
+          : "the limiter '" + ld.name() + "' has no room for " + ld.permits() + " permits now";
+      reply = new Reply(Problem.DENIED, detail, ld);
+      var body = dev.tally.http.Problem.quotaExceeded(detail).member("error", Problem.DENIED.code())
+          .member("message", detail).decision(ld.name(), ld.permits(), d);
+      if (ld.storedLimitsDiffer()) {
+        body.member("storedLimits", Json.STORED_DIFFER);
+      }
+      if (ld.givenAs() != null) {
+        body.member(ld.givenAs(), ld.given());
+      }
+      reply.rendered = body.violatedPolicies(fields);
+    }
+    fields.headers().forEach(reply::header);
+    reply.decidingPolicy(fields.decidingPolicy());
+    if (ld.storedLimitsDiffer() && !d.storeFailed()) {
       reply.header("Tally-Limits", "stored-differ");
     }
     return reply;
+  }
+
+  /** The request's limits as the {@code RateLimit} fields name them, windows as of {@code now}. */
+  static List<RateLimitFields.Policy> policies(List<LimitSpec> limits, Instant now) {
+    List<RateLimitFields.Policy> policies = new ArrayList<>(limits.size());
+    for (LimitSpec s : limits) {
+      policies.add(new RateLimitFields.Policy(s.policy(), s.limit().limit(), s.windowSeconds(now)));
+    }
+    return policies;
   }
 
   private static Reply named(NamedLimitResult n) {
@@ -186,6 +231,11 @@ public final class Reply {
   /** Members written after the result's own. */
   List<Map.Entry<String, Object>> extra() {
     return extra;
+  }
+
+  /** The body {@code dev.tally.http} rendered, or null if {@link Json#body} writes it. */
+  dev.tally.http.Problem rendered() {
+    return rendered;
   }
 
   /** Header fields to send with it, in order. */

@@ -50,7 +50,7 @@ final class Router {
   private static final Set<String> KNOWN_METHODS =
       Set.of("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS");
   private static final Set<String> INT64 = Set.of(Int64.PARAMETER);
-  private static final Set<String> LIST_PARAMETERS = Set.of("prefix", "limit", Int64.PARAMETER);
+  private static final Set<String> LIST_PARAMETERS = Set.of("prefix", "after", "limit", Int64.PARAMETER);
   private static final Set<String> PUBLIC = Set.of("/ping", "/healthz");
   private static final String LIMITER_EXAMPLE =
       "{\"permits\": 1, \"limit\": {\"tokenBucket\": \"100/1m\"}}";
@@ -215,7 +215,7 @@ final class Router {
         throw new RequestException("limit must be an integer from 1 to " + MAX_KEYS_LIMIT);
       }
     }
-    return json(c, c.app().keys(q.getOrDefault("prefix", ""), limit));
+    return json(c, c.app().keys(q.getOrDefault("prefix", ""), q.get("after"), limit));
   }
 
   private static Number value(Body b) {
@@ -265,7 +265,7 @@ final class Router {
       strings = Int64.asStrings(query);
       Resolved to = resolve(q < 0 ? r.uri() : r.uri().substring(0, q));
       template = to.route().template();
-      checkQuery(query, template.equals("/v1/counters") ? LIST_PARAMETERS : INT64);
+      checkQuery(query, template.equals("/v1/counters") ? LIST_PARAMETERS : INT64, r.method());
       answer = guarded(r, to, strings);
     } catch (RuntimeException e) {
       answer = done(answer(Reply.error(e), strings));
@@ -349,13 +349,15 @@ final class Router {
     return a;
   }
 
-  private static void checkQuery(Map<String, String> query, Set<String> allowed) {
+  private static void checkQuery(Map<String, String> query, Set<String> allowed, String method) {
     for (String name : query.keySet()) {
       if (!allowed.contains(name)) {
         String takes = allowed.size() == 1 ? "this route takes only " + Int64.PARAMETER
             : "expected " + String.join(", ", allowed.stream().sorted().toList());
+        // a read has no body to put a field in
+        boolean read = method.equals("GET") || method.equals("HEAD");
         throw new RequestException("unknown query parameter '" + name + "'; " + takes
-            + " (operation fields go in the JSON body, e.g. {\"" + name + "\": ...})");
+            + (read ? "" : " (operation fields go in the JSON body, e.g. {\"" + name + "\": ...})"));
       }
     }
   }
@@ -420,7 +422,7 @@ final class Router {
       }
       if (!counters && oneMore) {
         Requests.decode(raw, "limiter name");
-        throw new RequestException(Problem.NOT_FOUND, "no limiter action '" + action
+        throw new RequestException(Problem.NO_ROUTE, "no limiter action '" + action
             + "'; limiter actions are " + String.join(", ", routes.keySet().stream()
             .filter(t -> t.startsWith("/v1/limiters/"))
             .map(t -> t.substring("/v1/limiters/{name}/".length())).sorted().toList()));
@@ -429,7 +431,7 @@ final class Router {
         Requests.decode(raw, "key");
       }
     }
-    throw new RequestException(Problem.NOT_FOUND, "no route " + path + "; see docs/openapi.yaml"
+    throw new RequestException(Problem.NO_ROUTE, "no route " + path + "; see docs/openapi.yaml"
         + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
   }
 

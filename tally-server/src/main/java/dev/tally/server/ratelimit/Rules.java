@@ -165,7 +165,7 @@ public final class Rules implements AutoCloseable {
   public synchronized void watch(Duration interval) {
     Objects.requireNonNull(interval, "interval");
     if (interval.isNegative() || interval.isZero()) {
-      throw new IllegalArgumentException("--rules-poll must be positive, not " + interval);
+      throw new IllegalArgumentException("--rules-poll must be positive, not " + dev.tally.Durations.format(interval));
     }
     if (poller != null || paths.isEmpty()) {
       return;

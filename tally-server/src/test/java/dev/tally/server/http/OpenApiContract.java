@@ -165,7 +165,7 @@ final class OpenApiContract {
         wrong.add("no path of the document matches " + path + ", but the server answered "
             + x.status() + " (a path the document does not know must be 404)");
       }
-      checkProblem(x, 404, "not_found", wrong);
+      checkProblem(x, 404, "no_route", wrong);
       return;
     }
     JsonNode item = spec.get("paths").get(t.template());
