@@ -17,6 +17,9 @@ public final class Durations {
    */
   public static String format(Duration d) {
     if (d.isNegative()) {
+      if (d.toSeconds() == Long.MIN_VALUE) {
+        return d.toDays() + "d"; // the one negative duration with no positive counterpart
+      }
       return "-" + format(d.negated());
     }
     long millis;

@@ -1,7 +1,7 @@
 package dev.tally.server;
 
 import dev.tally.CircuitBreaker;
-import dev.tally.FailurePolicy;
+import dev.tally.server.app.FailurePolicies;
 import dev.tally.server.app.Problem;
 import dev.tally.server.http.TallyServer;
 import dev.tally.server.ratelimit.Rules;
@@ -16,7 +16,6 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -109,8 +108,9 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--failure-policy", paramLabel = "POLICY", defaultValue = "throw",
       converter = PolicyConverter.class,
       description = "When the store fails: throw (answer 503, default), fail-open (counters answer"
-          + " default+delta, limiters allow) or fail-closed (limiters deny).")
-  FailurePolicy failurePolicy;
+          + " default+delta, limiters allow) or fail-closed (limiters deny); per group as"
+          + " limiters=POLICY,counters=POLICY (counters cannot fail closed).")
+  FailurePolicies failurePolicy;
 
   @Option(names = "--circuit-breaker", paramLabel = "FAILURES/OPEN_FOR", defaultValue = "5/1s",
       converter = BreakerConverter.class,
@@ -167,14 +167,13 @@ final class ServeCommand implements Callable<Integer> {
     }
   }
 
-  static final class PolicyConverter implements ITypeConverter<FailurePolicy> {
+  static final class PolicyConverter implements ITypeConverter<FailurePolicies> {
     @Override
-    public FailurePolicy convert(String value) {
+    public FailurePolicies convert(String value) {
       try {
-        return FailurePolicy.valueOf(value.toUpperCase(Locale.ROOT).replace('-', '_'));
+        return FailurePolicies.parse(value);
       } catch (IllegalArgumentException e) {
-        throw new TypeConversionException("'" + value + "' is not a policy: expected throw,"
-            + " fail-open or fail-closed");
+        throw new TypeConversionException(e.getMessage());
       }
     }
   }

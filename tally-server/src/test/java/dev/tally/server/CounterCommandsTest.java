@@ -26,7 +26,7 @@ class CounterCommandsTest {
         "tally keys: more keys start with 'v:' than the 2 listed; raise --limit to see them\n"));
     assertThat(tally.run("keys", "v:", "--limit", "3")).isEqualTo(new Run(0, "v:1\nv:2\nv:3\n", ""));
     assertThat(tally.run("--json", "keys", "--limit", "1").out())
-        .isEqualTo("{\"prefix\":\"\",\"keys\":[\"v:1\"],\"truncated\":true}\n");
+        .isEqualTo("{\"prefix\":\"\",\"keys\":[\"v:1\"],\"truncated\":true,\"next\":\"v:1\"}\n");
     Run zero = tally.run("keys", "--limit", "0");
     assertThat(zero).isEqualTo(new Run(2, "", "tally keys: --limit must be 1 or more, not 0\n"));
   }

@@ -72,8 +72,17 @@ public final class TallyApp implements AutoCloseable {
    * @param namedLimits the operator's rules, or null for none
    */
   public TallyApp(Tally tally, String storeName, MeterRegistry registry, NamedLimits namedLimits) {
+    this(tally, storeName, registry, namedLimits, null);
+  }
+
+  /**
+   * @param countersPolicy what counters answer when the store fails, or null for the store's
+   *     (limiters take the store's, {@link Tally.Builder#failurePolicy})
+   */
+  public TallyApp(Tally tally, String storeName, MeterRegistry registry, NamedLimits namedLimits,
+      FailurePolicy countersPolicy) {
     this.tally = Objects.requireNonNull(tally, "tally");
-    Counters sync = tally.counters();
+    Counters sync = countersPolicy == null ? tally.counters() : tally.counters().withFailurePolicy(countersPolicy);
     this.counters = sync.async();
     this.probe = sync.withFailurePolicy(FailurePolicy.THROW).async();
     this.storeName = storeName == null ? tally.uri().split(":", 2)[0] : storeName;

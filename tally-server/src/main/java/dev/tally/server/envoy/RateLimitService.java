@@ -195,7 +195,7 @@ final class RateLimitService {
 
   /** Whole seconds, rounded up: Envoy reads only {@code seconds}, so 0.4 s must not read 0. */
   static long ceilSeconds(long nanos) {
-    return nanos <= 0 ? 0 : (nanos - 1) / 1_000_000_000L + 1;
+    return dev.tally.http.RateLimitFields.ceilSeconds(Math.max(0, nanos));
   }
 
   private static boolean nearer(NamedLimits.Status a, NamedLimits.Status b) {

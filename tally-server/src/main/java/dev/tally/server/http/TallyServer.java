@@ -2,6 +2,7 @@ package dev.tally.server.http;
 
 import dev.tally.CircuitBreaker;
 import dev.tally.FailurePolicy;
+import dev.tally.server.app.FailurePolicies;
 import dev.tally.Tally;
 import dev.tally.TallyMetrics;
 import dev.tally.server.app.Specs;
@@ -207,6 +208,17 @@ public final class TallyServer implements AutoCloseable {
    */
   public static TallyServer start(String storeUri, FailurePolicy policy, Settings settings,
       NamedLimitSettings named) throws IOException {
+    return start(storeUri, FailurePolicies.both(policy), settings, named);
+  }
+
+  /**
+   * Opens the store and starts serving it, limiters and counters each with its failure policy.
+   *
+   * @throws IllegalArgumentException as {@link #start(String, FailurePolicy, Settings)}
+   * @throws IOException if the HTTP or the gRPC address cannot be listened on
+   */
+  public static TallyServer start(String storeUri, FailurePolicies policies, Settings settings,
+      NamedLimitSettings named) throws IOException {
     Objects.requireNonNull(settings, "settings");
     InetAddress address;
     try {
@@ -239,13 +251,13 @@ public final class TallyServer implements AutoCloseable {
     TallyMetrics metrics = TallyMetrics.of(registry, storeUri);
 
     // the breaker keeps an outage from holding every request for the store's timeout
-    Tally tally = Tally.builder(storeUri).failurePolicy(policy).listener(metrics)
+    Tally tally = Tally.builder(storeUri).failurePolicy(policies.limiters()).listener(metrics)
         .circuitBreaker(settings.circuitBreaker()).build();
     EventLoopGroup boss = null;
     EventLoopGroup workers = null;
     try {
       NamedLimits namedLimits = named == null ? null : new NamedLimits(tally, named.rules());
-      TallyApp app = new TallyApp(tally, metrics.store(), registry, namedLimits);
+      TallyApp app = new TallyApp(tally, metrics.store(), registry, namedLimits, policies.counters());
       Gate gate = new Gate();
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)
           .description("HTTP requests being handled, including acquires that wait")

@@ -50,7 +50,10 @@ class TallyAppTest {
     assertThat(done(app.get("f"))).isEqualTo(new CounterValue("f", 0.5));
     assertThat(done(app.pop("i"))).isEqualTo(new CounterValue("i", 5L));
     assertThat(problemOf(app.get("i"))).isEqualTo(Problem.NOT_FOUND);
-    assertThat(problemOf(app.incr("f", 1L, 0L, false))).isEqualTo(Problem.CONFLICT);
+    assertThat(done(app.incr("f", 1L, 0L, false))).as("an integer delta, as INCRBYFLOAT takes it")
+        .isEqualTo(new CounterValue("f", 1.5));
+    assertThat(done(app.decr("f", 2L, 0L, false))).isEqualTo(new CounterValue("f", -0.5));
+    assertThat(problemOf(app.incr("f", 1L, 0L, true))).isEqualTo(Problem.CONFLICT);
   }
 
   @Test

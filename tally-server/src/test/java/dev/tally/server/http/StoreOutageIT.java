@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.io.File;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -80,6 +81,40 @@ class StoreOutageIT {
           "tally_failure_policy_total\\{operation=\"incr\",policy=\"fail_open\",store=\"redis\"\\} 1\\.0");
       assertThat(metrics).containsPattern(
           "tally_operations_seconds_count\\{operation=\"healthz\",outcome=\"error\",store=\"redis\"\\} 1");
+    } finally {
+      redis.destroyForcibly();
+    }
+  }
+
+  /**
+   * One policy per group: limiters fail closed (503, the store named, no invented quota) while
+   * counters fail open, on the same dead store.
+   */
+  @Test
+  void limitersFailClosedWhileCountersFailOpen(@TempDir Path dir) throws Exception {
+    assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
+    int port = freePort();
+    Process redis = startRedis(dir, port);
+    String limit = "{\"limit\":{\"tokenBucket\":\"5/1m\"}}";
+    try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
+        "--failure-policy", "limiters=fail-closed,counters=fail-open")) {
+      HttpResponse<String> up = server.post("/v1/limiters/api/try", limit);
+      assertThat(up.statusCode()).isEqualTo(200);
+      assertThat(up.headers().firstValue("RateLimit-Policy")).hasValue("\"default\";q=5;w=60");
+
+      redis.destroyForcibly();
+      assertThat(redis.waitFor(10, TimeUnit.SECONDS)).isTrue();
+
+      HttpResponse<String> closed = server.post("/v1/limiters/api/try", limit);
+      JsonNode problem = status(503, closed);
+      assertThat(problem.get("error").asText()).isEqualTo("store_unavailable");
+      assertThat(problem.get("detail").asText()).contains("store is unavailable").contains("fail-closed");
+      assertThat(problem.has("remaining")).as("no quota the store did not give").isFalse();
+      assertThat(closed.headers().firstValue("Retry-After")).hasValue("1");
+      assertThat(closed.headers().firstValue("RateLimit")).isEmpty();
+      assertThat(closed.headers().firstValue("RateLimit-Policy")).isEmpty();
+      assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}")).get("value").asLong())
+          .as("counters fail open").isEqualTo(101);
     } finally {
       redis.destroyForcibly();
     }
