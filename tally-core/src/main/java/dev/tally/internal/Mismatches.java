@@ -18,7 +18,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * without end (a limit computed per key) logs the first {@value #MAX_KINDS} and then only counts.
  */
 final class Mismatches {
-  private static final System.Logger LOG = System.getLogger("dev.tally");
+  // A logger of its own, so that a front end that tells its user itself (the command line's note)
+  // can quiet this one alone.
+  private static final System.Logger LOG = System.getLogger("dev.tally.limits");
   private static final int MAX_KINDS = 1024;
   /** Reports nothing: for machines built outside a store (store tests). */
   static final Mismatches NONE = new Mismatches(null);

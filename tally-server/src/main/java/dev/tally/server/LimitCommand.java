@@ -83,6 +83,9 @@ final class LimitCommand {
     }
   }
 
+  @SuppressWarnings("unused") // see run
+  private static java.util.logging.Logger quietLimitsLog;
+
   private static final String NAME = "The limiter, e.g. api:user:42; - reads names from stdin,"
       + " one per line (-- - for a limiter named -).";
 
@@ -96,6 +99,10 @@ final class LimitCommand {
    */
   private int run(String name, BiFunction<TallyApp, String, CompletionStage<LimiterDecision>> call,
       boolean noteDiffering) {
+    // The note below tells the user; the library's own log line about the same limits would say it
+    // twice. Held in a field: java.util.logging forgets the level of a logger nobody references.
+    quietLimitsLog = java.util.logging.Logger.getLogger("dev.tally.limits");
+    quietLimitsLog.setLevel(java.util.logging.Level.OFF);
     return root.runEach(name, StdinArgument.What.NAMES, call, d -> {
       // the HTTP answer's Tally-Limits: stored-differ
       if (noteDiffering && d.storedLimitsDiffer()) {
