@@ -154,8 +154,8 @@ public final class GrpcEndpoint implements AutoCloseable {
     close(Duration.ofSeconds(5));
   }
 
-  /** A message's bytes as they came, for {@link RateLimitService} to parse. */
-  private static final class Bytes implements MethodDescriptor.Marshaller<byte[]> {
+  /** A message's bytes as they came, for {@link RateLimitService} to parse (and tests to send). */
+  static final class Bytes implements MethodDescriptor.Marshaller<byte[]> {
     @Override
     public InputStream stream(byte[] value) {
       return new ByteArrayInputStream(value);

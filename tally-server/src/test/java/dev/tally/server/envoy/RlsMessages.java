@@ -12,10 +12,6 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.DescriptorStat
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.RateLimit;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.MethodDescriptor;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -92,24 +88,8 @@ public final class RlsMessages {
 
   /** {@code ShouldRateLimit} carrying bytes as they are: to send what no valid request encodes to. */
   public static MethodDescriptor<byte[], byte[]> rawMethod() {
-    return RateLimitServiceGrpc.getShouldRateLimitMethod().toBuilder(new RawBytes(), new RawBytes())
+    return RateLimitServiceGrpc.getShouldRateLimitMethod().toBuilder(new GrpcEndpoint.Bytes(), new GrpcEndpoint.Bytes())
         .build();
-  }
-
-  private static final class RawBytes implements MethodDescriptor.Marshaller<byte[]> {
-    @Override
-    public InputStream stream(byte[] value) {
-      return new ByteArrayInputStream(value);
-    }
-
-    @Override
-    public byte[] parse(InputStream stream) {
-      try {
-        return stream.readAllBytes();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
   }
 
   /** The response headers Envoy is asked to add. */
