@@ -29,7 +29,7 @@ import tools.jackson.databind.ObjectMapper;
  * breaker 5 failures / 1 s, started without the store if need be, health out of the overall
  * status): Redis stopped, then frozen. Once the breaker is open requests answer at once: none
  * waits for the store (the breaker's probe is a background read, so not even one request per
- * cool-down does), 90% within 50 ms; fail-open rules serve, fail-closed rules refuse with 503
+ * cool-down does), 99% within 50 ms; fail-open rules serve, fail-closed rules refuse with 503
  * and no invented quota; /actuator/health stays UP; an instance started during the outage starts
  * and serves; once Redis is back the limits apply again, exactly, within the probe interval.
  */
@@ -170,14 +170,21 @@ class StoreOutageTwoInstancesTest {
   /**
    * For {@code millis}, both rules on every instance: fail-open serves with no RateLimit fields,
    * fail-closed refuses with 503, Retry-After and a body that says the store is unavailable.
-   * No request waits for the store: none takes half the store's timeout (a request that waited
-   * for the store would take all of it: the probe is a background read, no request's), and 90%
-   * answer within 50 ms. Every request within 50 ms is what an idle machine shows; this one
-   * shares two cores with other builds, where a request that waits for a core or a collection is
-   * not waiting for the store (with Redis stopped the store refuses at once, and still a few
-   * requests in a hundred took 50 to 140 ms at a load average of 12 to 15 on two cores), so the
-   * test prints the count over 50 ms, the 99th percentile and the slowest, and asserts the 90th
-   * percentile and the bound that tells a store wait from the machine's load.
+   * Called right after {@link #openEveryBreaker()}, whose requests (the ones that wait for the
+   * store and open the breaker) have all returned, so every request timed here is sent with the
+   * breaker open; the breaker is checked to be still open or probing at the end, so none of them
+   * ran with it closed either.
+   *
+   * <p>Every request within 50 ms once the breaker is open is what the outage must show, and what
+   * an idle machine shows: with Redis stopped, 704 requests over two instances had a p99 of 10 ms
+   * and a slowest of 24 ms, 456 over three a slowest of 11 ms; frozen, 1,512 requests a slowest of
+   * 23 ms; none over 50 ms. The test asserts the 99th percentile rather than the slowest because
+   * CI runs it on two cores shared with other builds, where a request that waits for a core or a
+   * garbage collection is not waiting for the store (a few requests in a hundred took 50 to 140 ms
+   * at a load average of 12 to 15). What tells a store wait from the machine's load is the bound
+   * on the slowest: a request that waited for the store would take the whole timeout (the
+   * breaker's probe is a background read, no request's), so none may take half of it. The count
+   * over 50 ms, the percentiles and the slowest are printed.
    */
   private static void assertFastAndByPolicy(String when, long millis) {
     List<Http> all = instances();
@@ -211,8 +218,11 @@ class StoreOutageTwoInstancesTest {
     // Without the breaker every request on a frozen store would wait the timeout, once per policy;
     // with a probe made by a caller, one request per instance per cool-down would.
     assertThat(max).as(when + ": no request waits for the store, of " + sorted).isLessThan(TIMEOUT.toMillis() / 2);
-    assertThat(sorted.get(sorted.size() * 9 / 10)).as(when + ": the 90th percentile, of " + sorted)
-        .isLessThanOrEqualTo(FAST_MILLIS);
+    assertThat(p99).as(when + ": the 99th percentile, of " + sorted).isLessThanOrEqualTo(FAST_MILLIS);
+    for (Http h : all) {
+      assertThat(circuit(h)).as(when + ": the breaker stayed open while the requests were timed").isIn("OPEN",
+          "HALF_OPEN");
+    }
   }
 
   private static void assertHealthUpWithTheOutageInDetails() {
