@@ -166,11 +166,18 @@ final class FilterRules {
       return !post.isEmpty();
     }
 
-    /** Gives back every target's units, after a refusal further down the chain. */
-    void giveBack(TallyRateLimits limits) {
+    /**
+     * Gives back every target's units, after a refusal further down the chain.
+     *
+     * @param verdict what {@link #targets} were answered
+     */
+    void giveBack(TallyRateLimits limits, RateLimitVerdict verdict) {
+      int at = 0;
       for (TallyRateLimits.Target t : targets) {
+        List<PolicyOutcome> outcomes = outcomesOf(verdict, at, t);
+        at += outcomes.size();
         try {
-          limits.settle(t, 0);
+          limits.settle(t, 0, outcomes);
         } catch (RuntimeException e) {
           LOG.warn("rate-limit rule '" + t.rule().name() + "': giving back the units of a refused call failed: " + e);
         }
@@ -180,21 +187,31 @@ final class FilterRules {
     /**
      * Charges what the response says the rules with post-execution settings cost, after an allowed
      * request. A failure is logged, never answered: the response has gone.
+     *
+     * @param verdict what {@link #targets} were answered
      */
-    void settle(TallyRateLimits limits, RateLimitResponse response) {
-      for (int i = 0; i < post.size(); i++) {
-        PostExecution p = post.get(i);
+    void settle(TallyRateLimits limits, RateLimitVerdict verdict, RateLimitResponse response) {
+      int at = 0;
+      for (int i = 0; i < targets.size(); i++) {
+        TallyRateLimits.Target t = targets.get(i);
+        List<PolicyOutcome> outcomes = outcomesOf(verdict, at, t);
+        at += outcomes.size();
+        PostExecution p = i < post.size() ? post.get(i) : null;
         if (p == null) {
           continue;
         }
-        TallyRateLimits.Target t = targets.get(i);
         try {
-          limits.settle(t, p.cost(request, response, t.permits()));
+          limits.settle(t, p.cost(request, response, t.permits()), outcomes);
         } catch (RuntimeException e) {
           LOG.warn("rate-limit rule '" + t.rule().name() + "': the charge after the response failed, so the "
               + t.permits() + " units taken before it stand: " + e);
         }
       }
+    }
+
+    /** The outcomes of {@code t}'s policies, which start at {@code at} in {@code verdict}: one per policy, in order. */
+    private static List<PolicyOutcome> outcomesOf(RateLimitVerdict verdict, int at, TallyRateLimits.Target t) {
+      return verdict.outcomes().subList(at, at + t.rule().policies().size());
     }
   }
 

@@ -7,9 +7,9 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
-import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.server.ServerWebExchange;
 
 /**
  * Answers {@link RateLimitExceededException} from a controller (or a service it called) the way
@@ -22,8 +22,9 @@ final class RateLimitExceptionHandlers {
 
   private RateLimitExceptionHandlers() {}
 
-  static ResponseEntity<String> answer(RateLimitExceededException e, String path) {
-    RateLimitVerdict v = e.verdict();
+  /** The answer to {@code e}, reporting the filter's policies too when a filter rule limited the request. */
+  static ResponseEntity<String> answer(RateLimitExceededException e, JoinedVerdicts.Attributes request, String path) {
+    RateLimitVerdict v = JoinedVerdicts.refusal(request, e.verdict());
     HttpHeaders headers = new HttpHeaders();
     ProblemResponses.setFields(v, headers::set);
     headers.setContentType(PROBLEM_JSON);
@@ -36,7 +37,8 @@ final class RateLimitExceptionHandlers {
   public static class Servlet {
     @ExceptionHandler(RateLimitExceededException.class)
     public ResponseEntity<String> rateLimitExceeded(RateLimitExceededException e, HttpServletRequest request) {
-      return answer(e, request.getRequestURI().substring(request.getContextPath().length()));
+      return answer(e, WebRequests.attributes(request),
+          request.getRequestURI().substring(request.getContextPath().length()));
     }
   }
 
@@ -45,8 +47,9 @@ final class RateLimitExceptionHandlers {
   @Order(Ordered.HIGHEST_PRECEDENCE)
   public static class Reactive {
     @ExceptionHandler(RateLimitExceededException.class)
-    public ResponseEntity<String> rateLimitExceeded(RateLimitExceededException e, ServerHttpRequest request) {
-      return answer(e, request.getPath().pathWithinApplication().value());
+    public ResponseEntity<String> rateLimitExceeded(RateLimitExceededException e, ServerWebExchange exchange) {
+      return answer(e, ReactiveExchanges.attributes(exchange),
+          exchange.getRequest().getPath().pathWithinApplication().value());
     }
   }
 }

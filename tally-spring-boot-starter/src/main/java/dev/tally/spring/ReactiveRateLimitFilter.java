@@ -22,7 +22,9 @@ import reactor.core.scheduler.Schedulers;
 /**
  * The rate-limit filter of a WebFlux application: the same rules, header fields and bodies as
  * {@link ServletRateLimitFilter}. The store is asked on Reactor's bounded-elastic scheduler, so
- * that no event-loop thread waits on it.
+ * that no event-loop thread waits on it. As on the servlet side, a {@link RateLimited} call on the
+ * same request joins its policies to the filter's in the response, and a refusal there gives the
+ * filter's units back ({@link JoinedVerdicts}).
  */
 public class ReactiveRateLimitFilter implements WebFilter, Ordered {
   private static final Log LOG = LogFactory.getLog(ReactiveRateLimitFilter.class);
@@ -51,14 +53,14 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
     String path = request.getPath().pathWithinApplication().value();
     String method = request.getMethod().name();
     if (rules.isEmpty() || !rules.matches(method, path)) {
-      return chain.filter(exchange);
+      return ReactiveExchanges.within(exchange, chain.filter(exchange));
     }
     return exchange.getPrincipal().map(Principal::getName).defaultIfEmpty(NO_PRINCIPAL)
         .flatMap(principal -> {
           RateLimitRequest facts = facts(request, principal);
           FilterRules.Matched matched = rules.targets(facts, path);
           if (matched.isEmpty()) {
-            return chain.filter(exchange);
+            return ReactiveExchanges.within(exchange, chain.filter(exchange));
           }
           return Mono.fromCallable(() -> (Object) limits.check(matched.targets()))
               .subscribeOn(Schedulers.boundedElastic())
@@ -78,15 +80,25 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
     if (!verdict.allowed()) {
       return write(exchange.getResponse(), HttpStatus.valueOf(verdict.status()), verdict.problemJson(path));
     }
-    if (!matched.settlesAfter()) {
-      return chain.filter(exchange);
-    }
-    // Settled once the chain completes normally; a request that ended in an error keeps its charge.
-    return chain.filter(exchange).then(Mono.fromRunnable(() -> {
+    // For @RateLimited on the handler: its policies join these in the response.
+    JoinedVerdicts.Attributes attributes = ReactiveExchanges.attributes(exchange);
+    JoinedVerdicts.filterAllowed(attributes, verdict);
+    return ReactiveExchanges.within(exchange, chain.filter(exchange)).then(Mono.defer(() -> {
       ServerHttpResponse response = exchange.getResponse();
       int status = response.getStatusCode() == null ? 200 : response.getStatusCode().value();
-      matched.settle(limits, new RateLimitResponse(status, name -> response.getHeaders().getFirst(name)));
-    }).subscribeOn(Schedulers.boundedElastic()).then());
+      if (JoinedVerdicts.refusedAfterFilter(attributes) && status == 429) {
+        // @RateLimited refused the request: as with one rule's policies, a refusal costs the others nothing.
+        return Mono.fromRunnable(() -> matched.giveBack(limits, verdict)).subscribeOn(Schedulers.boundedElastic())
+            .then();
+      }
+      if (!matched.settlesAfter()) {
+        return Mono.empty();
+      }
+      // Settled once the chain completes normally; a request that ended in an error keeps its charge.
+      RateLimitResponse answered = new RateLimitResponse(status, name -> response.getHeaders().getFirst(name));
+      return Mono.fromRunnable(() -> matched.settle(limits, verdict, answered)).subscribeOn(Schedulers.boundedElastic())
+          .then();
+    }));
   }
 
   private static RateLimitRequest facts(ServerHttpRequest request, String principal) {

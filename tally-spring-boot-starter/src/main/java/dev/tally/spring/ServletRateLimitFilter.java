@@ -57,16 +57,17 @@ public class ServletRateLimitFilter extends OncePerRequestFilter {
       return;
     }
     // For @RateLimited on the handler: its policies join these in the response.
-    request.setAttribute(WebRequests.FILTER_VERDICT, verdict);
+    JoinedVerdicts.Attributes attributes = WebRequests.attributes(request);
+    JoinedVerdicts.filterAllowed(attributes, verdict);
     chain.doFilter(request, response);
-    if (request.getAttribute(WebRequests.REFUSED_AFTER_FILTER) != null && response.getStatus() == 429) {
+    if (JoinedVerdicts.refusedAfterFilter(attributes) && response.getStatus() == 429) {
       // @RateLimited refused the request: as with one rule's policies, a refusal costs the others
       // nothing. (A refusal the application caught and answered otherwise was served: it counts.)
-      matched.giveBack(limits);
+      matched.giveBack(limits, verdict);
     } else if (matched.settlesAfter() && !request.isAsyncStarted()) {
       // Only once the chain returns normally is the status final; a request that threw, or went
       // asynchronous (its status is not known yet), keeps its charge.
-      matched.settle(limits, new RateLimitResponse(response.getStatus(), response::getHeader));
+      matched.settle(limits, verdict, new RateLimitResponse(response.getStatus(), response::getHeader));
     }
   }
 

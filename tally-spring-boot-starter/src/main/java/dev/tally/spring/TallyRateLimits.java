@@ -208,11 +208,25 @@ public class TallyRateLimits {
    * Settles an allowed target once the request is answered: gives back the units it took beyond
    * {@code cost}, or takes the units {@code cost} asks beyond them. Limiters never go into debt:
    * what a policy no longer has is taken as far as it goes and the rest is forgiven, told to the
-   * listeners as unpaid.
+   * listeners as unpaid. A policy whose grant its failure policy answered (the store did not) took
+   * nothing and is left alone: the store is not called for it, so that a refund does not add units
+   * the key never spent once the store is back, and a request served uncounted stays uncounted.
+   *
+   * @param outcomes what each of the target's policies said when the request was checked, in the
+   *     rule's order (its slice of {@link RateLimitVerdict#outcomes()})
    */
-  void settle(Target t, long cost) {
+  void settle(Target t, long cost, List<PolicyOutcome> outcomes) {
+    List<Policy> policies = t.rule().policies();
+    if (outcomes.size() != policies.size()) {
+      throw new IllegalArgumentException("rule '" + t.rule().name() + "' has " + policies.size()
+          + " policies, and " + outcomes.size() + " outcomes were given");
+    }
     String key = key(t.key());
-    for (Policy p : t.rule().policies()) {
+    for (int i = 0; i < policies.size(); i++) {
+      Policy p = policies.get(i);
+      if (outcomes.get(i).decision().storeFailed()) {
+        continue;
+      }
       String name = limiterName(t.rule(), p, key);
       RateLimiter limiter = tally.limiter(name, p.limit()).withVersion(t.rule().version())
           .withFailurePolicy(t.rule().failurePolicy());

@@ -23,6 +23,9 @@ final class WebRequests {
   private static final boolean SERVLET = ClassUtils.isPresent(
       "org.springframework.web.context.request.ServletRequestAttributes", WebRequests.class.getClassLoader())
       && ClassUtils.isPresent("jakarta.servlet.http.HttpServletRequest", WebRequests.class.getClassLoader());
+  private static final boolean REACTIVE = ClassUtils.isPresent(
+      "org.springframework.web.server.ServerWebExchange", WebRequests.class.getClassLoader())
+      && ClassUtils.isPresent("reactor.core.publisher.Mono", WebRequests.class.getClassLoader());
   /** Spring MVC's HandlerMapping.URI_TEMPLATE_VARIABLES_ATTRIBUTE, by name: webmvc is optional. */
   private static final String PATH_VARIABLES = "org.springframework.web.servlet.HandlerMapping.uriTemplateVariables";
 
@@ -32,17 +35,18 @@ final class WebRequests {
     return SERVLET ? Servlet.current() : RateLimitRequest.NONE;
   }
 
-  /** The request attribute holding the filter's verdict, so that a {@link RateLimited} call adds to it. */
-  static final String FILTER_VERDICT = WebRequests.class.getName() + ".filterVerdict";
-  /** Set when a {@link RateLimited} call refused the request, so that the filter gives its units back. */
-  static final String REFUSED_AFTER_FILTER = WebRequests.class.getName() + ".refusedAfterFilter";
-
   /**
    * Sets the header fields of {@code verdict} on the current response, joined to the filter's if it
-   * limited the request too, and returns the joined verdict (what a denial answers with).
+   * limited the request too ({@link JoinedVerdicts}), and returns the joined verdict (what a denial
+   * answers with). On WebFlux the response is reached when the call runs in the filter's turn of
+   * the request ({@link ReactiveExchanges}).
    */
   static RateLimitVerdict addHeaders(RateLimitVerdict verdict) {
-    return SERVLET ? Servlet.addHeaders(verdict) : verdict;
+    RateLimitVerdict all = SERVLET ? Servlet.addHeaders(verdict) : null;
+    if (all == null && REACTIVE) {
+      all = ReactiveExchanges.addHeaders(verdict);
+    }
+    return all == null ? verdict : all;
   }
 
   /** Kept apart so that the servlet API is loaded only when it is there. */
@@ -58,24 +62,33 @@ final class WebRequests {
       return of(request, variables);
     }
 
+    /** The joined verdict, or null outside a servlet request. */
     static RateLimitVerdict addHeaders(RateLimitVerdict verdict) {
       if (!(RequestContextHolder.getRequestAttributes() instanceof ServletRequestAttributes servlet)) {
-        return verdict;
+        return null;
       }
-      HttpServletRequest request = servlet.getRequest();
-      RateLimitVerdict all = verdict;
-      if (request.getAttribute(FILTER_VERDICT) instanceof RateLimitVerdict filter) {
-        all = filter.and(verdict);
-        if (!verdict.allowed()) {
-          request.setAttribute(REFUSED_AFTER_FILTER, true);
-        }
-      }
+      RateLimitVerdict all = JoinedVerdicts.join(attributes(servlet.getRequest()), verdict);
       HttpServletResponse response = servlet.getResponse();
       if (response != null && !response.isCommitted()) {
         ServletRateLimitFilter.setFields(response, all);
       }
       return all;
     }
+  }
+
+  /** A servlet request's attributes, as {@link JoinedVerdicts} reads them. */
+  static JoinedVerdicts.Attributes attributes(HttpServletRequest request) {
+    return new JoinedVerdicts.Attributes() {
+      @Override
+      public Object get(String name) {
+        return request.getAttribute(name);
+      }
+
+      @Override
+      public void put(String name, Object value) {
+        request.setAttribute(name, value);
+      }
+    };
   }
 
   static RateLimitRequest of(HttpServletRequest request, Map<String, String> variables) {

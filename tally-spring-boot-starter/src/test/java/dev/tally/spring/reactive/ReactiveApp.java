@@ -44,6 +44,13 @@ public class ReactiveApp {
           : ResponseEntity.status(401).body("wrong password"));
     }
 
+    /** Limited twice: by the filter rule "both" and by this annotation. */
+    @GetMapping("/api/both/{user}")
+    @RateLimited(limits = "token-bucket 2/1d", key = "#user")
+    String both(@PathVariable String user) {
+      return "both " + user;
+    }
+
     @GetMapping("/greet")
     @RateLimited(limits = "token-bucket 2/1d", key = "#name")
     String greet(@RequestParam String name) {

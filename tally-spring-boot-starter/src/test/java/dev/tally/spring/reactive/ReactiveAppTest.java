@@ -131,15 +131,36 @@ class ReactiveAppTest {
   }
 
   @Test
+  void aFilterRuleAndTheAnnotationOnOneRequestBothReachTheFields() {
+    for (int i = 0; i < 2; i++) {
+      HttpResponse<String> ok = http.get("/api/both/cy");
+      assertThat(ok.statusCode()).isEqualTo(200);
+      assertThat(ok.body()).isEqualTo("both cy");
+      assertThat(header(ok, "RateLimit-Policy")).isEqualTo("\"both\";q=5;w=86400, \"Api.both\";q=2;w=86400");
+      assertThat(header(ok, "RateLimit")).matches("\"both\";r=" + (4 - i) + ";t=\\d+, \"Api.both\";r=" + (1 - i)
+          + ";t=\\d+");
+    }
+    HttpResponse<String> denied = http.get("/api/both/cy");
+    assertThat(denied.statusCode()).isEqualTo(429);
+    assertThat(header(denied, "RateLimit-Policy")).isEqualTo("\"both\";q=5;w=86400, \"Api.both\";q=2;w=86400");
+    assertThat(header(denied, "RateLimit")).matches("\"both\";r=2;t=\\d+, \"Api.both\";r=0;t=\\d+");
+    assertThat(header(denied, "Retry-After")).isNotNull();
+    assertThat(json(denied).get("violated-policies").toString()).isEqualTo("[\"Api.both\"]");
+    // The annotation refused: the filter's unit for that request is given back once it is answered.
+    awaitAvailable("both", "cy", 3);
+    assertThat(http.get("/api/both/dee").statusCode()).isEqualTo(200);
+  }
+
+  @Test
   void onlyFailedLoginsCountAndATrustedCallerIsSkipped() {
     for (int i = 0; i < 5; i++) {
       assertThat(http.post("/login", "X-User", "bob", "X-Password", "right").statusCode()).isEqualTo(200);
-      awaitAvailable("bob", 3);
+      awaitAvailable("login-failures", "bob", 3);
     }
     for (int i = 0; i < 3; i++) {
       assertThat(http.post("/login", "X-User", "bob", "X-Password", "wrong").statusCode()).isEqualTo(401);
     }
-    awaitAvailable("bob", 0);
+    awaitAvailable("login-failures", "bob", 0);
     HttpResponse<String> denied = http.post("/login", "X-User", "bob", "X-Password", "wrong");
     assertThat(denied.statusCode()).isEqualTo(429);
     assertThat(json(denied).get("rule").asString()).isEqualTo("login-failures");
@@ -150,11 +171,11 @@ class ReactiveAppTest {
         .isEqualTo(429);
   }
 
-  /** Waits until the charge settled after a response has reached the limiter. */
-  private void awaitAvailable(String user, long units) {
+  /** Waits until what is settled after a response has reached the limiter. */
+  private void awaitAvailable(String rule, String user, long units) {
     long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
     long now;
-    while ((now = limits.limiter("login-failures", user).available()) != units && System.nanoTime() < deadline) {
+    while ((now = limits.limiter(rule, user).available()) != units && System.nanoTime() < deadline) {
       java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
     }
     assertThat(now).isEqualTo(units);
