@@ -57,7 +57,10 @@ import java.util.concurrent.Executor;
  * answer, as good a sign of a live store as a value. Anything else (another store exception, an
  * argument the store refused, a bug) says nothing of the store's health and changes nothing.
  * Calls admitted while the circuit was closed that end after it opened change nothing either:
- * only the probe decides when it closes. A probe that cannot be started (the executor refuses
+ * only the probe decides when it closes. A call refused because another call is opening a store
+ * that was not open yet ({@link DeferredStore.OpenedElsewhere}) is neither a failure nor an
+ * answer: it changes nothing, except that a probe refused so counts as a failed probe. A probe
+ * that cannot be started (the executor refuses
  * it: the Tally is closing) counts as a failed probe.
  *
  * <h2>Concurrency</h2>
@@ -291,6 +294,15 @@ final class Circuit {
 
   /** The call admitted in {@code admitted} threw {@code e}. */
   void ended(State admitted, Throwable e) {
+    if (e instanceof DeferredStore.OpenedElsewhere) {
+      // Another call is opening the store: nothing is known of its health yet. A caller's call
+      // neither counts nor resets a run of failures; the probe, which is there to learn that the
+      // store answers, did not, and the circuit stays open for another openFor.
+      if (admitted instanceof Probing) {
+        failed(admitted, e);
+      }
+      return;
+    }
     if (e instanceof StoreUnavailableException || e instanceof StoreTimeoutException) {
       failed(admitted, e);
     } else if (e instanceof TallyException && !(e instanceof StoreException)) {

@@ -27,7 +27,10 @@ import java.util.function.Function;
  *
  * <p>One caller at a time opens; the others fail at once with a
  * {@link StoreUnavailableException} (and their failure policy answers) rather than queue behind
- * a connection attempt. Asynchronous calls open on the blocking executor, never on the caller's
+ * a connection attempt. That refusal, an {@link OpenedElsewhere}, says nothing of the store's
+ * health, so the circuit breaker does not count it as a failure: otherwise a few callers
+ * arriving during one slow opening would open the circuit of a store that is about to answer.
+ * Asynchronous calls open on the blocking executor, never on the caller's
  * thread. Once open, calls go straight to the store: one volatile read more per call.
  */
 final class DeferredStore implements Store {
@@ -41,6 +44,15 @@ final class DeferredStore implements Store {
   private volatile boolean closed;
 
   private record Opened(Store store, AsyncStore async) {}
+
+  /** A call refused because another call is opening the store: not a failure of the store's ({@link Circuit}). */
+  static final class OpenedElsewhere extends StoreUnavailableException {
+    private static final long serialVersionUID = 1L;
+
+    OpenedElsewhere(String message) {
+      super(message, null);
+    }
+  }
 
   DeferredStore(String uri, StoreProvider provider, StoreContext context, Executor executor) {
     this.uri = uri;
@@ -63,8 +75,7 @@ final class DeferredStore implements Store {
       throw new StoreUnavailableException("the store " + schemeName() + " is closed", null);
     }
     if (!opening.tryLock()) {
-      throw new StoreUnavailableException("the store " + schemeName() + " is not open yet: another call"
-          + " is opening it", null);
+      throw new OpenedElsewhere("the store " + schemeName() + " is not open yet: another call is opening it");
     }
     try {
       o = opened;
