@@ -55,6 +55,25 @@ final class KeyExpressions {
     return evaluate(expression, context);
   }
 
+  /**
+   * Whether {@code expression} is {@code true} for a call of {@code method} with {@code args}
+   * (its arguments are variables, as for a key): a {@link RateLimited} condition.
+   *
+   * @param what what the expression is, for the error message (e.g. skipCondition)
+   * @throws IllegalStateException naming the expression if it fails
+   */
+  boolean isTrue(String expression, RateLimitRequest request, Method method, Object[] args, String what) {
+    MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(request, method, args, names);
+    if (beans != null) {
+      context.setBeanResolver(new BeanFactoryResolver(beans));
+    }
+    try {
+      return Boolean.TRUE.equals(parse(expression, what).getValue(context));
+    } catch (ExpressionException ex) {
+      throw new IllegalStateException(what + " '" + expression + "' failed: " + ex.getMessage(), ex);
+    }
+  }
+
   private String evaluate(String expression, StandardEvaluationContext context) {
     if (beans != null) {
       context.setBeanResolver(new BeanFactoryResolver(beans));

@@ -23,7 +23,13 @@ import java.lang.annotation.Target;
  * }</pre>
  *
  * <p>Several annotations on one method all apply, in order: the call runs only if every one
- * allows it, and a denial gives back what the ones before it took.
+ * allows it, and a denial gives back what the ones before it took. {@link #executeCondition()}
+ * and {@link #skipCondition()} leave an annotation out of a call:
+ *
+ * <pre>{@code
+ * @RateLimited(value = "api", key = "principal", skipCondition = "header('X-Internal') == 'yes'")
+ * @RateLimited(value = "big-exports", key = "principal", executeCondition = "#rows > 1000")
+ * }</pre>
  *
  * <p>The key is a SpEL expression over the request (see {@link RateLimitRequest}:
  * {@code header('X-Api-Key')}, {@code remoteAddress}, {@code principal},
@@ -58,6 +64,20 @@ public @interface RateLimited {
 
   /** Units each call takes; zero takes nothing and refuses the call when nothing is left. */
   long permits() default 1;
+
+  /**
+   * A SpEL expression over the same request and arguments as {@link #key()}: the annotation
+   * applies to a call only when it is {@code true} (bucket4j's {@code executeCondition}). Empty:
+   * every call.
+   */
+  String executeCondition() default "";
+
+  /**
+   * A SpEL expression over the same request and arguments as {@link #key()}: the annotation does
+   * not apply to a call when it is {@code true} (bucket4j's {@code skipCondition}). Empty: none is
+   * skipped.
+   */
+  String skipCondition() default "";
 
   /**
    * For an inline rule: {@code fail-open} (the default), {@code fail-closed} or {@code throw},

@@ -51,8 +51,16 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     return e;
   }
 
-  /** One annotation, resolved: its rule, its key expression (or none), its permits. */
-  private record Compiled(Rule rule, String key, long permits) {}
+  /** One annotation, resolved: its rule, its key expression (or none), its permits, its conditions (or null). */
+  private record Compiled(Rule rule, String key, long permits, String executeCondition, String skipCondition) {
+    boolean applies(KeyExpressions expressions, RateLimitRequest request, Method method, Object[] args) {
+      if (executeCondition != null
+          && !expressions.isTrue(executeCondition, request, method, args, "executeCondition")) {
+        return false;
+      }
+      return skipCondition == null || !expressions.isTrue(skipCondition, request, method, args, "skipCondition");
+    }
+  }
 
   @Override
   public Object invoke(MethodInvocation invocation) throws Throwable {
@@ -66,9 +74,15 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     RateLimitRequest request = WebRequests.current();
     List<TallyRateLimits.Target> targets = new ArrayList<>(rules.size());
     for (Compiled c : rules) {
+      if (!c.applies(expressions(), request, method, invocation.getArguments())) {
+        continue;
+      }
       String key = c.key().isEmpty() ? KeySource.GLOBAL_KEY
           : expressions().evaluate(c.key(), request, method, invocation.getArguments());
       targets.add(new TallyRateLimits.Target(c.rule(), key, c.permits()));
+    }
+    if (targets.isEmpty()) {
+      return invocation.proceed();
     }
     RateLimitVerdict verdict = WebRequests.addHeaders(limits().check(targets));
     if (!verdict.allowed()) {
@@ -104,9 +118,20 @@ final class RateLimitedInterceptor implements MethodInterceptor {
       if (!a.key().isEmpty()) {
         expressions().parse(a.key(), where);
       }
-      out.add(new Compiled(rule, a.key(), a.permits()));
+      String execute = condition(a.executeCondition(), where + ": executeCondition");
+      String skip = condition(a.skipCondition(), where + ": skipCondition");
+      out.add(new Compiled(rule, a.key(), a.permits(), execute, skip));
     }
     return List.copyOf(out);
+  }
+
+  /** A condition, parsed so that a bad one fails at startup; null if none. */
+  private String condition(String text, String where) {
+    if (text.isBlank()) {
+      return null;
+    }
+    expressions().parse(text.strip(), where);
+    return text.strip();
   }
 
   private Rule rule(RateLimited a, Method method, String where, int index, int count) {

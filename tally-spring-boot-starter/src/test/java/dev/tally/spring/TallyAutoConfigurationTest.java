@@ -337,6 +337,30 @@ class TallyAutoConfigurationTest {
   }
 
   @Test
+  void anAnnotationConditionThatDoesNotParseStopsStartup() {
+    runner.withUserConfiguration(BadCondition.class).run(context -> {
+      assertThat(context).hasFailed();
+      assertThat(context.getStartupFailure()).hasStackTraceContaining("@RateLimited on "
+          + BadCondition.Service.class.getName() + ".work: skipCondition: expression '#who ==' does not parse");
+    });
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  static class BadCondition {
+    @Bean
+    Service service() {
+      return new Service();
+    }
+
+    static class Service {
+      @RateLimited(limits = "fixed-window 1/1d", skipCondition = "#who ==")
+      public String work(String who) {
+        return who;
+      }
+    }
+  }
+
+  @Test
   void anAnnotatedServiceIsLimitedByItsArguments() {
     runner.withUserConfiguration(GoodAnnotation.class).run(context -> {
       GoodAnnotation.Service s = context.getBean(GoodAnnotation.Service.class);

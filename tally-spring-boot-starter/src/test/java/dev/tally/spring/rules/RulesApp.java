@@ -91,6 +91,14 @@ public class RulesApp {
       return "both";
     }
 
+    /** Limited unless the caller is internal; a big export also by a second rule. */
+    @GetMapping("/exports/{rows}")
+    @RateLimited(name = "exports", limits = "token-bucket 2/1d", skipCondition = "header('X-Internal') == 'yes'")
+    @RateLimited(name = "big-exports", limits = "token-bucket 1/1d", executeCondition = "#rows > 1000")
+    String exports(@PathVariable long rows) {
+      return rows + " rows";
+    }
+
     /** Refused once nothing is left, taking nothing: a zero-permit check, thrown. */
     @GetMapping("/peek/{user}")
     String peek(@PathVariable String user) {

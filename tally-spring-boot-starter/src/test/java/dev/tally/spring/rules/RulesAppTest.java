@@ -259,6 +259,24 @@ class RulesAppTest {
     awaitAvailable("both", "global", 3);
   }
 
+  @Test
+  void annotationConditionsLeaveAnAnnotationOutOfACall() {
+    assertNotLimited(() -> http.get("/exports/5", "X-Internal", "yes"));
+    HttpResponse<String> small = http.get("/exports/5");
+    assertThat(small.statusCode()).isEqualTo(200);
+    assertThat(header(small, "RateLimit-Policy")).as("executeCondition false").isEqualTo("\"exports\";q=2;w=86400");
+    HttpResponse<String> big = http.get("/exports/5000");
+    assertThat(big.statusCode()).isEqualTo(200);
+    assertThat(header(big, "RateLimit-Policy")).isEqualTo("\"exports\";q=2;w=86400, \"big-exports\";q=1;w=86400");
+    assertThat(header(big, "RateLimit")).matches("\"exports\";r=0;t=\\d+, \"big-exports\";r=0;t=\\d+");
+    assertThat(http.get("/exports/5").statusCode()).isEqualTo(429);
+    assertThat(http.get("/exports/5", "X-Internal", "yes").statusCode()).as("skipped, and nothing else applies")
+        .isEqualTo(200);
+    HttpResponse<String> bigInternal = http.get("/exports/5000", "X-Internal", "yes");
+    assertThat(bigInternal.statusCode()).as("exports skipped, big-exports applies").isEqualTo(429);
+    assertThat(json(bigInternal).get("violated-policies").toString()).isEqualTo("[\"big-exports\"]");
+  }
+
   private static void assertNotLimited(Supplier<HttpResponse<String>> call) {
     for (int i = 0; i < 3; i++) {
       HttpResponse<String> r = call.get();
