@@ -351,7 +351,7 @@ public final class LimiterVectors {
         }
       } else {
         long exp = now + Math.max(1, out.keepNanos());
-        if (stored == null || exp != expiresAt || !Arrays.equals(next, stored.words())) {
+        if (stored == null || exp != expiresAt || !Arrays.equals(next, words)) { // the machine wrote on its copy
           present = true;
           lastNow = now;
           words = next.clone();
