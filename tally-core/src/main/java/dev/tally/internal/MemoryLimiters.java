@@ -286,7 +286,9 @@ final class MemoryLimiters {
         RecordCell rc = (RecordCell) c;
         synchronized (rc) {
           if (!rc.removed) {
-            long[] words = rc.expiresAt - now <= 0 ? new long[0] : rc.record;
+            // A copy: the machine works on the words in place, and one that throws (a top-up
+            // with no quota) must leave the state as it was.
+            long[] words = rc.expiresAt - now <= 0 ? new long[0] : rc.record.clone();
             LimiterOutcome out = machine.apply(new LimiterRecord(rc.decidedAt, words), now, op, permits);
             if (out.record() == null) {
               rc.removed = true;
@@ -334,7 +336,10 @@ final class MemoryLimiters {
       }
       // Decided before sealing: the machine is pure, and one that refuses (a top-up with no quota
       // to top up) must leave the cell as it was, not sealed with nothing to replace it.
-      LimiterOutcome out = machine.apply(new LimiterRecord(now, b.record(f)), now, op, permits);
+      // A full bucket is a state past its expiry, as every other store sees it: only its instant
+      // is left, so a caller of other limits starts afresh on its own rather than adopting these.
+      LimiterOutcome out = machine.apply(f - now <= 0 ? LimiterRecord.tombstone(now) : new LimiterRecord(now, b.record(f)),
+          now, op, permits);
       if (b.seal(f)) {
         if (out.record() == null) {
           cells.remove(key, b);

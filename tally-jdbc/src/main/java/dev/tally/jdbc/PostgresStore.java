@@ -8,6 +8,7 @@ import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.TimeSource;
+import dev.tally.spi.LimiterArguments;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterRecord;
@@ -641,9 +642,9 @@ final class PostgresStore implements Store {
   private Decision limit(Connection c, Sql statement, LimiterCall call, LimiterOperation operation, long permits,
       long clientNow, long around, boolean retried) throws SQLException {
     for (boolean again = retried; ; again = true) {
-      Map<String, Object> v = values("key", call.key(), "op", LimiterArguments.code(operation),
+      Map<String, Object> v = values("key", call.key(), "op", LimiterArguments.operation(operation),
           "permits", permits, "clock", serverClock ? null : clientNow,
-          "mine", LimiterArguments.limits(call), "zones", LimiterArguments.zones(call, around));
+          "mine", SqlLimiterArguments.limits(call), "zones", SqlLimiterArguments.zones(call, around));
       try {
         return one(c, statement, v, rs -> decision(rs.getArray(1)));
       } catch (SQLException e) {
@@ -741,13 +742,13 @@ final class PostgresStore implements Store {
     for (int i = 0; i < n; i++) {
       Pending p = sorted.get(i);
       keys[i] = p.call.key();
-      ops[i] = LimiterArguments.code(p.operation);
+      ops[i] = LimiterArguments.operation(p.operation);
       permits[i] = p.permits;
       clocks[i] = serverClock ? null : p.clientNow;
       mineAt[i] = (long) mine.size() + 1;
       zonesAt[i] = (long) zones.size() + 1;
-      mine.addAll(Arrays.asList(LimiterArguments.limits(p.call)));
-      Long[] z = LimiterArguments.zones(p.call, p.clientNow);
+      mine.addAll(Arrays.asList(SqlLimiterArguments.limits(p.call)));
+      Long[] z = SqlLimiterArguments.zones(p.call, p.clientNow);
       if (z != null) {
         zones.addAll(Arrays.asList(z));
       }

@@ -37,8 +37,8 @@ CREATE INDEX IF NOT EXISTS ${name}_ops_exp ON ${table}_ops (exp);
 -- --------------------------------------------------------------------------------------------
 -- Rate limiters: tally-core's LimiterMachine and its algorithms (Gcra.java, FixedWindow.java,
 -- SlidingWindow.java, CalendarQuota.java) over the same record, in exact numeric arithmetic
--- (instants in nanoseconds times counts reach 2^124, far beyond bigint). LimiterParityTest runs
--- random timelines through both and requires identical decisions and records.
+-- (instants in nanoseconds times counts reach 2^124, far beyond bigint). LimiterVectorsTest replays
+-- the kit's limiter vectors, written by the Java machine, and requires identical decisions and records.
 --
 -- A record is six words per limit, [tag, p0, p1, s0, s1, s2], tag the Limit.Kind ordinal + 1:
 -- 1 token bucket, 2 leaky bucket, 3 GCRA (one algorithm: s0 is the instant the bucket is full

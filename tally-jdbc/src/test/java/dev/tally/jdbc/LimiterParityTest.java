@@ -12,8 +12,6 @@ import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.Store;
 import dev.tally.tck.ManualTimeSource;
-import dev.tally.tck.RandomTimelines;
-import java.math.BigInteger;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -24,40 +22,22 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The schema's {@code tally_limit} function against tally-core's {@code LimiterMachine}: random timelines of random
- * operations on random limits (tiny and huge capacities, nanosecond to 73-year periods, windows
- * that are and are not whole seconds, quotas in zones with daylight saving, handles with
- * different limits on one key, reconfigurations, top-ups, a clock that sometimes steps back), the
- * function deciding at the test clock.
- * After every step the decision, the thrown exception if any, and the stored record must be the
- * same as the machine's, run over a record kept the way the memory store keeps it. Each limit's
- * own state ({@link Decision#limits()}) is compared with the machine's once the machine reports
- * it; until then with each limit's algorithm run alone over its words ({@link #eachLimit}).
+ * The schema's {@code tally_limit} function against tally-core's {@code LimiterMachine} where the
+ * kit's limiter vectors ({@link LimiterVectorsTest}) do not reach: the layout of a record, and a
+ * caller more than a day behind a stored window, whose call the store sends again with other
+ * quota boundaries. Each limit's own state ({@link Decision#limits()}) is compared with the
+ * machine's once the machine reports it; until then with each limit's algorithm run alone over
+ * its words ({@link #eachLimit}).
  */
 class LimiterParityTest {
-  private static final long NS = 1_000_000_000L;
-  private static final List<Instant> STARTS = List.of(
-      Instant.parse("2026-11-08T00:00:00Z"),
-      Instant.parse("2026-11-30T22:59:59.999999990Z"),  // a Paris month ends at 23:00Z
-      Instant.parse("2026-03-29T00:59:59.999999999Z"),  // Paris springs forward at 01:00Z
-      Instant.parse("2026-10-25T00:59:59.999999999Z"),  // and falls back
-      Instant.parse("2026-11-01T05:59:59.999999999Z"),  // New York falls back
-      Instant.parse("2026-12-31T23:59:59.999999999Z"),
-      Instant.parse("2019-12-31T23:59:59.5Z"),
-      Instant.EPOCH.plus(Duration.ofDays(3650 * 5)),    // a boundary of ten-year windows
-      Instant.parse("2099-02-28T23:59:59Z"),
-      Instant.parse("2100-02-28T23:59:59Z"));           // not a leap year
-
   private static PostgresServer server;
   private static Connection db; // one connection for the test's own reads: a new one per read costs a backend
   private ManualTimeSource clock;
-  private Store store;
 
   @BeforeAll
   static void start() {
@@ -72,91 +52,6 @@ class LimiterParityTest {
   @AfterAll
   static void closeReader() throws SQLException {
     db.close(); // the shared server outlives this class
-  }
-
-  @Test
-  void randomTimelinesDecideExactlyAsTheCoreMachine() {
-    SplittableRandom seeds = new SplittableRandom(Long.getLong("parity.seed", 20261108L));
-    int timelines = Integer.getInteger("parity.timelines", 300);
-    int steps = 0;
-    for (int t = 0; t < timelines; t++) {
-      steps += timeline(seeds.nextLong(), 40);
-    }
-    assertThat(steps).isGreaterThan(timelines * 30);
-  }
-
-  /** Runs one timeline; returns its number of steps. */
-  private int timeline(long seed, int length) {
-    SplittableRandom rnd = new SplittableRandom(seed);
-    clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())).minusNanos(rnd.nextInt(3)));
-    String key = "parity-" + Long.toHexString(seed);
-    try (Tally tally = Tally.builder(server.uri("")).timeSource(clock).build()) {
-      store = Internals.storeOf(tally);
-      List<LimiterCall> handles = new ArrayList<>();
-      handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
-      LimiterRecord kept = null; // what the store keeps: words and decision instant, or a tombstone
-      BigInteger exactExpiry = BigInteger.ZERO;
-      Decision last = null;
-      for (int step = 0; step < length; step++) {
-        String where = "seed " + seed + " step " + step;
-        if (rnd.nextInt(6) == 0) {
-          handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
-        }
-        LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
-        LimiterOperation op = RandomTimelines.operation(rnd);
-        long permits = RandomTimelines.permits(rnd, handle.limits());
-        if (op == LimiterOperation.RECONFIGURE) {
-          handle = Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
-          handles.add(handle);
-        }
-        long now = clock.nanos();
-
-        // Expired words are gone, but their decision instant is not (LimiterRecord's rule).
-        LimiterRecord stored = null;
-        if (kept != null) {
-          long at = Math.max(now, kept.decidedAt());
-          boolean live = !kept.isTombstone() && exactExpiry.compareTo(BigInteger.valueOf(at)) > 0;
-          stored = live ? new LimiterRecord(kept.decidedAt(), kept.words().clone()) : LimiterRecord.tombstone(kept.decidedAt());
-        }
-        Object expected;
-        List<Decision.LimitState> expectedLimits = null;
-        try {
-          LimiterOutcome out = handle.apply(stored, now, op, permits);
-          expectedLimits = eachLimit(handle, stored, op, out);
-          if (!(out.record() == null && kept == null && op == LimiterOperation.PEEK)) { // such a peek writes nothing
-            kept = out.next();
-            // keepNanos counts from the store's now; a full state of other limits is kept past its reset
-            exactExpiry = out.record() == null ? BigInteger.valueOf(out.decidedAt())
-                : BigInteger.valueOf(now).add(BigInteger.valueOf(out.keepNanos()));
-          }
-          expected = out.decision();
-        } catch (RuntimeException e) {
-          expected = e.getClass();
-        }
-        Object actual;
-        try {
-          actual = store.limit(handle, op, permits);
-        } catch (RuntimeException e) {
-          actual = e.getClass();
-        }
-        String context = where + ": " + op + " " + permits + " with " + handle.limits() + " version " + handle.version() + " at " + now;
-        assertDecides(actual, expected, expectedLimits, context);
-        if (kept != null) {
-          assertThat(storedRecord(key)).as(context + ": the words").isEqualTo(kept.isTombstone() ? new long[0] : kept.words());
-          assertThat(storedDecidedAt(key)).as(context + ": the decision instant").isEqualTo(kept.decidedAt());
-          assertThat(BigInteger.valueOf(storedExpiry(key))).as(context + ": exp")
-              .isEqualTo(exactExpiry.min(BigInteger.valueOf(Long.MAX_VALUE)));
-        } else {
-          assertThat(storedExpiry(key)).as(context + ": no row").isNull();
-        }
-        if (expected instanceof Decision d) {
-          last = d;
-        }
-        clock.advanceNanos(Math.min(RandomTimelines.advance(rnd, last, now), Math.max(0, (1L << 62) - now)));
-      }
-      delete(key);
-      return length;
-    }
   }
 
   /**

@@ -1,19 +1,18 @@
 package dev.tally.redis;
 
 import dev.tally.Decision;
-import dev.tally.Limit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
-import dev.tally.spi.LimiterRecord;
+import dev.tally.spi.LimiterArguments;
 import dev.tally.spi.QuotaBoundaries;
-import java.time.ZoneId;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The arguments of one call of {@code limiter.lua}, and its reply as a {@link Decision}. The
  * script's header describes both; in short: {@code KEYS = [limiter key]},
- * {@code ARGV = [op, permits, clock, count, then tag p0 p1 zone per limit]}.
+ * {@code ARGV = [op, permits, clock, count, then tag p0 p1 zone per limit]}, in the SPI's
+ * encoding of a limiter call ({@link LimiterArguments}).
  *
  * <p>Lua knows no time zones, so for each quota limit the caller sends the starts of four
  * consecutive days and of four consecutive months in the quota's zone around its own clock
@@ -25,17 +24,6 @@ final class LimiterScript {
   static final Script SCRIPT = Script.load("limiter.lua");
 
   private LimiterScript() {}
-
-  static String code(LimiterOperation op) {
-    return switch (op) {
-      case ACQUIRE -> "acquire";
-      case PEEK -> "peek";
-      case REFUND -> "refund";
-      case RESET -> "reset";
-      case RECONFIGURE -> "reconfigure";
-      case TOP_UP -> "topup";
-    };
-  }
 
   /**
    * {@code ARGV} for one call.
@@ -55,19 +43,20 @@ final class LimiterScript {
    */
   static String[] args(LimiterCall call, LimiterOperation op, long permits, long clientNow, boolean passClock,
       long boundariesAt) {
-    List<Limit> limits = call.limits();
-    String[] args = new String[4 + 4 * limits.size()];
-    args[0] = code(op);
+    long[] limits = LimiterArguments.limits(call);
+    int n = call.limits().size();
+    String[] args = new String[4 + 4 * n];
+    args[0] = LimiterArguments.operation(op);
     args[1] = Long.toString(permits);
     args[2] = passClock ? Long.toString(clientNow) : "";
-    args[3] = Integer.toString(limits.size());
-    for (int i = 0; i < limits.size(); i++) {
-      Limit l = limits.get(i);
+    args[3] = Integer.toString(n);
+    for (int i = 0; i < n; i++) {
       int a = 4 + 4 * i;
-      args[a] = Long.toString(LimiterRecord.tag(l.kind().tag(), call.version()));
-      args[a + 1] = Long.toString(l.limit());
-      args[a + 2] = Long.toString(l.intervalNanos());
-      args[a + 3] = l.zone() == null ? "" : boundaries(l.zone(), boundariesAt);
+      args[a] = Long.toString(limits[LimiterArguments.PER_LIMIT * i]);
+      args[a + 1] = Long.toString(limits[LimiterArguments.PER_LIMIT * i + 1]);
+      args[a + 2] = Long.toString(limits[LimiterArguments.PER_LIMIT * i + 2]);
+      QuotaBoundaries starts = LimiterArguments.quotaStarts(call, i, boundariesAt);
+      args[a + 3] = starts == null ? "" : starts.text();
     }
     return args;
   }
@@ -102,7 +91,7 @@ final class LimiterScript {
     String[] args = args(call, LimiterOperation.PEEK, 0, clientNow, passClock, boundariesAt);
     StringBuilder list = new StringBuilder(ops.size() * 10);
     for (int i = 0; i < ops.size(); i++) {
-      list.append(i == 0 ? "" : " ").append(code(ops.get(i))).append(' ').append(permits.get(i));
+      list.append(i == 0 ? "" : " ").append(LimiterArguments.operation(ops.get(i))).append(' ').append(permits.get(i));
     }
     args[0] = "batch";
     args[1] = list.toString();
@@ -169,10 +158,5 @@ final class LimiterScript {
   /** A reply value: an integer from the script's fast path, a decimal string from the rest. */
   private static long number(Object value) {
     return value instanceof Long l ? l : Long.parseLong((String) value);
-  }
-
-  /** The quota boundaries as the script reads them: see {@link QuotaBoundaries}. */
-  static String boundaries(ZoneId zone, long now) {
-    return QuotaBoundaries.around(zone, now).text();
   }
 }

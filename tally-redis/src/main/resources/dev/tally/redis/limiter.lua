@@ -1,8 +1,8 @@
 --[[
 Tally rate limiters: runs a limiter's state machine once, atomically, on KEYS[1]. This is
 tally-core's LimiterMachine with its algorithms (Gcra.java, FixedWindow.java, SlidingWindow.java,
-CalendarQuota.java), line for line, over the same record; LimiterMachineParityTest runs random
-timelines through both and requires identical decisions and records.
+CalendarQuota.java), line for line, over the same record; LimiterVectorsTest replays the kit's
+limiter vectors, written by the Java machine, and requires identical decisions and records.
 
 KEYS[1]  the limiter's hash (docs/redis.md):
            "1", "2", ...  one field per limit: the record's six words "tag p0 p1 s0 s1 s2" as

@@ -16,7 +16,6 @@ import dev.tally.tck.RandomTimelines;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
-import java.math.BigInteger;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -31,16 +30,12 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code limiter.lua} against tally-core's {@code LimiterMachine}: random timelines of random
- * operations on random limits (tiny and huge capacities, nanosecond to 73-year periods, windows
- * that are and are not whole seconds, quotas in zones with daylight saving, handles with
- * different limits on one key, reconfigurations, top-ups, a clock that sometimes steps back), the
- * script deciding at the test clock.
- * After every step the decision, the thrown exception if any, and the stored record must be the
- * same as the machine's, run over a record kept the way the memory store keeps it.
+ * {@code limiter.lua} against tally-core's {@code LimiterMachine} where the kit's limiter vectors
+ * ({@link LimiterVectorsTest}) do not reach: a batch of calls decided at one instant, the layout
+ * of a record, and a caller more than a day behind a stored window, whose call the store sends
+ * again with other quota boundaries.
  */
 class LimiterMachineParityTest {
-  private static final long NS = 1_000_000_000L;
   private static final List<Instant> STARTS = List.of(
       Instant.parse("2026-11-08T00:00:00Z"),
       Instant.parse("2026-11-30T22:59:59.999999990Z"),  // a Paris month ends at 23:00Z
@@ -55,7 +50,6 @@ class LimiterMachineParityTest {
 
   private static RedisServer server;
   private ManualTimeSource clock;
-  private Store store;
 
   @BeforeAll
   static void start() {
@@ -65,90 +59,6 @@ class LimiterMachineParityTest {
   @AfterAll
   static void nothing() {
     // the shared server outlives this class
-  }
-
-  @Test
-  void randomTimelinesDecideExactlyAsTheCoreMachine() {
-    SplittableRandom seeds = new SplittableRandom(Long.getLong("parity.seed", 20261108L));
-    int timelines = Integer.getInteger("parity.timelines", 300);
-    int steps = 0;
-    for (int t = 0; t < timelines; t++) {
-      steps += timeline(seeds.nextLong(), 40);
-    }
-    assertThat(steps).isGreaterThan(timelines * 30);
-  }
-
-  /** Runs one timeline; returns its number of steps. */
-  private int timeline(long seed, int length) {
-    SplittableRandom rnd = new SplittableRandom(seed);
-    clock = new ManualTimeSource(STARTS.get(rnd.nextInt(STARTS.size())).minusNanos(rnd.nextInt(3)));
-    String key = "parity-" + Long.toHexString(seed);
-    try (Tally tally = Tally.builder(SharedServers.standalone().uri()).timeSource(clock).build()) {
-      store = Internals.storeOf(tally);
-      List<LimiterCall> handles = new ArrayList<>();
-      handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
-      long[] record = null;
-      long decidedAt = Long.MIN_VALUE; // as the store keeps it: written with every change of state
-      long expiresAt = 0;
-      BigInteger exactExpiry = BigInteger.ZERO;
-      Decision last = null;
-      for (int step = 0; step < length; step++) {
-        String where = "seed " + seed + " step " + step;
-        if (rnd.nextInt(6) == 0) {
-          handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
-        }
-        LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
-        LimiterOperation op = RandomTimelines.operation(rnd);
-        long permits = RandomTimelines.permits(rnd, handle.limits());
-        if (op == LimiterOperation.RECONFIGURE) {
-          handle = Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
-          handles.add(handle);
-        }
-        long now = clock.nanos();
-
-        long[] stored = record != null && expiresAt - now > 0 ? record.clone() : null;
-        Object expected;
-        try {
-          LimiterOutcome out = handle.apply(stored == null ? null : new LimiterRecord(decidedAt, stored), now, op,
-              permits);
-          if (stored == null || !java.util.Arrays.equals(out.record(), record)) {
-            decidedAt = out.decidedAt();
-          }
-          record = out.record();
-          expiresAt = now + out.keepNanos();
-          exactExpiry = BigInteger.valueOf(now).add(BigInteger.valueOf(out.keepNanos()));
-          expected = out.decision();
-        } catch (RuntimeException e) {
-          expected = e.getClass();
-        }
-        Object actual;
-        try {
-          actual = store.limit(handle, op, permits);
-        } catch (RuntimeException e) {
-          actual = e.getClass();
-        }
-        String context = where + ": " + op + " " + permits + " with " + handle.limits() + " at " + now;
-        assertThat(actual).as(context).isEqualTo(expected);
-        if (record != null && expiresAt - now > 0) {
-          assertThat(storedRecord(key)).as(context + ": the record").isEqualTo(record);
-          assertThat(server.call("HGET", key, "exp")).as(context + ": exp").isEqualTo(exactExpiry.toString());
-          assertThat(server.call("HGET", key, "at")).as(context + ": decided at").isEqualTo(Long.toString(decidedAt));
-          assertThat(server.call("HGET", key, "v")).as(context + ": version")
-              .isEqualTo(Integer.toString(LimiterRecord.VERSION));
-        } else {
-          Object exp = server.call("HGET", key, "exp");
-          if (exp != null) {
-            assertThat(Long.parseLong((String) exp)).as(context + ": an expired record").isLessThanOrEqualTo(now);
-          }
-        }
-        if (expected instanceof Decision d) {
-          last = d;
-        }
-        clock.advanceNanos(Math.min(RandomTimelines.advance(rnd, last, now), Math.max(0, (1L << 62) - now)));
-      }
-      server.call("DEL", key);
-      return length;
-    }
   }
 
   /** The record Redis holds, words in order, or null. */

@@ -11,9 +11,9 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 /**
- * Random limiter timelines for the parity tests of stores that port the limiter machine to their
- * server's language (Redis' Lua, PostgreSQL's PL/pgSQL): the same limits, operations, permits and
- * clock steps drive the port and {@link dev.tally.internal.LimiterMachine}, which must agree step for step.
+ * The draws of {@link LimiterVectors}' random limiter timelines: the limits, operations, permits
+ * and clock steps that drive {@link dev.tally.internal.LimiterMachine} and every store, which must
+ * agree call for call.
  * The draws favour edges: counts and spans near powers of two and the 64-bit limits, zones with
  * odd offsets and daylight saving, permits of 0, the limit and one past it, and clocks that step
  * back.

@@ -1,0 +1,451 @@
+package dev.tally.tck;
+
+import dev.tally.Decision;
+import dev.tally.spi.LimiterCall;
+import dev.tally.spi.LimiterOperation;
+import dev.tally.spi.LimiterOutcome;
+import dev.tally.spi.LimiterRecord;
+import java.math.BigInteger;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * Test vectors for rate limiters, written by the Java limiter machine: the one specification
+ * that every port of it (Redis' {@code limiter.lua}, PostgreSQL's {@code limit_step}) and every
+ * store that runs it (memory, file, DynamoDB) replays with {@link LimiterVectorReplay}.
+ *
+ * <p>A vector is one key's timeline: calls (a limiter handle with its limits and version, an
+ * operation, permits, and the instant of the caller's clock) and, for each, what the machine
+ * answers (every field of the {@link Decision}, or the class of the exception it throws) and what
+ * the store must hold afterwards (the record's words, its decision instant and its expiry). The
+ * timelines are drawn from a seed by {@link RandomTimelines}, which favours the edges: every
+ * algorithm (token and leaky buckets, GCRA, fixed and sliding windows, calendar quotas in zones
+ * with odd offsets and daylight saving), several limits per key, handles of other limits and
+ * versions on one key (upgrades, adoptions, conflicts), reconfigurations, refunds, top-ups,
+ * resets, counts and spans near 2^53, 2^61 and {@link Long#MAX_VALUE}, permits of 0, the limit
+ * and one past it, starts on day, month, daylight-saving and leap-year boundaries, and a clock
+ * that stands still, creeps by a nanosecond, jumps to just before a wait ends, or steps back.
+ *
+ * <p><b>What the store keeps decides the answer too.</b> The machine decides at
+ * {@code max(now, decidedAt)} over the record the store hands it, so a clock that steps back
+ * is answered according to what the store remembered: whether it keeps the decision instant on
+ * a call that changed nothing, and past a limiter that is full again. Stores differ there (see
+ * {@link Keeping}); the calls of a seed are the same for every store, the answers are the
+ * machine's over what that store keeps.
+ */
+public final class LimiterVectors {
+  private static final long NS = 1_000_000_000L;
+
+  /** The seed CI replays; {@code -Dtally.vectors.seed=N} replays another. */
+  public static final long SEED = Long.getLong("tally.vectors.seed", 20261108L);
+
+  /** Vectors per port in CI, of {@link #LENGTH} calls each: 100,000 calls. */
+  public static final int COUNT = Integer.getInteger("tally.vectors.count", 2_500);
+
+  /** Calls per vector. */
+  public static final int LENGTH = 40;
+
+  /** Starting instants: boundaries of days, months, daylight saving, years and long windows. */
+  static final List<Instant> STARTS = List.of(
+      Instant.parse("2026-11-08T00:00:00Z"),
+      Instant.parse("2026-11-30T22:59:59.999999990Z"),  // a Paris month ends at 23:00Z
+      Instant.parse("2026-03-29T00:59:59.999999999Z"),  // Paris springs forward at 01:00Z
+      Instant.parse("2026-10-25T00:59:59.999999999Z"),  // and falls back
+      Instant.parse("2026-11-01T05:59:59.999999999Z"),  // New York falls back
+      Instant.parse("2026-12-31T23:59:59.999999999Z"),
+      Instant.parse("2019-12-31T23:59:59.5Z"),
+      Instant.EPOCH.plus(Duration.ofDays(3650 * 5)),    // a boundary of ten-year windows
+      Instant.parse("2099-02-28T23:59:59Z"),
+      Instant.parse("2100-02-28T23:59:59Z"));           // not a leap year
+
+  private LimiterVectors() {}
+
+  /** One call of a vector, at {@code now} on the caller's clock (epoch nanoseconds). */
+  public record Call(LimiterCall limiter, LimiterOperation operation, long permits, long now) {
+    @Override
+    public String toString() {
+      return operation + " " + permits + " with " + limiter.limits() + " version " + limiter.version() + " at " + now;
+    }
+  }
+
+  /**
+   * A limiter's state as a store holds it: the words ({@code []} for a tombstone), the latest
+   * instant decided at, and the expiry on the caller's clock, exact (null where the store does
+   * not say).
+   */
+  public record Stored(long decidedAt, long[] words, BigInteger expiresAt) {
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Stored s && s.decidedAt == decidedAt && Arrays.equals(s.words, words)
+          && java.util.Objects.equals(s.expiresAt, expiresAt);
+    }
+
+    @Override
+    public int hashCode() {
+      return Long.hashCode(decidedAt) * 31 + Arrays.hashCode(words);
+    }
+
+    @Override
+    public String toString() {
+      return "Stored[at=" + decidedAt + ", " + Arrays.toString(words) + ", exp=" + expiresAt + "]";
+    }
+  }
+
+  /**
+   * What the machine answers to a call: a {@link Decision}, or the class of the exception it
+   * throws; and the state the store then holds ({@code null}: none live).
+   */
+  public record Expected(Object answer, Stored state) {}
+
+  /** One key's timeline: its calls and the machine's answers, in order. */
+  public record Vector(long seed, String key, List<Call> calls, List<Expected> expected) {
+    /** How many calls. */
+    public int size() {
+      return calls.size();
+    }
+  }
+
+  /**
+   * What a store keeps between calls, and so hands the machine on the next one: the same rule
+   * ({@link LimiterRecord}: never decide before the latest instant decided at), kept to different
+   * extents. The store's own Java code, not a port of the machine, does this.
+   */
+  public enum Keeping {
+    /**
+     * PostgreSQL: every call but a peek on nothing writes the machine's record with its
+     * decision instant; a limiter full again leaves a tombstone that keeps the instant; words
+     * past their expiry are gone, their instant is not.
+     */
+    POSTGRESQL,
+    /**
+     * Redis: the words and their instant are written when the words change; a limiter full
+     * again is deleted, instant and all; words past their expiry count as none.
+     */
+    REDIS,
+    /**
+     * DynamoDB: the record and its instant are written by a call that changes something (not a
+     * peek nor a refused or empty acquisition); a limiter full again leaves a tombstone that
+     * expires at once but keeps the instant; a reset deletes it.
+     */
+    DYNAMODB,
+    /**
+     * The file store: any record, expired or a tombstone, is the floor of the clock; a record
+     * is rewritten when its words or expiry change; a limiter full again leaves a tombstone; a
+     * reset deletes it.
+     */
+    FILE,
+    /**
+     * The memory store: every call on a live cell keeps its instant, past the words' expiry; a
+     * limiter full again is removed, instant and all.
+     */
+    MEMORY;
+
+    Keeper start() {
+      return switch (this) {
+        case POSTGRESQL -> new EveryCall();
+        case REDIS -> new ChangedWords();
+        case DYNAMODB -> new OnChange();
+        case FILE -> new FileKeeper();
+        case MEMORY -> new MemoryKeeper();
+      };
+    }
+  }
+
+  /** {@link #COUNT} vectors of {@link #LENGTH} calls from {@link #SEED}, keys starting with {@code prefix}. */
+  public static List<Vector> generate(String prefix, Keeping keeping) {
+    return generate(prefix, SEED, COUNT, LENGTH, keeping);
+  }
+
+  /** {@code count} vectors of {@code length} calls from {@code seed}, keys starting with {@code prefix}. */
+  public static List<Vector> generate(String prefix, long seed, int count, int length, Keeping keeping) {
+    SplittableRandom seeds = new SplittableRandom(seed);
+    List<Vector> vectors = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      vectors.add(vector(prefix, seeds.nextLong(), length, keeping));
+    }
+    return vectors;
+  }
+
+  /** One timeline from {@code seed}: the same calls for every store, given the same answers. */
+  public static Vector vector(String prefix, long seed, int length, Keeping keeping) {
+    SplittableRandom rnd = new SplittableRandom(seed);
+    Instant start = STARTS.get(rnd.nextInt(STARTS.size()));
+    long now = start.getEpochSecond() * NS + start.getNano() - rnd.nextInt(3);
+    String key = prefix + Long.toHexString(seed);
+    List<LimiterCall> handles = new ArrayList<>();
+    handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
+    Keeper keeper = keeping.start();
+    List<Call> calls = new ArrayList<>(length);
+    List<Expected> expected = new ArrayList<>(length);
+    Decision last = null;
+    for (int step = 0; step < length; step++) {
+      if (rnd.nextInt(6) == 0) {
+        handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
+      }
+      LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
+      LimiterOperation op = RandomTimelines.operation(rnd);
+      long permits = RandomTimelines.permits(rnd, handle.limits());
+      if (op == LimiterOperation.RECONFIGURE) {
+        handle = Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
+        handles.add(handle);
+      }
+      Object answer;
+      try {
+        answer = keeper.decide(handle, op, permits, now).decision();
+      } catch (RuntimeException e) {
+        answer = e.getClass();
+      }
+      calls.add(new Call(handle, op, permits, now));
+      expected.add(new Expected(answer, keeper.state(now)));
+      if (answer instanceof Decision d) {
+        last = d;
+      }
+      now += Math.min(RandomTimelines.advance(rnd, last, now), Math.max(0, (1L << 62) - now));
+    }
+    return new Vector(seed, key, List.copyOf(calls), List.copyOf(expected));
+  }
+
+  /** A store's keeping, run alongside the machine; throws what the machine throws, keeping nothing then. */
+  abstract static class Keeper {
+    abstract LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now);
+
+    /** The state a reader finds after the last call, or null for none live at {@code now}. */
+    abstract Stored state(long now);
+
+    static BigInteger sum(long a, long b) {
+      return BigInteger.valueOf(a).add(BigInteger.valueOf(b));
+    }
+  }
+
+  /** {@link Keeping#POSTGRESQL}. */
+  private static final class EveryCall extends Keeper {
+    private LimiterRecord kept;
+    private BigInteger expiry = BigInteger.ZERO;
+
+    @Override
+    LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
+      LimiterRecord stored = null;
+      if (kept != null) {
+        boolean live = !kept.isTombstone()
+            && expiry.compareTo(BigInteger.valueOf(Math.max(now, kept.decidedAt()))) > 0;
+        stored = live ? new LimiterRecord(kept.decidedAt(), kept.words().clone()) : LimiterRecord.tombstone(kept.decidedAt());
+      }
+      LimiterOutcome out = call.apply(stored, now, op, permits);
+      if (!(out.record() == null && kept == null && op == LimiterOperation.PEEK)) { // such a peek writes nothing
+        kept = out.next();
+        // keepNanos counts from the store's now; a tombstone expires at once
+        expiry = out.record() == null ? BigInteger.valueOf(out.decidedAt()) : sum(now, out.keepNanos());
+      }
+      return out;
+    }
+
+    @Override
+    Stored state(long now) {
+      return kept == null ? null : new Stored(kept.decidedAt(), kept.isTombstone() ? new long[0] : kept.words().clone(),
+          expiry.min(BigInteger.valueOf(Long.MAX_VALUE)));
+    }
+  }
+
+  /** {@link Keeping#REDIS}. */
+  private static final class ChangedWords extends Keeper {
+    private long[] record;
+    private long decidedAt = Long.MIN_VALUE;
+    private long expiresAt;
+    private BigInteger expiry = BigInteger.ZERO;
+
+    @Override
+    LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
+      long[] stored = record != null && expiresAt - now > 0 ? record.clone() : null;
+      LimiterOutcome out = call.apply(stored == null ? null : new LimiterRecord(decidedAt, stored), now, op, permits);
+      if (stored == null || !Arrays.equals(out.record(), record)) {
+        decidedAt = out.decidedAt();
+      }
+      record = out.record();
+      expiresAt = now + out.keepNanos();
+      expiry = sum(now, out.keepNanos());
+      return out;
+    }
+
+    @Override
+    Stored state(long now) {
+      return record != null && expiresAt - now > 0 ? new Stored(decidedAt, record.clone(), expiry) : null;
+    }
+  }
+
+  /** {@link Keeping#DYNAMODB}. */
+  private static final class OnChange extends Keeper {
+    private boolean present;
+    private long lastNow;
+    private long[] words;
+    private long expiresAt;
+
+    @Override
+    LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
+      if (op == LimiterOperation.RESET) {
+        LimiterOutcome out = call.apply(null, now, op, permits);
+        present = false;
+        return out;
+      }
+      LimiterRecord stored = present
+          ? new LimiterRecord(lastNow, expiresAt - Math.max(now, lastNow) > 0 ? words.clone() : new long[0]) : null;
+      LimiterOutcome out = call.apply(stored, now, op, permits);
+      boolean changes = switch (op) {
+        case PEEK -> false;
+        case ACQUIRE -> permits > 0 && out.decision().allowed();
+        default -> true;
+      };
+      if (changes && (out.record() != null || present)) {
+        long at = out.decidedAt();
+        long keep = Math.max(1, out.keepNanos());
+        present = true;
+        lastNow = at;
+        words = out.record() == null ? new long[0] : out.record().clone();
+        expiresAt = out.record() == null ? at : keep > Long.MAX_VALUE - at ? Long.MAX_VALUE : at + keep;
+      }
+      return out;
+    }
+
+    @Override
+    Stored state(long now) {
+      return present ? new Stored(lastNow, words.clone(), BigInteger.valueOf(expiresAt)) : null;
+    }
+  }
+
+  /** {@link Keeping#FILE}. */
+  private static final class FileKeeper extends Keeper {
+    private boolean present;
+    private long lastNow;
+    private long[] words;
+    private long expiresAt;
+
+    @Override
+    LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
+      if (!present) {
+        LimiterOutcome out = call.apply(null, now, op, permits);
+        if (out.record() == null) {
+          return out;
+        }
+      }
+      LimiterRecord stored = null;
+      if (present) {
+        now = Math.max(now, lastNow);
+        boolean expired = expiresAt != 0 && now - expiresAt >= 0;
+        if (!expired && words.length > 0) {
+          stored = new LimiterRecord(lastNow, words.clone());
+        }
+      }
+      LimiterOutcome out = call.apply(stored, now, op, permits);
+      long[] next = out.record();
+      if (next == null) {
+        if (op == LimiterOperation.RESET) {
+          present = false;
+        } else if (stored != null) {
+          present = true;
+          lastNow = now;
+          words = new long[0];
+          expiresAt = now == 0 ? 1 : now;
+        }
+      } else {
+        long exp = now + Math.max(1, out.keepNanos());
+        if (stored == null || exp != expiresAt || !Arrays.equals(next, words)) { // the machine wrote on its copy
+          present = true;
+          lastNow = now;
+          words = next.clone();
+          expiresAt = exp == 0 ? 1 : exp;
+        }
+      }
+      return out;
+    }
+
+    @Override
+    Stored state(long now) {
+      return present ? new Stored(lastNow, words.clone(), BigInteger.valueOf(expiresAt)) : null;
+    }
+  }
+
+  /**
+   * {@link Keeping#MEMORY}: a single bucket (token, leaky, GCRA) not yet full lives in a cell of
+   * its own that keeps its instant while it exists, full or not, and that calls with its own
+   * limits decide on in place; anything else is a record that keeps its instant past its expiry.
+   * Either is removed, instant and all, when the machine leaves no state.
+   */
+  private static final class MemoryKeeper extends Keeper {
+    private long[] words; // null: no cell
+    private boolean bucket;
+    private long decidedAt;
+    private long expiresAt;
+
+    @Override
+    LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
+      if (words == null) {
+        LimiterOutcome out = call.apply(null, now, op, permits);
+        if (out.record() != null) {
+          cell(out, now);
+        }
+        return out;
+      }
+      if (bucket) {
+        now = Math.max(now, decidedAt);
+        decidedAt = now;
+        boolean full = words[3] - now <= 0;
+        if ((op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK || op == LimiterOperation.REFUND)
+            && holds(call)) {
+          LimiterOutcome out = call.apply(new LimiterRecord(now, words.clone()), now, op, permits);
+          if (out.record() != null) {
+            words = out.record().clone();
+          } else {
+            words[3] = Math.min(words[3], now); // full: the bucket stays, full at the latest now
+          }
+          return out;
+        }
+        LimiterOutcome out = call.apply(full ? LimiterRecord.tombstone(now) : new LimiterRecord(now, words.clone()),
+            now, op, permits);
+        if (out.record() == null) {
+          words = null;
+        } else {
+          cell(out, now);
+        }
+        return out;
+      }
+      LimiterRecord stored = new LimiterRecord(decidedAt, expiresAt - now <= 0 ? new long[0] : words.clone());
+      LimiterOutcome out = call.apply(stored, now, op, permits);
+      if (out.record() == null) {
+        words = null;
+      } else {
+        words = out.record().clone();
+        decidedAt = out.decidedAt();
+        expiresAt = now + out.keepNanos();
+      }
+      return out;
+    }
+
+    /** The cell a new state takes: a bucket for one bucket limit not yet full, else a record. */
+    private void cell(LimiterOutcome out, long now) {
+      long[] r = out.record();
+      long kind = r[0] & 0xff;
+      words = r.clone();
+      decidedAt = out.decidedAt();
+      bucket = r.length == LimiterRecord.WORDS_PER_LIMIT && kind >= 1 && kind <= 3 && out.decision().resetAfterNanos() > 0;
+      expiresAt = now + out.keepNanos();
+    }
+
+    /** Whether the bucket holds the caller's one limit, at its version or a newer one. */
+    private boolean holds(LimiterCall call) {
+      if (call.limits().size() != 1) {
+        return false;
+      }
+      dev.tally.Limit l = call.limits().get(0);
+      return (words[0] & 0xff) == l.kind().tag() && words[0] >>> LimiterRecord.VERSION_SHIFT >= call.version()
+          && words[1] == l.limit() && words[2] == l.intervalNanos();
+    }
+
+    @Override
+    Stored state(long now) {
+      return words == null ? null : new Stored(decidedAt, words.clone(), null);
+    }
+  }
+}
