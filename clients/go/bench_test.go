@@ -3,10 +3,16 @@ package tally_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	tally "dev.tally/client"
 )
@@ -14,7 +20,15 @@ import (
 // BenchmarkIncr: the client's Incr against a bare net/http request to the same route, from 1 and
 // 32 goroutines, on the file: server TestMain started. What the client adds is the difference:
 //
-//	go test -run '^$' -bench Incr -count 4 ./
+//	TALLY_GO_SKIP_REDIS=1 go test -run '^$' -bench Incr -benchmem ./
+//
+// The server is warmed up first (TALLY_BENCH_WARMUP, default 10s, of both kinds of request): its
+// JIT makes its first seconds several times slower, which would flatter whichever runs second.
+// Besides ns/op each row reports this process's CPU per request (client-cpu-ns/op: the client or
+// the bare loop, with net/http and Go's runtime) and the server's (server-cpu-ns/op, from /proc;
+// 10 ms ticks, so meaningful over the final runs only), and the benchmark logs each client/bare
+// ratio of ns/op. Go runs each sub-benchmark -count times in a row, so ratios come from one
+// invocation with -count 1 (run it several times), where bare and client run back to back.
 func BenchmarkIncr(b *testing.B) {
 	url := servers[0].url
 	bare := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
@@ -32,38 +46,84 @@ func BenchmarkIncr(b *testing.B) {
 	c := tally.New(url)
 	ctx := context.Background()
 	clientIncr := func() error { _, err := c.Incr(ctx, "bench:client", 1); return err }
+	warmOnce.Do(func() { warmUp(b, bareIncr, clientIncr) })
+	pid := servers[0].cmds[0].Process.Pid
+	nsPerOp := map[string]float64{}
 	for _, g := range []int{1, 32} {
 		for _, run := range []struct {
 			name string
 			f    func() error
 		}{{"bare", bareIncr}, {"client", clientIncr}} {
 			run := run
-			b.Run(run.name+"/goroutines="+itoa(g), func(b *testing.B) {
+			name := run.name + "/goroutines=" + strconv.Itoa(g)
+			b.Run(name, func(b *testing.B) {
 				b.SetParallelism((g + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				own, server, start := cpuSelf(), cpuOf(pid), time.Now()
+				b.ResetTimer()
 				if g == 1 {
 					for i := 0; i < b.N; i++ {
 						if err := run.f(); err != nil {
 							b.Fatal(err)
 						}
 					}
-					return
-				}
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := run.f(); err != nil {
-							b.Error(err)
-							return
+				} else {
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							if err := run.f(); err != nil {
+								b.Error(err)
+								return
+							}
 						}
-					}
-				})
+					})
+				}
+				b.StopTimer()
+				n := float64(b.N)
+				nsPerOp[name] = float64(time.Since(start).Nanoseconds()) / n
+				b.ReportMetric(float64((cpuSelf()-own).Nanoseconds())/n, "client-cpu-ns/op")
+				b.ReportMetric(float64((cpuOf(pid)-server).Nanoseconds())/n, "server-cpu-ns/op")
 			})
 		}
 	}
+	var ratios []string
+	for _, g := range []string{"1", "32"} {
+		bareNs, clientNs := nsPerOp["bare/goroutines="+g], nsPerOp["client/goroutines="+g]
+		if bareNs > 0 && clientNs > 0 {
+			ratios = append(ratios, fmt.Sprintf("%s goroutines %.2fx", g, clientNs/bareNs))
+		}
+	}
+	b.Logf("client ns/op / bare ns/op: %s", strings.Join(ratios, ", "))
 }
 
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
+var warmOnce sync.Once
+
+// warmUp sends both kinds of request, from 1 and from 32 goroutines, for TALLY_BENCH_WARMUP.
+func warmUp(b *testing.B, fs ...func() error) {
+	d := 10 * time.Second
+	if s := os.Getenv("TALLY_BENCH_WARMUP"); s != "" {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			b.Fatalf("TALLY_BENCH_WARMUP=%q: %v", s, err)
+		}
 	}
-	return itoa(n/10) + string(rune('0'+n%10))
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, g := range []int{1, 32} {
+			var wg sync.WaitGroup
+			for i := 0; i < g; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := 0; j < 2000/g; j++ {
+						for _, f := range fs {
+							if err := f(); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		}
+	}
 }
