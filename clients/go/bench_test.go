@@ -3,13 +3,11 @@ package tally_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,9 +24,9 @@ import (
 // JIT makes its first seconds several times slower, which would flatter whichever runs second.
 // Besides ns/op each row reports this process's CPU per request (client-cpu-ns/op: the client or
 // the bare loop, with net/http and Go's runtime) and the server's (server-cpu-ns/op, from /proc;
-// 10 ms ticks, so meaningful over the final runs only), and the benchmark logs each client/bare
-// ratio of ns/op. Go runs each sub-benchmark -count times in a row, so ratios come from one
-// invocation with -count 1 (run it several times), where bare and client run back to back.
+// 10 ms ticks, so meaningful over the final runs only). Go runs each sub-benchmark -count times
+// in a row, so compare bare and client within one invocation with -count 1 (run it several
+// times); the paired rows alternate short turns of both and report the ratio themselves.
 func BenchmarkIncr(b *testing.B) {
 	url := servers[0].url
 	bare := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
@@ -48,7 +46,6 @@ func BenchmarkIncr(b *testing.B) {
 	clientIncr := func() error { _, err := c.Incr(ctx, "bench:client", 1); return err }
 	warmOnce.Do(func() { warmUp(b, bareIncr, clientIncr) })
 	pid := servers[0].cmds[0].Process.Pid
-	nsPerOp := map[string]float64{}
 	for _, g := range []int{1, 32} {
 		for _, run := range []struct {
 			name string
@@ -58,7 +55,7 @@ func BenchmarkIncr(b *testing.B) {
 			name := run.name + "/goroutines=" + strconv.Itoa(g)
 			b.Run(name, func(b *testing.B) {
 				b.SetParallelism((g + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-				own, server, start := cpuSelf(), cpuOf(pid), time.Now()
+				own, server := cpuSelf(), cpuOf(pid)
 				b.ResetTimer()
 				if g == 1 {
 					for i := 0; i < b.N; i++ {
@@ -78,20 +75,60 @@ func BenchmarkIncr(b *testing.B) {
 				}
 				b.StopTimer()
 				n := float64(b.N)
-				nsPerOp[name] = float64(time.Since(start).Nanoseconds()) / n
 				b.ReportMetric(float64((cpuSelf()-own).Nanoseconds())/n, "client-cpu-ns/op")
 				b.ReportMetric(float64((cpuOf(pid)-server).Nanoseconds())/n, "server-cpu-ns/op")
 			})
 		}
 	}
-	var ratios []string
-	for _, g := range []string{"1", "32"} {
-		bareNs, clientNs := nsPerOp["bare/goroutines="+g], nsPerOp["client/goroutines="+g]
-		if bareNs > 0 && clientNs > 0 {
-			ratios = append(ratios, fmt.Sprintf("%s goroutines %.2fx", g, clientNs/bareNs))
-		}
+	// Paired: short turns of bare then client (200 requests per goroutine each), so that
+	// what the rest of a shared machine does falls on both alike; reports the ratio of their
+	// summed times, and each side's ns per request.
+	for _, g := range []int{1, 32} {
+		g := g
+		b.Run("paired/goroutines="+strconv.Itoa(g), func(b *testing.B) {
+			var spent [2]time.Duration
+			each := 200 // requests per goroutine in a turn
+			if g > 1 {
+				each = 50
+			}
+			done := 0
+			for pairs := 0; done < b.N || pairs < 10; pairs++ {
+				for side, f := range []func() error{bareIncr, clientIncr} {
+					start := time.Now()
+					if err := turn(g, each, f); err != nil {
+						b.Fatal(err)
+					}
+					spent[side] += time.Since(start)
+				}
+				done += 2 * each * g
+			}
+			n := float64(done / 2)
+			b.ReportMetric(float64(spent[0].Nanoseconds())/n, "bare-ns/req")
+			b.ReportMetric(float64(spent[1].Nanoseconds())/n, "client-ns/req")
+			b.ReportMetric(float64(spent[1])/float64(spent[0]), "client/bare")
+		})
 	}
-	b.Logf("client ns/op / bare ns/op: %s", strings.Join(ratios, ", "))
+}
+
+// turn runs f n times on each of g goroutines and waits for them all.
+func turn(g, n int, f func() error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, g)
+	for i := 0; i < g; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < n; j++ {
+				if err := f(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 var warmOnce sync.Once
@@ -108,22 +145,11 @@ func warmUp(b *testing.B, fs ...func() error) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		for _, g := range []int{1, 32} {
-			var wg sync.WaitGroup
-			for i := 0; i < g; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for j := 0; j < 2000/g; j++ {
-						for _, f := range fs {
-							if err := f(); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}
-				}()
+			for _, f := range fs {
+				if err := turn(g, 1000/g, f); err != nil {
+					b.Fatal(err)
+				}
 			}
-			wg.Wait()
 		}
 	}
 }
