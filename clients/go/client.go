@@ -129,8 +129,10 @@ func (c *Client) intStep(ctx context.Context, key, action string, delta int64, o
 	}
 	// The common call: the body written without a map or encoding/json, the value read
 	// without a decoder when the answer is the usual {"key":...,"value":N}.
-	body := make([]byte, 0, 32)
-	body = append(strconv.AppendInt(append(body, `{"delta":`...), delta, 10), '}')
+	body := deltaOne
+	if delta != 1 {
+		body = append(strconv.AppendInt(append(make([]byte, 0, 32), `{"delta":`...), delta, 10), '}')
+	}
 	answer, err := c.do(ctx, http.MethodPost, counterPath(key, action), body, "")
 	if err != nil {
 		return 0, err
@@ -144,6 +146,9 @@ func (c *Client) intStep(ctx context.Context, key, action string, delta int64, o
 	}
 	return toInt(out.Value)
 }
+
+// deltaOne is the body of Incr(ctx, key, 1), shared by every call: net/http only reads a body.
+var deltaOne = []byte(`{"delta":1}`)
 
 // plainValue reads N from an answer ending in "value":N} where N is a plain integer; ok is
 // false for anything else (a decimal, an exponent, a member after value), which the caller
