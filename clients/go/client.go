@@ -402,7 +402,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 	buf := make([]byte, n+1)
 	got, err := io.ReadFull(resp.Body, buf)
 	switch {
-	case err == io.ErrUnexpectedEOF && int64(got) == n:
+	case (err == io.ErrUnexpectedEOF || err == io.EOF) && int64(got) == n: // EOF: an empty body
 		return buf[:n], nil
 	case err == nil: // more than announced: net/http does not let that happen
 		return nil, fmt.Errorf("more than the %d bytes announced", n)

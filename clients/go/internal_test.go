@@ -1,6 +1,11 @@
 package tally
 
-import "testing"
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
 
 func TestPlainValueReadsOnlyPlainIntegers(t *testing.T) {
 	for _, c := range []struct {
@@ -26,6 +31,28 @@ func TestPlainValueReadsOnlyPlainIntegers(t *testing.T) {
 		got, ok := plainValue([]byte(c.answer))
 		if got != c.want || ok != c.ok {
 			t.Errorf("plainValue(%s) = %d, %v; want %d, %v", c.answer, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestReadBodyTakesWhatIsAnnounced(t *testing.T) {
+	for _, c := range []struct {
+		length int64
+		body   string
+		ok     bool
+	}{
+		{0, "", true},
+		{21, `{"key":"k","value":1}`, true},
+		{-1, "unannounced", true},
+		{10, "short", false}, // the connection died mid-body
+	} {
+		resp := &http.Response{ContentLength: c.length, Body: io.NopCloser(strings.NewReader(c.body))}
+		got, err := readBody(resp)
+		if c.ok && (err != nil || string(got) != c.body) {
+			t.Errorf("readBody(%d, %q) = %q, %v", c.length, c.body, got, err)
+		}
+		if !c.ok && err == nil {
+			t.Errorf("readBody(%d, %q): want an error, got %q", c.length, c.body, got)
 		}
 	}
 }
