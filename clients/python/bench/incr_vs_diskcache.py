@@ -23,6 +23,7 @@ other work moves both sides. Needs the Debian package python3-diskcache (hence /
 
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import sys
@@ -94,9 +95,10 @@ def main():
     p.add_argument("--warmup", type=float, default=10)
     a = p.parse_args()
     os.environ["TALLY_JAR"] = a.jar
-    tally = server.Tally("file:" + tempfile.mkdtemp(prefix="tally-bench-"))
+    dirs = [tempfile.mkdtemp(prefix="tally-bench-"), tempfile.mkdtemp(prefix="diskcache-bench-")]
+    tally = server.Tally("file:" + dirs[0])
     pid = tally.process.proc.pid
-    cache = diskcache.Cache(tempfile.mkdtemp(prefix="diskcache-bench-"))
+    cache = diskcache.Cache(dirs[1])
     client = Client(tally.url)
     raw, raw_sock = raw_incr(tally.url)
 
@@ -135,6 +137,9 @@ def main():
         client.close()
         raw_sock.close()
         tally.stop()
+        cache.close()
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
     print("load average after:  %s" % open("/proc/loadavg").read().split(" ", 3)[:3])
 
     print("\nµs per call (batch: per counted unit); for raw and client also the server's CPU and "
