@@ -120,11 +120,64 @@ func (c *Client) IncrFloat(ctx context.Context, key string, delta float64, opts 
 }
 
 func (c *Client) intStep(ctx context.Context, key, action string, delta int64, opts []CallOption) (int64, error) {
-	v, err := c.step(ctx, key, action, delta, opts)
+	if len(opts) > 0 {
+		v, err := c.step(ctx, key, action, delta, opts)
+		if err != nil {
+			return 0, err
+		}
+		return toInt(v)
+	}
+	// The common call: the body written without a map or encoding/json, the value read
+	// without a decoder when the answer is the usual {"key":...,"value":N}.
+	body := deltaOne
+	if delta != 1 {
+		body = append(strconv.AppendInt(append(make([]byte, 0, 32), `{"delta":`...), delta, 10), '}')
+	}
+	answer, err := c.do(ctx, http.MethodPost, counterPath(key, action), body, "")
 	if err != nil {
 		return 0, err
 	}
-	return toInt(v)
+	if v, ok := plainValue(answer); ok {
+		return v, nil
+	}
+	var out struct{ Value json.Number }
+	if err := decode(answer, &out); err != nil {
+		return 0, err
+	}
+	return toInt(out.Value)
+}
+
+// deltaOne is the body of Incr(ctx, key, 1), shared by every call: net/http only reads a body.
+var deltaOne = []byte(`{"delta":1}`)
+
+// plainValue reads N from an answer ending in "value":N} where N is a plain integer; ok is
+// false for anything else (a decimal, an exponent, a member after value), which the caller
+// decodes with encoding/json. A '"' inside a key is escaped in JSON, so the last "value": is
+// the member.
+func plainValue(answer []byte) (int64, bool) {
+	i := bytes.LastIndex(answer, []byte(`"value":`))
+	if i < 0 || len(answer) < i+10 || answer[len(answer)-1] != '}' {
+		return 0, false
+	}
+	digits := answer[i+8 : len(answer)-1]
+	neg := digits[0] == '-'
+	if neg {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 { // 18 digits cannot overflow; longer ones go the slow way
+		return 0, false
+	}
+	var v int64
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(d-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func (c *Client) step(ctx context.Context, key, action string, delta any, opts []CallOption) (json.Number, error) {
@@ -260,6 +313,22 @@ func (c *Client) call(ctx context.Context, method, path string, body any, idem s
 			return &Error{Code: "bad_request", Detail: err.Error(), kind: ErrBadRequest}
 		}
 	}
+	answer, err := c.do(ctx, method, path, data, idem)
+	if err != nil || out == nil {
+		return err
+	}
+	return decode(answer, out)
+}
+
+func decode(answer []byte, out any) error {
+	d := json.NewDecoder(bytes.NewReader(answer))
+	d.UseNumber()
+	return d.Decode(out)
+}
+
+// do sends one request, retrying as the client is configured, and returns the body of a 200;
+// any other status is an error.
+func (c *Client) do(ctx context.Context, method, path string, data []byte, idem string) ([]byte, error) {
 	changing := method != http.MethodGet
 	if changing && idem == "" && c.retries > 0 {
 		idem = newIdempotencyKey()
@@ -268,27 +337,25 @@ func (c *Client) call(ctx context.Context, method, path string, body any, idem s
 		status, answer, err := c.send(ctx, method, path, data, idem)
 		if err == nil {
 			if status == http.StatusOK {
-				if out == nil {
-					return nil
-				}
-				d := json.NewDecoder(bytes.NewReader(answer))
-				d.UseNumber()
-				return d.Decode(out)
+				return answer, nil
 			}
 			err = errorOf(status, answer)
 		}
 		retryable := errors.Is(err, ErrUnavailable) || (errors.Is(err, ErrTimeout) && ctx.Err() == nil)
 		if attempt >= c.retries || !retryable || (changing && idem == "") {
-			return err
+			return nil, err
 		}
 		wait := c.backoff << attempt
 		select {
 		case <-ctx.Done():
-			return err
+			return nil, err
 		case <-time.After(wait):
 		}
 	}
 }
+
+// jsonType is the Content-Type field's value, shared by every request (net/http only reads it).
+var jsonType = []string{"application/json"}
 
 func (c *Client) send(ctx context.Context, method, path string, data []byte, idem string) (int, []byte, error) {
 	var rd io.Reader
@@ -300,7 +367,7 @@ func (c *Client) send(ctx context.Context, method, path string, data []byte, ide
 		return 0, nil, &Error{Code: "bad_request", Detail: err.Error(), kind: ErrBadRequest}
 	}
 	if data != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = jsonType
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -317,11 +384,31 @@ func (c *Client) send(ctx context.Context, method, path string, data []byte, ide
 		return 0, nil, &Error{Detail: fmt.Sprintf("no answer to %s %s: %v", method, path, err), kind: ErrTimeout, cause: err}
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
+	answer, err := readBody(resp)
 	if err != nil {
 		return 0, nil, &Error{Detail: fmt.Sprintf("answer to %s %s cut short: %v", method, path, err), kind: ErrTimeout, cause: err}
 	}
 	return resp.StatusCode, answer, nil
+}
+
+// readBody reads an answer whose length is announced into a slice of that size (one allocation,
+// where io.ReadAll starts at 512 bytes and grows), and reads on to the end so that the
+// connection goes back to the pool.
+func readBody(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > 1<<20 {
+		return io.ReadAll(resp.Body)
+	}
+	buf := make([]byte, n+1)
+	got, err := io.ReadFull(resp.Body, buf)
+	switch {
+	case (err == io.ErrUnexpectedEOF || err == io.EOF) && int64(got) == n: // EOF: an empty body
+		return buf[:n], nil
+	case err == nil: // more than announced: net/http does not let that happen
+		return nil, fmt.Errorf("more than the %d bytes announced", n)
+	default:
+		return nil, err
+	}
 }
 
 func errorOf(status int, answer []byte) error {

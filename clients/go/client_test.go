@@ -70,6 +70,21 @@ func TestCounters(t *testing.T) {
 			t.Fatalf("want ErrNotFound, got %v", err)
 		}
 		mustEqual(t, must(c.IncrFloat(ctx, key("f"), 0.5)), 0.5)
+		var e *tally.Error
+		if _, err := c.Incr(ctx, key("f"), 1); !errors.As(err, &e) || e.Code != "floating" || !errors.Is(err, tally.ErrConflict) {
+			t.Fatalf("an integer incr of a floating counter: want the floating conflict, got %v", err)
+		}
+		mustEqual(t, must(c.GetFloat(ctx, key("f"))), 1.5) // it applied; only the answer is not an integer
+		quoted := key(`q"value":7}`)
+		mustEqual(t, must(c.Incr(ctx, quoted, 41)), int64(41))
+		mustEqual(t, must(c.Decr(ctx, quoted, 50)), int64(-9))
+		if err := c.Put(ctx, key("big"), 1<<62); err != nil {
+			t.Fatal(err)
+		}
+		mustEqual(t, must(c.Incr(ctx, key("big"), 1)), int64(1<<62+1))
+		if _, err := c.Incr(ctx, key("big"), 1<<62); !errors.Is(err, tally.ErrConflict) {
+			t.Fatalf("past 64 bits: want ErrConflict, got %v", err)
+		}
 		slash := key("req:path:/a b%?#")
 		mustEqual(t, must(c.Incr(ctx, slash, 41)), int64(41))
 		mustEqual(t, must(c.Get(ctx, slash)), int64(41))

@@ -63,15 +63,32 @@ class Contract:
 
     def test_keys_with_slashes_and_spaces_are_one_segment(self):
         c = self.client
-        for name in ("req:path:/a", "a b", "50%", "q?x#y", "plus+sign", "ünïcode"):
-            c.incr(self.key(name), 41)
+        for name in ("req:path:/a", "a b", "50%", "q?x#y", "plus+sign", "ünïcode",
+                     'q"value":7}', "back\\slash"):
+            self.assertEqual(c.incr(self.key(name), 41), 41, name)
             self.assertEqual(c.get(self.key(name), 0), 41, name)
+            self.assertEqual(c.decr(self.key(name)), 40, name)
         self.assertEqual(sorted(c.keys(self.key("req:"))), [self.key("req:path:/a")])
 
     def test_floats(self):
         c, k = self.client, self.key("f")
         self.assertEqual(c.incr(k, 0.5), 0.5)
         self.assertEqual(c.incr(k, 0.25), 0.75)
+        self.assertEqual(c.incr(k, 1), 1.75)  # an integer delta, a floating answer
+        self.assertEqual(c.decr(k, 2), -0.25)
+
+    def test_plain_incr_and_decr_answer_what_the_server_holds(self):
+        c, k = self.client, self.key("plain")
+        self.assertEqual([c.incr(k) for _ in range(3)], [1, 2, 3])
+        self.assertEqual(c.incr(k, 10), 13)
+        self.assertEqual(c.incr(k, -20), -7)
+        self.assertEqual(c.decr(k, 3), -10)
+        self.assertEqual(c.incr(k, 2 ** 40), 2 ** 40 - 10)
+        with self.assertRaises(ValueError):
+            c.incr("")
+        with self.assertRaises(Conflict):  # past 64 bits: the server's 409, typed
+            c.incr(k, 2 ** 63 - 1)
+        self.assertEqual(c.get(k), 2 ** 40 - 10)
 
     def test_missing_counter_is_a_key_error(self):
         with self.assertRaises(KeyError):
