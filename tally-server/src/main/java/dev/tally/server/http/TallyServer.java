@@ -72,8 +72,8 @@ public final class TallyServer implements AutoCloseable {
    * The most streams a client may reset in {@link #RESET_WINDOW_SECONDS} on one HTTP/2 connection
    * (h2c, HTTP/2 over TLS, gRPC) before it is closed (HTTP/2 rapid reset). Half the burst of
    * Netty's default (200 in 30 s), as each stream opened and reset costs the loop a call's worth
-   * of objects: a flooding connection is closed after 100, with half the garbage; a steady
-   * 10 resets a second, more than Netty's default allows, still passes.
+   * of objects: a flooding connection is closed after 100, with half the garbage; a steady rate
+   * under 10 resets a second, more than Netty's default allows (6.7), still passes.
    */
   static final int MAX_RESETS = 100;
   static final int RESET_WINDOW_SECONDS = 10;
