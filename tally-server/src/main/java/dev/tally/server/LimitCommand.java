@@ -6,6 +6,7 @@ import dev.tally.server.app.TallyApp.LimiterAction;
 import dev.tally.server.app.LimitSpec;
 import dev.tally.server.http.Reply;
 import dev.tally.server.app.Specs;
+import dev.tally.spi.LimiterRecord;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -57,7 +58,17 @@ final class LimitCommand {
         description = "Calendar quota: 1000/month or 50/day@Europe/Paris (UTC by default).")
     List<String> quota = new ArrayList<>();
 
+    @Option(names = "--limits-version", paramLabel = "N", defaultValue = "0",
+        description = {"The version of these limits (default 0: none). Stored limits of an older",
+            "version are replaced by these, keeping what was consumed; of a newer or the same",
+            "version, they decide. A note on stderr says when they differed."})
+    long version;
+
     List<LimitSpec> specs() {
+      if (version < 0 || version > LimiterRecord.MAX_LIMITS_VERSION) {
+        throw new IllegalArgumentException("--limits-version must be from 0 to "
+            + LimiterRecord.MAX_LIMITS_VERSION + " (2^45 - 1), not " + version);
+      }
       List<LimitSpec> specs = new ArrayList<>();
       add(specs, LimitSpec.Kind.TOKEN_BUCKET, tokenBucket);
       add(specs, LimitSpec.Kind.LEAKY_BUCKET, leakyBucket);
@@ -69,6 +80,11 @@ final class LimitCommand {
         throw new IllegalArgumentException("give a limit, e.g. --token-bucket 100/1m");
       }
       return specs;
+    }
+
+    /** {@code app} giving these limits their {@code --limits-version}. */
+    TallyApp on(TallyApp app) {
+      return app.withLimitsVersion(version);
     }
 
     private static void add(List<LimitSpec> specs, LimitSpec.Kind kind, List<String> texts) {
@@ -104,8 +120,11 @@ final class LimitCommand {
     quietLimitsLog = java.util.logging.Logger.getLogger("dev.tally.limits");
     quietLimitsLog.setLevel(java.util.logging.Level.OFF);
     return root.runEach(name, StdinArgument.What.NAMES, call, d -> {
-      // the HTTP answer's Tally-Limits: stored-differ
-      if (noteDiffering && d.storedLimitsDiffer()) {
+      String mismatch = versionNote(d);
+      if (mismatch != null) { // the answer's limitsMismatch and storedVersion
+        root.spec.commandLine().getErr().println(mismatch);
+        root.spec.commandLine().getErr().flush();
+      } else if (noteDiffering && d.storedLimitsDiffer()) { // the answer's storedLimits
         root.spec.commandLine().getErr().println("tally: note: limiter '" + d.name()
             + "' has stored limits that decided, not the ones given; 'tally limit reconfigure'"
             + " changes them");
@@ -113,6 +132,24 @@ final class LimitCommand {
       }
       return plain(d);
     }, Reply::exitCode);
+  }
+
+  /** What the stored limits' version did to this decision, or null if they agreed. */
+  static String versionNote(LimiterDecision d) {
+    String m = d.limitsMismatch();
+    if (m == null) {
+      return null;
+    }
+    long stored = d.decision().storedVersion();
+    String prefix = "tally: note: limiter '" + d.name() + "' ";
+    return switch (m) {
+      case "upgraded" -> prefix + "had limits of version " + stored + " stored; these, newer,"
+          + " replaced them, keeping what was consumed";
+      case "adopted" -> prefix + "has limits of a newer version (" + stored + ") stored; they"
+          + " decided, not the ones given";
+      default -> prefix + "has other limits stored under the same version (" + stored + ");"
+          + " they decided, not the ones given: give changed limits a higher --limits-version";
+    };
   }
 
   /** {@code allowed remaining=99 limit=100 reset-after=600ms}, and for a denial the wait. */
@@ -141,7 +178,7 @@ final class LimitCommand {
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> app.limiter(LimiterAction.TRY, n, specs, permits));
+    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.TRY, n, specs, permits));
   }
 
   @Command(name = "acquire", mixinStandardHelpOptions = true,
@@ -155,14 +192,14 @@ final class LimitCommand {
           converter = Converters.DurationConverter.class,
           description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> app.acquire(n, specs, permits, maxWait));
+    return run(name, (app, n) -> limits.on(app).acquire(n, specs, permits, maxWait));
   }
 
   @Command(name = "peek", mixinStandardHelpOptions = true,
       description = "Print what is available now, taking nothing.")
   int peek(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> app.limiter(LimiterAction.PEEK, n, specs, 0));
+    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.PEEK, n, specs, 0));
   }
 
   @Command(name = "refund", mixinStandardHelpOptions = true,
@@ -172,14 +209,14 @@ final class LimitCommand {
       @Mixin Limits limits,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1") long permits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> app.limiter(LimiterAction.REFUND, n, specs, permits));
+    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.REFUND, n, specs, permits));
   }
 
   @Command(name = "reset", mixinStandardHelpOptions = true,
       description = "Forget the limiter's state: it is full again.")
   int reset(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> app.limiter(LimiterAction.RESET, n, specs, 0));
+    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.RESET, n, specs, 0));
   }
 
   @Command(name = "reconfigure", mixinStandardHelpOptions = true, description = {
@@ -188,7 +225,7 @@ final class LimitCommand {
   int reconfigure(@Parameters(paramLabel = "NAME", description = NAME) String name,
       @Mixin Limits limits) {
     List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> app.limiter(LimiterAction.RECONFIGURE, n, specs, 0));
+    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.RECONFIGURE, n, specs, 0));
   }
 
   @Command(name = "top-up", mixinStandardHelpOptions = true, description = {
@@ -206,6 +243,6 @@ final class LimitCommand {
           + " --quota 1000/month");
     }
     // A top-up's answer has the period's larger limit, by the units just added: no news to note.
-    return run(name, (app, n) -> app.limiter(LimiterAction.TOP_UP, n, specs, units), false);
+    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.TOP_UP, n, specs, units), false);
   }
 }

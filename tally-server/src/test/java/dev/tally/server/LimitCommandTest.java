@@ -99,4 +99,35 @@ class LimitCommandTest {
         .isEqualTo("{\"name\":\"api\",\"allowed\":true,\"permits\":0,\"remaining\":5,\"limit\":5,"
             + "\"retryAfterMillis\":0,\"resetAfterMillis\":0}\n");
   }
+
+  /**
+   * Two callers with different versions of one limiter's limits: the newer replaces the stored
+   * limits of the existing key, keeping what was consumed, and the older then applies them; a
+   * note on stderr says which (the --json answer carries limitsMismatch and storedVersion).
+   */
+  @Test
+  void theNewerLimitsVersionWinsOnAnExistingKeyKeepingWhatWasConsumed() {
+    assertThat(decision(tally.run("limit", "try", "api", "--token-bucket", "10/1h", "--permits", "4",
+        "--limits-version", "1"))).isEqualTo("allowed remaining=6 limit=10\n");
+    Run upgraded = tally.run("limit", "try", "api", "--token-bucket", "20/1h", "--limits-version", "2");
+    assertThat(decision(upgraded)).isEqualTo("allowed remaining=15 limit=20\n");
+    assertThat(upgraded.err()).isEqualTo("tally: note: limiter 'api' had limits of version 1"
+        + " stored; these, newer, replaced them, keeping what was consumed\n");
+    Run adopted = tally.run("limit", "try", "api", "--token-bucket", "10/1h", "--limits-version", "1");
+    assertThat(decision(adopted)).isEqualTo("allowed remaining=14 limit=20\n");
+    assertThat(adopted.err()).isEqualTo("tally: note: limiter 'api' has limits of a newer version"
+        + " (2) stored; they decided, not the ones given\n");
+    Run json = tally.run("--json", "limit", "peek", "api", "--token-bucket", "10/1h");
+    assertThat(json.out()).contains("\"remaining\":14", "\"limit\":20",
+        "\"limitsMismatch\":\"adopted\"", "\"storedVersion\":2");
+    Run same = tally.run("limit", "peek", "api", "--token-bucket", "30/1h", "--limits-version", "2");
+    assertThat(same.err()).isEqualTo("tally: note: limiter 'api' has other limits stored under the"
+        + " same version (2); they decided, not the ones given: give changed limits a higher"
+        + " --limits-version\n");
+    Run bad = tally.run("limit", "try", "api", "--token-bucket", "10/1h", "--limits-version", "-1");
+    assertThat(bad.exit()).isEqualTo(2);
+    assertThat(bad.err()).isEqualTo("tally: --limits-version must be from 0 to 35184372088831"
+        + " (2^45 - 1), not -1\n");
+  }
 }
+

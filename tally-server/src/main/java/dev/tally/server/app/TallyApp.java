@@ -12,6 +12,7 @@ import dev.tally.Quota;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
 import dev.tally.TransactionResult;
+import dev.tally.spi.LimiterRecord;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
@@ -59,6 +60,8 @@ public final class TallyApp implements AutoCloseable {
   private final StoreTimings timings;
   /** The operation id every mutating call of this view carries, or null. */
   private final String opId;
+  /** The version this view's limiters give their limits ({@link RateLimiter#withVersion}); 0: none. */
+  private final long limitsVersion;
   /** The app this is a view of (itself for the root): it owns the waits. */
   private final TallyApp root;
   private volatile ScheduledExecutorService waits;
@@ -90,18 +93,20 @@ public final class TallyApp implements AutoCloseable {
     this.limiters = new LimiterCalls();
     this.timings = new StoreTimings(registry, this.storeName);
     this.opId = null;
+    this.limitsVersion = 0;
     this.root = this;
   }
 
-  private TallyApp(TallyApp root, String opId) {
+  private TallyApp(TallyApp root, String opId, long limitsVersion) {
     this.tally = root.tally;
-    this.counters = root.counters.withOperationId(opId);
+    this.counters = opId == null ? root.counters : root.counters.withOperationId(opId);
     this.probe = root.probe;
     this.storeName = root.storeName;
     this.namedLimits = root.namedLimits;
     this.limiters = root.limiters;
     this.timings = root.timings;
     this.opId = opId;
+    this.limitsVersion = limitsVersion;
     this.root = root;
   }
 
@@ -115,7 +120,23 @@ public final class TallyApp implements AutoCloseable {
    *     printable ASCII
    */
   public TallyApp withOperationId(String id) {
-    return new TallyApp(root, id);
+    return new TallyApp(root, id, limitsVersion);
+  }
+
+  /**
+   * A view whose limiters give their limits {@code version} ({@link RateLimiter#withVersion}): on a
+   * key whose stored limits are of an older version they replace them, keeping what was
+   * consumed; an older or equal version applies the stored ones. The decision says which
+   * ({@link Decision#mismatch()}, {@link Decision#storedVersion()}). 0 gives no version.
+   *
+   * @throws RequestException if {@code version} is negative or above 2^45 - 1
+   */
+  public TallyApp withLimitsVersion(long version) {
+    if (version < 0 || version > LimiterRecord.MAX_LIMITS_VERSION) {
+      throw new RequestException("the limits' version must be from 0 to "
+          + LimiterRecord.MAX_LIMITS_VERSION + " (2^45 - 1), not " + version);
+    }
+    return version == limitsVersion ? this : new TallyApp(root, opId, version);
   }
 
   /** The operation id of this view, or null. */
@@ -586,9 +607,11 @@ public final class TallyApp implements AutoCloseable {
     if (ls.length == 1 && limits.get(0).kind() == LimitSpec.Kind.QUOTA) {
       // A Quota handle, so that top-up works; same state and key as a plain limiter.
       LimitSpec s = limits.get(0);
-      return tally.quota(name, ls[0].limit(), s.period(), s.zone());
+      RateLimiter quota = tally.quota(name, ls[0].limit(), s.period(), s.zone());
+      return limitsVersion == 0 ? quota : quota.withVersion(limitsVersion);
     }
-    return tally.limiter(name, ls);
+    RateLimiter limiter = tally.limiter(name, ls);
+    return limitsVersion == 0 ? limiter : limiter.withVersion(limitsVersion);
   }
 
   // ------------------------------------------------------------------ named limits

@@ -89,6 +89,7 @@ public final class GrpcEndpoint implements AutoCloseable {
    */
   public static GrpcEndpoint start(NamedLimits limits, Loops loops, Options options,
       MeterRegistry registry) throws IOException {
+    ResetFloodLog.install();
     RateLimitService service = new RateLimitService(limits, options.responseHeaders(), registry);
     MethodDescriptor<byte[], io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse> method =
         RateLimitServiceGrpc.getShouldRateLimitMethod().toBuilder(new Bytes(),
@@ -108,7 +109,8 @@ public final class GrpcEndpoint implements AutoCloseable {
         .directExecutor()
         .maxInboundMessageSize(Math.max(options.maxMessageBytes(), 1024))
         // HTTP/2 rapid reset (CVE-2023-44487): a client that opens and cancels streams faster than
-        // this is cut off, instead of keeping the loops busy for every other connection
+        // this is cut off at once (GOAWAY, then closed), instead of keeping the loops busy for
+        // every other connection; ResetFloodLog keeps the closes from flooding the log
         .maxRstFramesPerWindow(options.maxResets(), options.resetWindowSeconds())
         // Envoy's messages are small: a read of at most 8 KiB, once per turn of the loop, so a
         // connection that sends as fast as it can (a flood) takes its turn like the others

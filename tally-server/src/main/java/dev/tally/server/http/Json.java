@@ -284,6 +284,10 @@ final class Json {
     if (ld.storedLimitsDiffer()) {
       g.writeStringField("storedLimits", STORED_DIFFER);
     }
+    if (ld.limitsMismatch() != null) { // the limits' versions differed: which won, and from what
+      g.writeStringField("limitsMismatch", ld.limitsMismatch());
+      g.writeNumberField("storedVersion", d.storedVersion());
+    }
     if (ld.givenAs() != null) {
       g.writeNumberField(ld.givenAs(), ld.given());
     }

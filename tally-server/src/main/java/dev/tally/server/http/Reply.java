@@ -94,6 +94,9 @@ public final class Reply {
       if (ld.storedLimitsDiffer()) {
         body.member("storedLimits", Json.STORED_DIFFER);
       }
+      if (ld.limitsMismatch() != null) {
+        body.member("limitsMismatch", ld.limitsMismatch()).member("storedVersion", d.storedVersion());
+      }
       if (ld.givenAs() != null) {
         body.member(ld.givenAs(), ld.given());
       }

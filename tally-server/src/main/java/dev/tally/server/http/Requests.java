@@ -20,7 +20,7 @@ import java.util.Set;
 
 /** Reading what HTTP requests carry: path segments, query parameters, limit and op objects. */
 final class Requests {
-  static final Set<String> LIMIT_FIELDS = Set.of("limit", "limits");
+  static final Set<String> LIMIT_FIELDS = Set.of("limit", "limits", "version");
   private static final String LIMIT_EXAMPLE = "{\"limit\": {\"tokenBucket\": \"100/1m\"}}";
 
   private Requests() {}
@@ -79,6 +79,14 @@ final class Requests {
       }
     }
     return params;
+  }
+
+  /**
+   * {@code app} with the limits' {@code "version"} the request gives, if any: see
+   * {@link TallyApp#withLimitsVersion}.
+   */
+  static TallyApp versioned(TallyApp app, Body body) {
+    return app.withLimitsVersion(body.integer("version", 0));
   }
 
   /**

@@ -169,17 +169,17 @@ final class Router {
       return json(c, c.app().ttl(c.var()));
     });
     String limiter = "/v1/limiters/{name}";
-    Set<String> tryFields = Set.of("permits", "limit", "limits");
+    Set<String> tryFields = Set.of("permits", "limit", "limits", "version");
     limiter(t, limiter + "/try", LimiterAction.TRY, tryFields, "permits");
     limiter(t, limiter + "/peek", LimiterAction.PEEK, Requests.LIMIT_FIELDS, null);
     limiter(t, limiter + "/refund", LimiterAction.REFUND, tryFields, "permits");
     limiter(t, limiter + "/reset", LimiterAction.RESET, Requests.LIMIT_FIELDS, null);
     limiter(t, limiter + "/reconfigure", LimiterAction.RECONFIGURE, Requests.LIMIT_FIELDS, null);
-    limiter(t, limiter + "/top-up", LimiterAction.TOP_UP, Set.of("units", "limit", "limits"),
+    limiter(t, limiter + "/top-up", LimiterAction.TOP_UP, Set.of("units", "limit", "limits", "version"),
         "units");
     add(t, limiter + "/acquire", "POST", c -> {
-      Body b = c.body(LIMITER_EXAMPLE, Set.of("permits", "limit", "limits", "maxWait"));
-      return json(c, c.app().acquire(c.var(), Requests.limits(b), b.integer("permits", 1),
+      Body b = c.body(LIMITER_EXAMPLE, Set.of("permits", "limit", "limits", "version", "maxWait"));
+      return json(c, Requests.versioned(c.app(), b).acquire(c.var(), Requests.limits(b), b.integer("permits", 1),
           b.duration("maxWait")));
     });
     return Map.copyOf(t);
@@ -198,7 +198,7 @@ final class Router {
     add(table, template, "POST", c -> {
       Body b = c.body(LIMITER_EXAMPLE, fields);
       long n = count == null ? 1 : b.integer(count, count.equals("units") ? 0 : 1);
-      return json(c, c.app().limiter(action, c.var(), Requests.limits(b), n));
+      return json(c, Requests.versioned(c.app(), b).limiter(action, c.var(), Requests.limits(b), n));
     });
   }
 

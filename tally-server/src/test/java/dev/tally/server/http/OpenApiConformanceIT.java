@@ -242,6 +242,17 @@ class OpenApiConformanceIT {
     assertThat(stale.headers().firstValue("Tally-Limits")).hasValue("stored-differ");
     assertThat(json(stale).has("storedLimits")).isTrue();
 
+    // limits with a version: a newer one replaces the stored limits, an older one adopts them,
+    // and the 200 and the 429 say which
+    call(server, 200, "POST", "/v1/limiters/l:v/try", "{\"version\":1," + twoAnHour + "}");
+    assertThat(json(call(server, 200, "POST", "/v1/limiters/l:v/try",
+        "{\"version\":2,\"limit\":{\"tokenBucket\":\"3/1h\"}}")).get("limitsMismatch").asText())
+        .isEqualTo("upgraded");
+    assertThat(json(call(server, 429, "POST", "/v1/limiters/l:v/try",
+        "{\"version\":1,\"permits\":3," + twoAnHour + "}")).get("limitsMismatch").asText())
+        .isEqualTo("adopted");
+    call(server, 400, "POST", "/v1/limiters/l:v/peek", "{\"version\":-1," + twoAnHour + "}");
+
     String quota = "\"limit\":{\"quota\":\"3/month\"}";
     call(server, 200, "POST", "/v1/limiters/l:q/try", "{\"permits\":3," + quota + "}");
     call(server, 429, "POST", "/v1/limiters/l:q/try", "{" + quota + "}");

@@ -5,6 +5,7 @@ import static dev.tally.server.http.HttpApiIT.ok;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
@@ -113,4 +114,51 @@ class SharedFileStoreIT {
         + viaB.stream().filter(r -> r.statusCode() == 200).count();
     assertThat(allowed).isEqualTo(100);
   }
+
+  /**
+   * Two servers whose callers hold different versions of one limiter's limits (a rolling deploy
+   * that changes a limit): the newer version replaces the stored limits on the key that exists,
+   * keeping what was consumed, and the older caller then adopts them; each answer says which, and
+   * from what version. The 429 problem says it too.
+   */
+  @Test
+  void theNewerVersionOfALimitWinsOnAnExistingKeyKeepingWhatWasConsumed() {
+    String old = "\"limit\":{\"tokenBucket\":\"10/1h\"},\"version\":1";
+    String newer = "\"limit\":{\"tokenBucket\":\"20/1h\"},\"version\":2";
+    JsonNode first = ok(a.post("/v1/limiters/deploy/try", "{\"permits\":4," + old + "}"));
+    assertThat(first.get("remaining").asLong()).isEqualTo(6);
+    assertThat(first.has("limitsMismatch")).as("a new key stores the caller's limits").isFalse();
+
+    JsonNode upgraded = ok(b.post("/v1/limiters/deploy/try", "{" + newer + "}"));
+    assertThat(upgraded.get("limit").asLong()).isEqualTo(20);
+    assertThat(upgraded.get("remaining").asLong()).as("20 less the 4 + 1 taken").isEqualTo(15);
+    assertThat(upgraded.get("limitsMismatch").asText()).isEqualTo("upgraded");
+    assertThat(upgraded.get("storedVersion").asLong()).isEqualTo(1);
+    assertThat(upgraded.has("storedLimits")).isFalse();
+    assertThat(b.get("/metrics").body()).as("counted")
+        .containsPattern("tally_limiter_version_mismatch_total\\{[^}]*outcome=\"upgraded\"[^}]*\\} 1\\.0");
+
+    HttpResponse<String> adopted = a.post("/v1/limiters/deploy/try", "{" + old + "}");
+    JsonNode body = ok(adopted);
+    assertThat(body.get("limit").asLong()).as("the older caller adopts the newer limits").isEqualTo(20);
+    assertThat(body.get("remaining").asLong()).isEqualTo(14);
+    assertThat(body.get("limitsMismatch").asText()).isEqualTo("adopted");
+    assertThat(body.get("storedVersion").asLong()).isEqualTo(2);
+    assertThat(adopted.headers().firstValue("Tally-Limits")).hasValue("stored-differ");
+
+    JsonNode agreed = ok(b.post("/v1/limiters/deploy/peek", "{" + newer + "}"));
+    assertThat(agreed.get("remaining").asLong()).isEqualTo(14);
+    assertThat(agreed.has("limitsMismatch")).isFalse();
+
+    HttpResponse<String> denied = a.post("/v1/limiters/deploy/try", "{\"permits\":15," + old + "}");
+    assertThat(denied.statusCode()).as(denied.body()).isEqualTo(429);
+    assertThat(json(denied).get("limitsMismatch").asText()).isEqualTo("adopted");
+    assertThat(json(denied).get("storedVersion").asLong()).isEqualTo(2);
+
+    HttpResponse<String> bad = a.post("/v1/limiters/deploy/try",
+        "{\"limit\":{\"tokenBucket\":\"10/1h\"},\"version\":-1}");
+    assertThat(bad.statusCode()).as(bad.body()).isEqualTo(400);
+    assertThat(json(bad).get("detail").asText()).contains("version must be from 0 to");
+  }
 }
+
