@@ -111,10 +111,13 @@ abstract class Algorithm {
     }
   }
 
+  /** Read on every decision: {@code values()} would copy the array each time. */
+  private static final Limit.Kind[] KINDS = Limit.Kind.values();
+
   /** The algorithm of a stored tag. */
   static Algorithm ofTag(long tag) {
     long kindTag = tag & KIND_MASK;
-    for (Limit.Kind kind : Limit.Kind.values()) {
+    for (Limit.Kind kind : KINDS) {
       if (kind.tag() == kindTag && tag >= 0 && tag >>> LimiterRecord.VERSION_SHIFT <= LimiterRecord.MAX_LIMITS_VERSION) {
         return of(kind);
       }

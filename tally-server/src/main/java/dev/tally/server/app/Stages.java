@@ -7,6 +7,8 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.function.BiFunction;
 import java.util.function.Function;
+import java.util.function.Predicate;
+import java.util.function.Supplier;
 
 /**
  * {@code thenApply} and {@code handle} for stages that are most often complete already (every
@@ -55,6 +57,28 @@ public final class Stages {
       }
     }
     return stage.handle(fn);
+  }
+
+  /**
+   * As {@code exceptionallyCompose} with {@code instead} for the failures {@code when} accepts
+   * (given unwrapped), the others passed on; a stage that succeeded already is returned as it is.
+   */
+  public static <T> CompletionStage<T> recover(CompletionStage<T> stage, Predicate<Throwable> when,
+      Supplier<CompletionStage<T>> instead) {
+    if (stage instanceof CompletableFuture<T> f && f.isDone() && !f.isCompletedExceptionally()) {
+      return stage;
+    }
+    return stage.exceptionallyCompose(e -> when.test(unwrap(e)) ? instead.get()
+        : CompletableFuture.failedFuture(e));
+  }
+
+  /**
+   * {@code stage} as a stage of a supertype of its values, without a dependent stage to convert
+   * them. Only for stages that are read, never completed, by whoever holds the result.
+   */
+  @SuppressWarnings("unchecked") // reading a T where an S was produced is sound: S extends T
+  public static <T> CompletionStage<T> widen(CompletionStage<? extends T> stage) {
+    return (CompletionStage<T>) stage;
   }
 
   /** The cause a stage failed with, without the wrappers of {@code CompletableFuture}. */

@@ -226,11 +226,10 @@ public final class TallyApp implements AutoCloseable {
     // As Redis's INCRBYFLOAT takes an integer: a floating counter stays floating and adds it.
     // The integer step failed without applying, so the floating one is the only one applied.
     double floating = negate ? -(double) d : d;
-    return run(negate ? "decr" : "incr", () -> (negate ? counters.decr(key, d, df) : counters.incr(key, d, df))
-            .<Number>thenApply(v -> v)
-            .exceptionallyCompose(e -> Stages.unwrap(e) instanceof NotAnIntegerException
-                ? counters.incr(key, floating, (double) df).thenApply(v -> v)
-                : CompletableFuture.failedFuture(e)),
+    return run(negate ? "decr" : "incr", () -> Stages.recover(
+            Stages.<Number>widen(negate ? counters.decr(key, d, df) : counters.incr(key, d, df)),
+            e -> e instanceof NotAnIntegerException,
+            () -> Stages.widen(counters.incr(key, floating, (double) df))),
         v -> new CounterValue(key, v), failed);
   }
 

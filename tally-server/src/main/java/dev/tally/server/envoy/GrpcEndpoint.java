@@ -64,7 +64,8 @@ public final class GrpcEndpoint implements AutoCloseable {
    *
    * @param address where (port 0: any free one)
    * @param tls the server's TLS context (ALPN {@code h2}), or null for HTTP/2 in cleartext
-   * @param authorized whether an {@code authorization} metadata value (null if absent) may call
+   * @param authorized whether an {@code authorization} metadata value (null if absent) may call,
+   *     or null if every call may (no token configured: no check on each call)
    * @param maxMessageBytes the largest request accepted (at least 1 KiB is)
    * @param responseHeaders whether answers carry {@code x-ratelimit-limit}, {@code -remaining}
    *     and {@code -reset} for Envoy to add to its response
@@ -117,8 +118,8 @@ public final class GrpcEndpoint implements AutoCloseable {
         // instead of having 16 reads of 64 KiB decoded before another connection is served.
         .withChildOption(ChannelOption.RECVBUF_ALLOCATOR,
             new AdaptiveRecvByteBufAllocator(64, 1024, 8192).maxMessagesPerRead(1))
-        .addService(ServerInterceptors.intercept(definition,
-            new BearerToken(options.authorized())))
+        .addService(options.authorized() == null ? definition
+            : ServerInterceptors.intercept(definition, new BearerToken(options.authorized())))
         .build();
     try {
       server.start();

@@ -28,6 +28,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -103,23 +105,37 @@ final class RateLimitService {
       fail(observer, start, Status.INVALID_ARGUMENT.withDescription(e.getMessage()));
       return;
     }
-    stage.whenComplete((outcome, failure) -> {
-      if (failure != null) {
-        fail(observer, start, status(unwrap(failure)));
-        return;
-      }
-      RateLimitResponse response = response(outcome);
-      if (cancelled(observer)) {
-        return;
-      }
+    if (stage instanceof CompletableFuture<Outcome> f && f.isDone()) { // no dependent stage
+      Outcome outcome = null;
+      Throwable failure = null;
       try {
-        observer.onNext(response);
-        observer.onCompleted();
-        time(outcome.overall() == Code.OK ? "ok" : "over_limit", start);
-      } catch (StatusRuntimeException gone) { // cancelled meanwhile: nobody to answer
-        time("cancelled", start);
+        outcome = f.join();
+      } catch (CompletionException | CancellationException e) {
+        failure = e;
       }
-    });
+      answer(observer, start, outcome, failure);
+      return;
+    }
+    stage.whenComplete((outcome, failure) -> answer(observer, start, outcome, failure));
+  }
+
+  private void answer(StreamObserver<RateLimitResponse> observer, long start, Outcome outcome,
+      Throwable failure) {
+    if (failure != null) {
+      fail(observer, start, status(unwrap(failure)));
+      return;
+    }
+    RateLimitResponse response = response(outcome);
+    if (cancelled(observer)) {
+      return;
+    }
+    try {
+      observer.onNext(response);
+      observer.onCompleted();
+      time(outcome.overall() == Code.OK ? "ok" : "over_limit", start);
+    } catch (StatusRuntimeException gone) { // cancelled meanwhile: nobody to answer
+      time("cancelled", start);
+    }
   }
 
   /** The request's descriptors as {@link NamedLimits} takes them. */

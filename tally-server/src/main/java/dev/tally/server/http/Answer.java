@@ -33,7 +33,9 @@ final class Answer {
 
   static Answer of(Reply reply, byte[] body) {
     Answer a = of(reply.status(), reply.contentType(), body);
-    reply.headers().forEach(a::header);
+    if (!reply.headers().isEmpty()) {
+      reply.headers().forEach(a::header);
+    }
     return a;
   }
 

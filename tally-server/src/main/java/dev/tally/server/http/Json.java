@@ -30,9 +30,11 @@ import dev.tally.server.ratelimit.NamedLimits.Status;
 import dev.tally.server.ratelimit.Rule;
 import dev.tally.server.ratelimit.Rules;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -119,8 +121,9 @@ final class Json {
     if (reply.rendered() != null) {
       return rendered(reply.rendered(), int64Strings);
     }
-    ByteArrayBuilder out = new ByteArrayBuilder(128);
-    try (JsonGenerator raw = MAPPER.getFactory().createGenerator(out)) {
+    Writer w = WRITERS.get();
+    try {
+      JsonGenerator raw = w.generator;
       JsonGenerator g = int64Strings ? new Int64Strings(raw) : raw;
       g.writeStartObject();
       Problem p = reply.problem();
@@ -147,11 +150,70 @@ final class Json {
         }
       }
       g.writeEndObject();
+      raw.flush();
+      return w.out.take();
     } catch (IOException e) {
+      WRITERS.remove();
       throw new UncheckedIOException(e);
+    } catch (RuntimeException | Error e) {
+      WRITERS.remove(); // the generator is inside an unfinished object: the next body needs a new one
+      throw e;
     }
-    byte[] bytes = out.toByteArray();
-    return bytes;
+  }
+
+  /**
+   * A generator and the bytes it writes, kept by each thread for every body it writes: making a
+   * generator (its context, buffers and output) cost as much as writing an answer with it. Each
+   * body is a root value of its own, written without a separator and taken out whole.
+   */
+  private static final class Writer {
+    final Output out = new Output();
+    final JsonGenerator generator;
+
+    Writer() {
+      try {
+        generator = MAPPER.getFactory().createGenerator(out);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      generator.setRootValueSeparator(null);
+    }
+  }
+
+  private static final ThreadLocal<Writer> WRITERS = ThreadLocal.withInitial(Writer::new);
+
+  /** What a generator flushed, taken out as one array and forgotten; not synchronized. */
+  private static final class Output extends OutputStream {
+    /** A body larger than this is not kept between bodies: a key listing can be megabytes. */
+    private static final int KEEP = 16 * 1024;
+    private byte[] buf = new byte[512];
+    private int count;
+
+    @Override
+    public void write(int b) {
+      if (count == buf.length) {
+        buf = Arrays.copyOf(buf, count * 2);
+      }
+      buf[count++] = (byte) b;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      if (len > buf.length - count) {
+        buf = Arrays.copyOf(buf, Math.max(count + len, buf.length * 2));
+      }
+      System.arraycopy(b, off, buf, count, len);
+      count += len;
+    }
+
+    byte[] take() {
+      byte[] bytes = Arrays.copyOf(buf, count);
+      count = 0;
+      if (buf.length > KEEP) {
+        buf = new byte[512];
+      }
+      return bytes;
+    }
   }
 
   /** A body {@code dev.tally.http} wrote, its integers made strings if asked (but the status). */

@@ -94,6 +94,9 @@ final class Router {
   private final Meters<Timer> requestTimers = new Meters<>();
   private final Map<String, Counter[]> decisions = new ConcurrentHashMap<>();
   private final Map<String, Route> routes = routes();
+  /** The routes under a counter and a limiter, by action: no path is built to find one. */
+  private final Map<String, Route> counterActions = actions("/v1/counters/{key}/");
+  private final Map<String, Route> limiterActions = actions("/v1/limiters/{name}/");
 
   Router(TallyApp app, Auth auth, BrowserGuard guard, PrometheusMeterRegistry registry,
       boolean accessLog, boolean requireIdempotencyKey) {
@@ -185,6 +188,16 @@ final class Router {
     return Map.copyOf(t);
   }
 
+  private Map<String, Route> actions(String prefix) {
+    Map<String, Route> byAction = new HashMap<>();
+    routes.forEach((template, route) -> {
+      if (template.startsWith(prefix)) {
+        byAction.put(template.substring(prefix.length()), route);
+      }
+    });
+    return Map.copyOf(byAction);
+  }
+
   private static void add(Map<String, Route> table, String template, String method, Handler h) {
     Route r = table.get(template);
     Map<String, Handler> methods = new LinkedHashMap<>(r == null ? Map.of() : r.methods());
@@ -270,9 +283,16 @@ final class Router {
     } catch (RuntimeException e) {
       answer = done(answer(Reply.error(e), strings));
     }
+    if (answer instanceof CompletableFuture<Answer> f && f.isDone()) { // no stage to chain
+      return done(finish(r, method, template, start, Stages.now(f, Router::failed)));
+    }
     String t = template;
     return Stages.handle(answer, (a, failure) -> finish(r, method, t, start,
-        failure != null ? answer(Reply.error(failure), false) : a));
+        failure != null ? failed(failure) : a));
+  }
+
+  private static Answer failed(Throwable failure) {
+    return answer(Reply.error(failure), false);
   }
 
   /** Browser safety, OPTIONS, the token, the method: then the call. */
@@ -350,6 +370,9 @@ final class Router {
   }
 
   private static void checkQuery(Map<String, String> query, Set<String> allowed, String method) {
+    if (query.isEmpty()) {
+      return;
+    }
     for (String name : query.keySet()) {
       if (!allowed.contains(name)) {
         String takes = allowed.size() == 1 ? "this route takes only " + Int64.PARAMETER
@@ -416,7 +439,7 @@ final class Router {
       boolean oneMore = action != null && action.indexOf('/') < 0;
       String base = counters ? "/v1/counters/{key}" : "/v1/limiters/{name}";
       Route route = action == null ? (counters ? routes.get(base) : null)
-          : oneMore ? routes.get(base + "/" + action) : null;
+          : oneMore ? (counters ? counterActions : limiterActions).get(action) : null;
       if (route != null) {
         return new Resolved(route, Requests.decode(raw, counters ? "key" : "limiter name"));
       }

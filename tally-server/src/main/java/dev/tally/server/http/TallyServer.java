@@ -301,7 +301,7 @@ public final class TallyServer implements AutoCloseable {
           // on the HTTP server's loops: one event-loop group serves both
           s.grpc = GrpcEndpoint.start(namedLimits, new GrpcEndpoint.Loops(boss, workers, channel),
               new GrpcEndpoint.Options(new InetSocketAddress(address, named.grpcPort()), grpcSsl,
-                  auth::allows, settings.maxBodyBytes(), named.responseHeaders(), MAX_RESETS,
+                  auth.required() ? auth::allows : null, settings.maxBodyBytes(), named.responseHeaders(), MAX_RESETS,
                   RESET_WINDOW_SECONDS),
               registry);
         } catch (IOException e) {

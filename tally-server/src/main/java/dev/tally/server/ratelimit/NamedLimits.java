@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -108,6 +109,17 @@ public final class NamedLimits {
   private final Tally tally;
   private final Rules rules;
   private final Set<String> warned = ConcurrentHashMap.newKeySet();
+  /**
+   * The limit of each rule of the set in force, made once rather than on every decision (making
+   * one validates it and writes its description); replaced with the set.
+   */
+  private volatile RuleLimits ruleLimits = new RuleLimits(null);
+
+  private record RuleLimits(RuleSet set, Map<Rule, Limit> limits) {
+    RuleLimits(RuleSet set) {
+      this(set, new ConcurrentHashMap<>());
+    }
+  }
 
   /**
    * @param tally the store the limiters live in
@@ -163,6 +175,7 @@ public final class NamedLimits {
     RuleSet set = rules.current();
     int n = descriptors.size();
     Rule[] matched = new Rule[n];
+    boolean[] overridden = new boolean[n];
     List<List<Entry>> counted = new ArrayList<>(n);
     Set<String> replaced = null;
     boolean known = set.hasDomain(domain);
@@ -171,6 +184,7 @@ public final class NamedLimits {
       // an override applies on a domain the rules define, as upstream: an unknown domain is OK throughout
       Rule r = d.override() != null && known ? override(domain, d) : null;
       matched[i] = r != null ? r : set.match(domain, d.entries());
+      overridden[i] = r != null;
       counted.add(r != null ? d.entries() : set.countedAs(domain, d.entries()));
       if (matched[i] != null && !matched[i].replaces().isEmpty()) {
         if (replaced == null) {
@@ -188,12 +202,16 @@ public final class NamedLimits {
       }
     }
     if (n == 1) {
-      return status(domain, counted.get(0), matched[0], hits(descriptors.get(0), hits), partId(operationId, 0))
-          .thenApply(s -> outcome(domain, known, List.of(s)));
+      CompletionStage<Status> one = status(overridden[0] ? null : set, domain, counted.get(0), matched[0],
+          hits(descriptors.get(0), hits), partId(operationId, 0));
+      if (one instanceof CompletableFuture<Status> f && f.isDone() && !f.isCompletedExceptionally()) {
+        return CompletableFuture.completedFuture(outcome(domain, known, List.of(f.join())));
+      }
+      return one.thenApply(s -> outcome(domain, known, List.of(s)));
     }
     List<CompletableFuture<Status>> parts = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      parts.add(status(domain, counted.get(i), matched[i], hits(descriptors.get(i), hits), partId(operationId, i))
+      parts.add(status(overridden[i] ? null : set, domain, counted.get(i), matched[i], hits(descriptors.get(i), hits), partId(operationId, i))
           .toCompletableFuture());
     }
     return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
@@ -258,9 +276,12 @@ public final class NamedLimits {
         + suffix;
   }
 
-  /** @param entries the descriptor's entries as its limit counts them ({@link RuleSet#countedAs}) */
-  private CompletionStage<Status> status(String domain, List<Entry> entries, Rule rule, long hits,
-      String operationId) {
+  /**
+   * @param set the rule set {@code rule} belongs to, or null for a request's override
+   * @param entries the descriptor's entries as its limit counts them ({@link RuleSet#countedAs})
+   */
+  private CompletionStage<Status> status(RuleSet set, String domain, List<Entry> entries, Rule rule,
+      long hits, String operationId) {
     if (rule == null) {
       return CompletableFuture.completedFuture(new Status(Code.OK, null, 0, 0, null, -1));
     }
@@ -275,8 +296,7 @@ public final class NamedLimits {
     String name = limiterName(domain, entries, rule);
     RateLimiter limiter;
     try {
-      limiter = tally.limiter(name, Limit.fixedWindow(rule.requestsPerUnit(),
-          rule.unit().window()));
+      limiter = tally.limiter(name, limit(set, rule));
       if (operationId != null) {
         limiter = limiter.withOperationId(operationId);
       }
@@ -298,6 +318,23 @@ public final class NamedLimits {
           + " descriptor is answered OVER_LIMIT until that is fixed");
       return new Status(Code.OVER_LIMIT, rule, 0, windowLeft(rule.unit()), name, -1);
     });
+  }
+
+  /**
+   * The fixed window of {@code rule}: made once for a rule of {@code set}, and each time for a
+   * request's override ({@code set} null), which kept would pile up.
+   */
+  private Limit limit(RuleSet set, Rule rule) {
+    if (set == null) {
+      return Limit.fixedWindow(rule.requestsPerUnit(), rule.unit().window());
+    }
+    RuleLimits known = ruleLimits;
+    if (known.set() != set) {
+      known = new RuleLimits(set);
+      ruleLimits = known;
+    }
+    return known.limits().computeIfAbsent(rule,
+        r -> Limit.fixedWindow(r.requestsPerUnit(), r.unit().window()));
   }
 
   private Status decided(String name, Rule rule, Decision d) {
@@ -353,13 +390,14 @@ public final class NamedLimits {
       b.append('=');
       part(b, e.value());
     }
-    String limit = ":" + rule.requestsPerUnit() + "/" + rule.unit().yamlName();
-    if (utf8Length(b) + limit.length() > dev.tally.Counters.MAX_KEY_BYTES) {
+    String unit = rule.unit().yamlName();
+    int limitLength = 2 + stringSize(rule.requestsPerUnit()) + unit.length(); // ":N/unit"
+    if (utf8Length(b) + limitLength > dev.tally.Counters.MAX_KEY_BYTES) {
       String entriesPart = b.substring(afterDomain);
       b.setLength(afterDomain);
       b.append(":").append(hash(entriesPart));
     }
-    return b.append(limit).toString();
+    return b.append(':').append(rule.requestsPerUnit()).append('/').append(unit).toString();
   }
 
   /** {@code s} escaped, or its hash if it is long. */
@@ -379,6 +417,15 @@ public final class NamedLimits {
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("the JDK has no SHA-256", e);
     }
+  }
+
+  /** The digits of {@code v}, its sign included. */
+  private static int stringSize(long v) {
+    int n = v < 0 ? 2 : 1;
+    for (long x = Math.abs(v / 10); x > 0; x /= 10) {
+      n++;
+    }
+    return n;
   }
 
   private static int utf8Length(CharSequence s) {
