@@ -17,9 +17,10 @@ import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
  * writes nothing, and the value it reports was current at the read. If the condition fails, the
  * item the server returns is the new reading, decided on again without another read. Two
  * requests where {@link TransactExchange} would send the same two as transactions, which not
- * every server has.
+ * every server has. Like a transaction it takes this process's turn on the key, so threads of one
+ * process do not make each other's conditions fail.
  */
-final class BoundedIncr extends Exchange<Long> {
+final class BoundedIncr extends Exchange<Number[]> {
   private final Table t;
   private final TxOp.Incr op;
   private DynamoDbRequest next;
@@ -42,7 +43,7 @@ final class BoundedIncr extends Exchange<Long> {
     if (response instanceof GetItemResponse r) {
       decide(r.hasItem() && !r.item().isEmpty() ? r.item() : null);
     } else {
-      finish(result);
+      finish(new Number[] {result});
     }
   }
 

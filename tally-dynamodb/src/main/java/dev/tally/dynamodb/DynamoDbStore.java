@@ -243,7 +243,7 @@ final class DynamoDbStore implements Store {
     if (ops.size() == 1 && ops.get(0) instanceof TxOp.Incr i && i.bounds() != null) {
       checkOpen();
       refuseSharded(i.key(), "bounded increments");
-      return new Number[] {run(new BoundedIncr(table, i), deadline)};
+      return transact(ops, new BoundedIncr(table, i), deadline);
     }
     return transact(ops, transactExchange(ops, null), deadline);
   }
