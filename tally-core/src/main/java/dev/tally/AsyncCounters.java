@@ -53,6 +53,12 @@ public interface AsyncCounters {
   /** @see Counters#decrExisting(String, long) */
   CompletionStage<Long> decrExisting(String key, long delta);
 
+  /** @see Counters#incr(String, long, long, Bounds) */
+  CompletionStage<BoundedResult> incr(String key, long delta, long dflt, Bounds bounds);
+
+  /** @see Counters#decr(String, long, long, Bounds) */
+  CompletionStage<BoundedResult> decr(String key, long delta, long dflt, Bounds bounds);
+
   /** @see Counters#incr(String, double, double) */
   CompletionStage<Double> incr(String key, double delta, double dflt);
 

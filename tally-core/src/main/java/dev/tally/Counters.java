@@ -155,6 +155,29 @@ public interface Counters {
   long decrExisting(String key, long delta);
 
   /**
+   * Adds {@code delta} within {@code bounds}: applied if the result lies within them, else
+   * refused (nothing changes) or, with {@link Bounds#saturate()}, set to the bound crossed. A
+   * missing or expired counter starts from {@code dflt}. A quota that never goes below zero:
+   *
+   * <pre>{@code
+   * boolean consumeQuota(long userId, long units) {
+   *   String key = "quota:" + userId + ":2026-11";
+   *   counters.add(key, 1000, Duration.ofDays(40));   // the first call this period sets it
+   *   return counters.decr(key, units, 0, Bounds.floor(0)).applied();
+   * }
+   * // consumeQuota(42, 999), consumeQuota(42, 5), consumeQuota(42, 1) -> true, false, true
+   * }</pre>
+   *
+   * @return whether it was applied, and the value after the call (the value kept if refused)
+   * @throws IllegalArgumentException if {@code dflt} lies outside {@code bounds} (nothing written)
+   * @throws NotAnIntegerException if the counter is floating (nothing written)
+   */
+  BoundedResult incr(String key, long delta, long dflt, Bounds bounds);
+
+  /** Subtracts {@code delta} within {@code bounds}. @see #incr(String, long, long, Bounds) */
+  BoundedResult decr(String key, long delta, long dflt, Bounds bounds);
+
+  /**
    * Adds a floating {@code delta}; the counter becomes (or stays) floating. A missing or expired
    * counter becomes {@code dflt + delta}.
    *

@@ -28,6 +28,16 @@ public interface Transaction {
   /** Subtracts {@code delta} (missing counter starts at 0); the result is the new value. */
   Transaction decr(String key, long delta);
 
+  /**
+   * Adds {@code delta} within {@code bounds}, as {@link Counters#incr(String, long, long,
+   * Bounds)}; the result is the new value. A refusal refuses the whole transaction: nothing is
+   * applied and {@link CounterBoundException} is thrown, with the value the counter kept.
+   */
+  Transaction incr(String key, long delta, long dflt, Bounds bounds);
+
+  /** Subtracts {@code delta} within {@code bounds}. @see #incr(String, long, long, Bounds) */
+  Transaction decr(String key, long delta, long dflt, Bounds bounds);
+
   /** Adds a floating {@code delta} with a default; the result is the new value. */
   Transaction incr(String key, double delta, double dflt);
 

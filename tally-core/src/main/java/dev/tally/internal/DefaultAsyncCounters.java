@@ -1,17 +1,22 @@
 package dev.tally.internal;
 
 import dev.tally.AsyncCounters;
+import dev.tally.Bounds;
+import dev.tally.BoundedResult;
+import dev.tally.CounterBoundException;
 import dev.tally.Counters;
 import dev.tally.Expiry;
 import dev.tally.Transaction;
 import dev.tally.TransactionResult;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.Store;
+import dev.tally.spi.TxOp;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.OptionalLong;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -65,6 +70,28 @@ final class DefaultAsyncCounters implements AsyncCounters {
   public CompletionStage<Long> incr(String key, long delta, long dflt) {
     String k = key(key);
     return guard(store().incr(k, delta, dflt, true), "incr", k, s -> s.incr(k, delta, dflt, true));
+  }
+
+  @Override
+  public CompletionStage<BoundedResult> incr(String key, long delta, long dflt, Bounds bounds) {
+    List<TxOp> ops = List.of(DefaultCounters.bounded(key(key), delta, dflt, bounds));
+    return guard(store().transact(ops), "incr", ops.get(0).key(), s -> s.transact(ops))
+        .handle((results, failure) -> {
+          if (failure == null) {
+            return DefaultCounters.boundedResult(results);
+          }
+          Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+              ? failure.getCause() : failure;
+          if (cause instanceof CounterBoundException refused) {
+            return new BoundedResult(false, refused.value());
+          }
+          throw failure instanceof CompletionException c ? c : new CompletionException(failure);
+        });
+  }
+
+  @Override
+  public CompletionStage<BoundedResult> decr(String key, long delta, long dflt, Bounds bounds) {
+    return incr(key, DefaultCounters.negate(key, delta), dflt, bounds);
   }
 
   @Override

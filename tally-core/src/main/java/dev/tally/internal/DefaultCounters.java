@@ -1,6 +1,9 @@
 package dev.tally.internal;
 
 import dev.tally.AsyncCounters;
+import dev.tally.Bounds;
+import dev.tally.BoundedResult;
+import dev.tally.CounterBoundException;
 import dev.tally.Counters;
 import dev.tally.Expiry;
 import dev.tally.FailurePolicy;
@@ -9,6 +12,7 @@ import dev.tally.StoreException;
 import dev.tally.Transaction;
 import dev.tally.TransactionResult;
 import dev.tally.spi.Store;
+import dev.tally.spi.TxOp;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -37,6 +41,26 @@ final class DefaultCounters implements Counters {
           + " negation is not a 64-bit integer; use incr with a positive delta");
     }
     return -delta;
+  }
+
+  /**
+   * A bounded increment as a one-operation transaction, which every store applies atomically;
+   * checked here so that bad input changes nothing on any store.
+   */
+  static TxOp.Incr bounded(String fullKey, long delta, long dflt, Bounds bounds) {
+    if (bounds == null) {
+      throw new IllegalArgumentException("bounds must not be null; use incr without bounds");
+    }
+    if (!bounds.contains(dflt)) {
+      throw new IllegalArgumentException("the default " + dflt + " of counter '" + fullKey
+          + "' lies outside its bounds [" + bounds.min() + ", " + bounds.max() + "]");
+    }
+    return new TxOp.Incr(fullKey, delta, dflt, true, bounds);
+  }
+
+  /** The store's answer to a bounded increment, as the caller sees it. */
+  static BoundedResult boundedResult(Number[] results) {
+    return new BoundedResult(true, (Long) results[0]);
   }
 
   private String key(String key) {
@@ -116,6 +140,25 @@ final class DefaultCounters implements Counters {
   @Override
   public long decrExisting(String key, long delta) {
     return incrExisting(key, negate(key, delta));
+  }
+
+  @Override
+  public BoundedResult incr(String key, long delta, long dflt, Bounds bounds) {
+    List<TxOp> ops = List.of(bounded(key(key), delta, dflt, bounds));
+    try {
+      try {
+        return boundedResult(group.store().transact(ops));
+      } catch (StoreException e) {
+        return boundedResult(onFailure("incr", ops.get(0).key(), e).transact(ops));
+      }
+    } catch (CounterBoundException e) {
+      return new BoundedResult(false, e.value());
+    }
+  }
+
+  @Override
+  public BoundedResult decr(String key, long delta, long dflt, Bounds bounds) {
+    return incr(key, negate(key, delta), dflt, bounds);
   }
 
   @Override

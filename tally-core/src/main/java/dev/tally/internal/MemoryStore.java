@@ -448,7 +448,17 @@ final class MemoryStore implements Store {
   private Number applyTo(Map<String, Cell> working, TxOp op, long now) {
     String key = op.key();
     Cell cur = working.get(key);
-    if (op instanceof TxOp.Incr incr) {
+    if (op instanceof TxOp.Incr incr && incr.bounds() != null) {
+      if (cur == null && !incr.create()) {
+        throw new KeyNotFoundException(key);
+      }
+      if (cur != null && cur.floating) {
+        throw new NotAnIntegerException(key);
+      }
+      long next = CounterMath.addWithin(key, cur == null ? incr.dflt() : cur.bits, incr.delta(), incr.bounds());
+      working.put(key, new Cell(false, next, cur == null ? 0 : cur.expiresAt));
+      return next;
+    } else if (op instanceof TxOp.Incr incr) {
       long next = cur == null
           ? integerIncrement(key, false, false, 0, incr.delta(), incr.dflt(), incr.create())
           : integerIncrement(key, true, cur.floating, cur.bits, incr.delta(), incr.dflt(), incr.create());

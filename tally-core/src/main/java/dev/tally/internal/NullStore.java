@@ -79,7 +79,12 @@ final class NullStore implements Store {
     Number[] results = new Number[ops.size()];
     for (int i = 0; i < results.length; i++) {
       TxOp op = ops.get(i);
-      if (op instanceof TxOp.Incr incr) {
+      if (op instanceof TxOp.Incr incr && incr.bounds() != null) {
+        if (!incr.create()) {
+          throw new KeyNotFoundException(incr.key());
+        }
+        results[i] = CounterMath.addWithin(incr.key(), incr.dflt(), incr.delta(), incr.bounds());
+      } else if (op instanceof TxOp.Incr incr) {
         results[i] = incr(incr.key(), incr.delta(), incr.dflt(), incr.create());
       } else if (op instanceof TxOp.IncrDouble incr) {
         results[i] = incrDouble(incr.key(), incr.delta(), incr.dflt());

@@ -1,5 +1,6 @@
 package dev.tally.internal;
 
+import dev.tally.Bounds;
 import dev.tally.Transaction;
 import dev.tally.spi.Store;
 import dev.tally.spi.TxOp;
@@ -62,6 +63,16 @@ final class RecordingTransaction implements Transaction {
   @Override
   public Transaction decr(String key, long delta) {
     return record(new TxOp.Incr(key(key), DefaultCounters.negate(key, delta), 0, true));
+  }
+
+  @Override
+  public Transaction incr(String key, long delta, long dflt, Bounds bounds) {
+    return record(DefaultCounters.bounded(key(key), delta, dflt, bounds));
+  }
+
+  @Override
+  public Transaction decr(String key, long delta, long dflt, Bounds bounds) {
+    return record(DefaultCounters.bounded(key(key), DefaultCounters.negate(key, delta), dflt, bounds));
   }
 
   @Override

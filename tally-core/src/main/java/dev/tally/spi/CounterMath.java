@@ -1,5 +1,7 @@
 package dev.tally.spi;
 
+import dev.tally.Bounds;
+import dev.tally.CounterBoundException;
 import dev.tally.CounterOverflowException;
 import dev.tally.NotAnIntegerException;
 
@@ -13,6 +15,10 @@ import dev.tally.NotAnIntegerException;
  *       stays as it was (never wrapped, never saturated).
  *   <li>A floating delta makes the counter floating; a non-finite result is refused.
  *   <li>An integer operation on a floating counter is refused ({@link NotAnIntegerException}).
+ *   <li>A bounded increment ({@link #addWithin}) is applied if its exact sum lies within the
+ *       bounds; otherwise it is refused ({@link CounterBoundException}, the value unchanged) or,
+ *       when saturating, the counter is set to the bound the sum lies beyond. A sum outside the
+ *       64-bit range lies beyond the bound in the delta's direction, so it is never an overflow.
  * </ul>
  */
 public final class CounterMath {
@@ -62,5 +68,36 @@ public final class CounterMath {
       throw notAnInteger(key);
     }
     return value.longValue();
+  }
+
+  /**
+   * {@code value + delta} held within {@code bounds}; see the class comment.
+   *
+   * @throws CounterBoundException if the sum lies outside refusing bounds
+   */
+  public static long addWithin(String key, long value, long delta, Bounds bounds) {
+    long r = value + delta;
+    boolean beyond;
+    boolean above;
+    if (((value ^ r) & (delta ^ r)) < 0) {
+      beyond = true;
+      above = delta > 0;
+    } else {
+      above = r > bounds.max();
+      beyond = above || r < bounds.min();
+    }
+    if (!beyond) {
+      return r;
+    }
+    if (bounds.saturates()) {
+      return above ? bounds.max() : bounds.min();
+    }
+    throw outOfBounds(key, value, delta, bounds);
+  }
+
+  /** The error for {@code value + delta} lying outside refusing bounds. */
+  public static CounterBoundException outOfBounds(String key, long value, long delta, Bounds bounds) {
+    return new CounterBoundException(key, value, "counter '" + key + "': " + value + " + (" + delta
+        + ") lies outside [" + bounds.min() + ", " + bounds.max() + "]; the value is unchanged");
   }
 }

@@ -140,6 +140,9 @@ public sealed interface Mutation {
       for (TxOp op : ops) {
         if (op instanceof TxOp.Incr i) {
           f.add(1).add(i.key()).add(i.delta()).add(i.dflt()).add(i.create());
+          if (i.bounds() != null) {
+            f.add(11).add(i.bounds().min()).add(i.bounds().max()).add(i.bounds().saturates());
+          }
         } else if (op instanceof TxOp.IncrDouble d) {
           f.add(2).add(d.key()).add(d.delta()).add(d.dflt());
         } else if (op instanceof TxOp.Put p) {

@@ -1,5 +1,7 @@
 package dev.tally.spi;
 
+import dev.tally.Bounds;
+
 /**
  * One recorded operation of a transaction, as a store receives it: keys are full (prefixed and
  * validated), numbers checked. A store applies a list of these atomically with
@@ -10,8 +12,17 @@ public sealed interface TxOp {
   /** The full key the operation touches. */
   String key();
 
-  /** Integer increment; {@code create == false} means the key must exist. */
-  record Incr(String key, long delta, long dflt, boolean create) implements TxOp {}
+  /**
+   * Integer increment; {@code create == false} means the key must exist. With {@code bounds}
+   * (else {@code null}) the store computes the new value with {@link CounterMath#addWithin}, and
+   * a refusal fails the whole transaction with {@link dev.tally.CounterBoundException}.
+   */
+  record Incr(String key, long delta, long dflt, boolean create, Bounds bounds) implements TxOp {
+    /** An unbounded increment. */
+    public Incr(String key, long delta, long dflt, boolean create) {
+      this(key, delta, dflt, create, null);
+    }
+  }
 
   /** Floating increment. */
   record IncrDouble(String key, double delta, double dflt) implements TxOp {}

@@ -240,6 +240,11 @@ final class DynamoDbStore implements Store {
   }
 
   Number[] transact(List<TxOp> ops, Deadline deadline) {
+    if (ops.size() == 1 && ops.get(0) instanceof TxOp.Incr i && i.bounds() != null) {
+      checkOpen();
+      refuseSharded(i.key(), "bounded increments");
+      return transact(ops, new BoundedIncr(table, i), deadline);
+    }
     return transact(ops, transactExchange(ops, null), deadline);
   }
 

@@ -130,9 +130,9 @@ final class TransactExchange extends Exchange<Number[]> {
           if (!incr.create()) {
             throw new KeyNotFoundException(k);
           }
-          next = CounterMath.add(k, incr.dflt(), incr.delta());
+          next = sum(k, incr.dflt(), incr);
         } else {
-          next = CounterMath.add(k, CounterMath.integer(k, cur.value()), incr.delta());
+          next = sum(k, CounterMath.integer(k, cur.value()), incr);
         }
         working.put(k, new Cell(next, cur == null ? 0 : cur.expiresAt()));
         written.put(k, true);
@@ -212,6 +212,17 @@ final class TransactExchange extends Exchange<Number[]> {
         .transactItems(writes)
         .clientRequestToken(UUID.randomUUID().toString())
         .build();
+  }
+
+  /**
+   * A bounded increment is decided on the snapshot like any other: a refusal writes nothing, and
+   * the value it reports was current at the snapshot; an applied one is confirmed by the write's
+   * condition, or the whole transaction reads again.
+   */
+  private static long sum(String k, long value, TxOp.Incr incr) {
+    return incr.bounds() == null
+        ? CounterMath.add(k, value, incr.delta())
+        : CounterMath.addWithin(k, value, incr.delta(), incr.bounds());
   }
 
   @Override

@@ -24,6 +24,9 @@ final class NeedsTransactions implements ExecutionCondition {
       "CounterConcurrencyContract", Set.of("transactionsAreNeverSeenHalfApplied",
           "transactionsOnOverlappingKeysDoNotDeadlock"),
       "OperationIdContract", Set.of("aTransactionWithAnIdAppliesOnceAndReplaysItsResults"),
+      "BoundedCounterContract", Set.of("aRefusalInATransactionRefusesItAll",
+          "boundedIncrementsInATransactionSeeEarlierOperations", "aTransactionKeepsTheRulesOfIncrExisting",
+          "concurrentTransactionsTakeFromBothCountersOrNeither"),
       "LimiterContract", Set.of("aTransactionOnALimitersNameIsRefusedAndChangesNothing"));
 
   @Override

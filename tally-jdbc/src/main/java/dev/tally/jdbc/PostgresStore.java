@@ -9,6 +9,7 @@ import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.TimeSource;
 import dev.tally.spi.LimiterArguments;
+import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterRecord;
@@ -68,6 +69,10 @@ final class PostgresStore implements Store {
   private final Sql incr;
   private final Sql incrExisting;
   private final Sql incrDouble;
+  private final Sql lockRow;
+  private final Sql setIval;
+  private final Sql resetIval;
+  private final Sql insertIval;
   private final Sql incrDoubleExisting;
   private final Sql get;
   private final Sql put;
@@ -101,6 +106,10 @@ final class PostgresStore implements Store {
     this.incr = Sql.of(Statements.INCR, t, serverClock);
     this.incrExisting = Sql.of(Statements.INCR_EXISTING, t, serverClock);
     this.incrDouble = Sql.of(Statements.INCR_DOUBLE, t, serverClock);
+    this.lockRow = Sql.of(Statements.LOCK_ROW, t, serverClock);
+    this.setIval = Sql.of(Statements.SET_IVAL, t, serverClock);
+    this.resetIval = Sql.of(Statements.RESET_IVAL, t, serverClock);
+    this.insertIval = Sql.of(Statements.INSERT_IVAL, t, serverClock);
     this.incrDoubleExisting = Sql.of(Statements.INCR_DOUBLE_EXISTING, t, serverClock);
     this.get = Sql.of(Statements.GET, t, serverClock);
     this.put = Sql.of(Statements.PUT, t, serverClock);
@@ -293,6 +302,45 @@ final class PostgresStore implements Store {
         default:
           break; // an integer again: again
       }
+    }
+    throw keptChanging(key);
+  }
+
+  /**
+   * A bounded increment inside a transaction: the row is locked ({@link Statements#LOCK_ROW}),
+   * so the rule is {@link CounterMath#addWithin}'s own, decided here, and a plain increment of the
+   * key waits for the commit. A key with no row may be created by another writer between the
+   * look and the insert; then the row is looked at again.
+   */
+  private long incrWithin(Connection c, TxOp.Incr i) throws SQLException {
+    String key = i.key();
+    for (int attempt = 0; attempt < TRIES; attempt++) {
+      Object[] row = one(c, lockRow, values("key", key), rs -> new Object[] {
+          rs.getObject(1) == null ? null : rs.getLong(1), rs.getBoolean(2), rs.getBoolean(3), rs.getBoolean(4)});
+      boolean free = row == null || (Boolean) row[2];
+      if (free) {
+        if (!i.create()) {
+          throw new KeyNotFoundException(key);
+        }
+        long next = CounterMath.addWithin(key, i.dflt(), i.delta(), i.bounds());
+        if (row != null) {
+          one(c, resetIval, values("key", key, "value", next), rs -> 1);
+          return next;
+        }
+        if (one(c, insertIval, values("key", key, "value", next), rs -> rs.getLong(1)) != null) {
+          return next;
+        }
+        continue;
+      }
+      if ((Boolean) row[3]) {
+        throw Failures.limiterHere(key);
+      }
+      if (row[0] == null || (Boolean) row[1]) {
+        throw new NotAnIntegerException(key);
+      }
+      long next = CounterMath.addWithin(key, (Long) row[0], i.delta(), i.bounds());
+      one(c, setIval, values("key", key, "value", next), rs -> 1);
+      return next;
     }
     throw keptChanging(key);
   }
@@ -566,7 +614,9 @@ final class PostgresStore implements Store {
   }
 
   private Number apply(Connection c, TxOp op) throws SQLException {
-    if (op instanceof TxOp.Incr i) {
+    if (op instanceof TxOp.Incr i && i.bounds() != null) {
+      return incrWithin(c, i);
+    } else if (op instanceof TxOp.Incr i) {
       return incr(c, i.key(), i.delta(), i.dflt(), i.create());
     } else if (op instanceof TxOp.IncrDouble d) {
       return incrDouble(c, d.key(), d.delta(), d.dflt());

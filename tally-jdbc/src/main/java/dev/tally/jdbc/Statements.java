@@ -39,6 +39,29 @@ final class Statements {
       RETURNING t.ival""";
 
   /**
+   * A key's row for a bounded increment, locked until the transaction ends: the integer value,
+   * whether it is floating, whether it is free (as for {@link #INCR}) and whether it is a live
+   * limiter's. The store decides with {@code CounterMath.addWithin}, then writes with
+   * {@link #SET_IVAL}, {@link #RESET_IVAL} or {@link #INSERT_IVAL}.
+   */
+  static final String LOCK_ROW = """
+      SELECT t.ival, t.fval IS NOT NULL, coalesce(%s, false), t.rec IS NOT NULL AND t.rec <> '{}'
+      FROM ${table} t WHERE t.key = :key FOR UPDATE""".formatted(FREE);
+
+  /** A locked live integer counter's new value; its expiry stays. */
+  static final String SET_IVAL = "UPDATE ${table} SET ival = :value WHERE key = :key RETURNING 1";
+
+  /** A locked free row becomes a new integer counter with no expiry. */
+  static final String RESET_IVAL = """
+      UPDATE ${table} SET ival = :value, fval = NULL, rec = NULL, ver = NULL, at = NULL, exp = NULL
+      WHERE key = :key RETURNING 1""";
+
+  /** A new integer counter where there is no row; no row back if another writer made one first. */
+  static final String INSERT_IVAL = """
+      INSERT INTO ${table} (key, ival) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING
+      RETURNING ival""";
+
+  /**
    * Floating increment: a live counter of either number kind becomes floating; a missing or
    * expired key starts at {@code :created}. PostgreSQL refuses a sum that overflows to an
    * infinity ("value out of range: overflow"), writing nothing.

@@ -555,6 +555,12 @@ final class LocalStore implements Store {
     return results;
   }
 
+  private static long sum(String key, long value, TxOp.Incr incr) {
+    return incr.bounds() == null
+        ? CounterMath.add(key, value, incr.delta())
+        : CounterMath.addWithin(key, value, incr.delta(), incr.bounds());
+  }
+
   private static Number apply(Table.Held h, TxOp op, long now) {
     String key = op.key();
     if (op instanceof TxOp.Incr incr) {
@@ -563,13 +569,13 @@ final class LocalStore implements Store {
         if (!incr.create()) {
           throw new KeyNotFoundException(key);
         }
-        next = CounterMath.add(key, incr.dflt(), incr.delta());
+        next = sum(key, incr.dflt(), incr);
         h.set(false, next, 0);
       } else {
         if (h.liveFloating()) {
           throw CounterMath.notAnInteger(key);
         }
-        next = CounterMath.add(key, h.liveBits(), incr.delta());
+        next = sum(key, h.liveBits(), incr);
         h.set(false, next, h.liveExpiresAt());
       }
       return next;

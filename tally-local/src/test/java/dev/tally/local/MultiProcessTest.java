@@ -79,6 +79,40 @@ class MultiProcessTest {
   }
 
   @Test
+  void boundedDecrementsFromEveryProcessEndExactlyAtTheFloor() throws Exception {
+    int n = 5_000;
+    long attempts = (long) CHILDREN * THREADS * n;
+    long start = 3 * (attempts / 2);
+    try (Tally t = Tally.open("file:" + data())) {
+      t.counters().put("quota", start);
+    }
+    Path go = dir.resolve("go");
+    List<Child> children = start(CHILDREN, "floor", data().toString(), go.toString(),
+        Integer.toString(THREADS), Integer.toString(n));
+    long applied = 0;
+    long refused = 0;
+    try {
+      awaitAll(children, "READY");
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+      for (Child c : children) {
+        for (String line : c.linesStartingWith("APPLIED ")) {
+          String[] f = line.split(" ");
+          applied += Long.parseLong(f[1]);
+          refused += Long.parseLong(f[3]);
+        }
+      }
+    } finally {
+      closeAll(children);
+    }
+    assertThat(applied).isEqualTo(start / 3);
+    assertThat(refused).isEqualTo(attempts - start / 3);
+    try (Tally t = Tally.open("file:" + data())) {
+      assertThat(t.counters().get("quota")).hasValue(0);
+    }
+  }
+
+  @Test
   void exactlyOneAddWinsAcrossProcesses() throws Exception {
     int rounds = 300;
     Path go = dir.resolve("go");

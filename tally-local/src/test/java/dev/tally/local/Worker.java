@@ -1,5 +1,6 @@
 package dev.tally.local;
 
+import dev.tally.Bounds;
 import dev.tally.Counters;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
@@ -30,6 +31,8 @@ import java.util.concurrent.locks.LockSupport;
  * incr     DIR GO THREADS N KEYS      incr "hot" and "k:(i % KEYS)" N times per thread
  * add      DIR GO THREADS ROUNDS ID   add("add:r", ID*10 + thread) for each round; prints WIN r v
  * views    DIR GO THREADS N           incr "views" N times per thread
+ * floor    DIR GO THREADS N           decr "quota" by 3 with floor 0, N times per thread; prints
+ *                                     APPLIED a REFUSED r
  * pop      DIR GO STOP                pop "views" until STOP exists; prints POPPED total
  * drain    DIR GO THREADS B           drain "bucket:0".."bucket:B-1" in turn; prints GRANTED n0 n1 ...
  * campaign DIR GO THREADS REPORT HOOK a random mix until killed (see CrashTest)
@@ -56,6 +59,7 @@ public final class Worker {
       switch (mode) {
         case "incr" -> incr(c, Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]));
         case "add" -> add(c, Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+        case "floor" -> floor(c, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
         case "views" -> onThreads(Integer.parseInt(args[3]), t -> {
           for (int i = 0, n = Integer.parseInt(args[4]); i < n; i++) {
             c.incr("views");
@@ -105,6 +109,18 @@ public final class Worker {
         c.incr("k:" + (i % keys), 2);
       }
     });
+  }
+
+  private static void floor(Counters c, int threads, int n) throws InterruptedException {
+    AtomicLong applied = new AtomicLong();
+    AtomicLong refused = new AtomicLong();
+    onThreads(threads, t -> {
+      for (int i = 0; i < n; i++) {
+        (c.decr("quota", 3, 0, Bounds.floor(0)).applied() ? applied : refused).incrementAndGet();
+      }
+    });
+    System.out.println("APPLIED " + applied.get() + " REFUSED " + refused.get());
+    System.out.flush();
   }
 
   private static void add(Counters c, int threads, int rounds, int id) throws InterruptedException {

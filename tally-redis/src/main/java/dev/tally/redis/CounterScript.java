@@ -1,5 +1,6 @@
 package dev.tally.redis;
 
+import dev.tally.Bounds;
 import dev.tally.spi.TxOp;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -27,6 +28,12 @@ final class CounterScript {
       ifMissing = ((dflt ^ sum) & (delta ^ sum)) < 0 ? "!" + dflt : Long.toString(sum);
     }
     return op("incr", key, Long.toString(delta), ifMissing);
+  }
+
+  /** Bounded increment ({@code CounterMath.addWithin}); {@code create == false}: the key must exist. */
+  CounterScript incrWithin(String key, long delta, long dflt, boolean create, Bounds bounds) {
+    return op("incrb", key, Long.toString(delta), (create ? Long.toString(dflt) : "-") + " "
+        + bounds.min() + " " + bounds.max() + " " + (bounds.saturates() ? "s" : "r"));
   }
 
   CounterScript incrDouble(String key, double delta, double dflt) {
@@ -94,7 +101,9 @@ final class CounterScript {
   CounterScript all(List<TxOp> ops) {
     CounterScript s = this;
     for (TxOp op : ops) {
-      if (op instanceof TxOp.Incr i) {
+      if (op instanceof TxOp.Incr i && i.bounds() != null) {
+        s.incrWithin(i.key(), i.delta(), i.dflt(), i.create(), i.bounds());
+      } else if (op instanceof TxOp.Incr i) {
         s.incr(i.key(), i.delta(), i.dflt(), i.create());
       } else if (op instanceof TxOp.IncrDouble d) {
         s.incrDouble(d.key(), d.delta(), d.dflt());

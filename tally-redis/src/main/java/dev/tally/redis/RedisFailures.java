@@ -1,6 +1,7 @@
 package dev.tally.redis;
 
 import dev.tally.Durations;
+import dev.tally.Bounds;
 import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
@@ -34,6 +35,7 @@ import java.util.concurrent.ExecutionException;
  *   <tr><td>{@code TALLY_OVERFLOW}, {@code TALLY_NOT_FINITE}, INCRBY's "would overflow"</td>
  *       <td>{@link CounterOverflowException}</td></tr>
  *   <tr><td>{@code TALLY_NOT_FOUND}</td><td>{@link KeyNotFoundException}</td></tr>
+ *   <tr><td>{@code TALLY_OUT_OF_BOUNDS}</td><td>{@link dev.tally.CounterBoundException}</td></tr>
  *   <tr><td>{@code TALLY_NOT_INTEGER}, INCRBY's "not an integer"</td><td>{@link NotAnIntegerException}</td></tr>
  *   <tr><td>{@code TALLY_NOT_A_COUNTER}, {@code WRONGTYPE}</td><td>{@link TallyException}: the key
  *       holds something Tally did not write</td></tr>
@@ -87,6 +89,8 @@ final class RedisFailures {
           return notFinite(key, scriptMessage(message, space));
         case "TALLY_NOT_FOUND":
           return new KeyNotFoundException(key);
+        case "TALLY_OUT_OF_BOUNDS":
+          return outOfBounds(key, scriptMessage(message, space));
         case "TALLY_NOT_INTEGER":
           return new NotAnIntegerException(key);
         case "TALLY_NOT_A_COUNTER":
@@ -160,6 +164,17 @@ final class RedisFailures {
       }
     }
     return integerOverflow(key);
+  }
+
+  /** CounterMath's refusal of a bounded increment: the words are the index, value, delta, min, max. */
+  private static RuntimeException outOfBounds(String key, String detail) {
+    String[] words = detail.split(" ", -1);
+    try {
+      return CounterMath.outOfBounds(key, Long.parseLong(words[1]), Long.parseLong(words[2]),
+          Bounds.between(Long.parseLong(words[3]), Long.parseLong(words[4])));
+    } catch (RuntimeException unreadable) {
+      return new StoreException("unreadable bound refusal from counters.lua: " + detail, unreadable);
+    }
   }
 
   /** CounterMath's message for a floating sum that is not finite. */

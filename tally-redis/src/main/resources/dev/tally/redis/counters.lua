@@ -15,6 +15,9 @@ ARGV holds four strings per operation: a code, the 1-based index of its key in K
   incr   delta  value-if-missing  a decimal (default + delta, added by the client), '' if the
                                   key must exist, '!' and the default if default + delta
                                   overflows
+  incrb  delta  "dflt min max on"  a bounded increment (CounterMath.addWithin): dflt '-' if the
+                                  key must exist; on 'r' refuses (TALLY_OUT_OF_BOUNDS), 's'
+                                  sets the bound the sum lies beyond
   incrf  delta  default           floating decimals
   put    value  ttl               ttl in milliseconds, '' for none
   del    -      -                 result "1" if the key was live, else "0"
@@ -47,8 +50,9 @@ Redis' own expiry of the record alone decides).
 An increment keeps a live key's expiry and gives a key it creates none. Every operation is
 applied to a working copy first; only when all have succeeded are the changed keys written, so
 a failure writes nothing. Errors are "TALLY_<WHAT> <key index>" with WHAT one of OVERFLOW
-(64-bit), NOT_FINITE (floating result), NOT_FOUND, NOT_INTEGER, NOT_A_COUNTER; OVERFLOW and
-NOT_FINITE add the value and the delta, for CounterMath's message.
+(64-bit), NOT_FINITE (floating result), NOT_FOUND, NOT_INTEGER, NOT_A_COUNTER, OUT_OF_BOUNDS;
+OVERFLOW and NOT_FINITE add the value and the delta, OUT_OF_BOUNDS the value, the delta, min and
+max, for CounterMath's message.
 ]]
 
 -- 64-bit integers. Lua 5.1 numbers are doubles, exact only up to 2^53, so an integer is kept as
@@ -229,6 +233,37 @@ for op = first, #ARGV / 4 do
       key.value = int_format(sum)
     end
     key.dirty = true
+    result = key.value
+  elseif code == 'incrb' then
+    local dflt, lo, hi, on = string.match(b, '^(%S+) (%S+) (%S+) ([rs])$')
+    local current
+    if key.value then
+      current = int_parse(key.value)
+      if not current then
+        return fail(tonumber(key.value) and 'NOT_INTEGER' or 'NOT_A_COUNTER', k)
+      end
+    elseif dflt == '-' then
+      return fail('NOT_FOUND', k)
+    else
+      current = int_parse(dflt)
+    end
+    -- Decimals from int_format and Long.toString are canonical, so dec_less orders them.
+    local sum = int_add(current, int_parse(a))
+    local beyond
+    if not sum then
+      beyond = string.sub(a, 1, 1) == '-' and lo or hi
+    elseif dec_less(hi, int_format(sum)) then
+      beyond = hi
+    elseif dec_less(int_format(sum), lo) then
+      beyond = lo
+    end
+    if beyond and on == 'r' then
+      return fail('OUT_OF_BOUNDS', k .. ' ' .. int_format(current) .. ' ' .. a .. ' ' .. lo .. ' ' .. hi)
+    end
+    if not key.value then
+      key.ttl = 'none'
+    end
+    key.value, key.dirty = beyond or int_format(sum), true
     result = key.value
   elseif code == 'incrf' then
     local base

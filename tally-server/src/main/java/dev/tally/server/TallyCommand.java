@@ -1,7 +1,9 @@
 package dev.tally.server;
 
+import dev.tally.Bounds;
 import dev.tally.Tally;
 import dev.tally.server.app.Added;
+import dev.tally.server.app.BoundedValue;
 import dev.tally.server.app.CounterTtl;
 import dev.tally.server.app.CounterValue;
 import dev.tally.server.app.Health;
@@ -22,6 +24,7 @@ import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.function.ToIntFunction;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -188,8 +191,61 @@ final class TallyCommand {
           converter = Converters.NumberConverter.class,
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
-          boolean mustExist) {
+          boolean mustExist,
+      @Mixin BoundOptions bounds) {
+    if (bounds.given()) {
+      return bounded(key, delta, dflt, mustExist, bounds, false);
+    }
     return runEach(key, (app, k) -> app.incr(k, delta, dflt, mustExist), TallyCommand::value);
+  }
+
+  /** Options of a bounded increment, shared by incr and decr. */
+  static final class BoundOptions {
+    @Option(names = "--min", paramLabel = "N", description = "Never go below N: refuse (exit 1,"
+        + " printing the value kept) or, with --saturate, stop at N.")
+    Long min;
+
+    @Option(names = "--max", paramLabel = "N", description = "Never go above N: refuse (exit 1,"
+        + " printing the value kept) or, with --saturate, stop at N.")
+    Long max;
+
+    @Option(names = "--saturate", description = "Set the counter to the bound it would cross"
+        + " instead of refusing.")
+    boolean saturate;
+
+    boolean given() {
+      return min != null || max != null || saturate;
+    }
+
+    /** @throws IllegalArgumentException if min > max */
+    Bounds bounds() {
+      Bounds b = Bounds.between(min == null ? Long.MIN_VALUE : min, max == null ? Long.MAX_VALUE : max);
+      return saturate ? b.saturate() : b;
+    }
+  }
+
+  private int bounded(String key, Number delta, Number dflt, boolean mustExist, BoundOptions options,
+      boolean negate) {
+    String command = negate ? "decr" : "incr";
+    if (mustExist) {
+      return usage(command, "--must-exist cannot be combined with --min, --max or --saturate");
+    }
+    if (delta instanceof Double || dflt instanceof Double) {
+      return usage(command, "--min and --max work on integer counters: give an integer DELTA and --default");
+    }
+    if (options.min == null && options.max == null) {
+      return usage(command, "--saturate needs a bound: add --min, --max or both");
+    }
+    Bounds b;
+    try {
+      b = options.bounds();
+    } catch (IllegalArgumentException e) {
+      return usage(command, e.getMessage());
+    }
+    return runEach(key, StdinArgument.What.KEYS,
+        (app, k) -> app.incrWithin(k, delta.longValue(), dflt.longValue(), b, negate),
+        (BoundedValue v) -> Long.toString(v.value()),
+        reply -> reply.result() instanceof BoundedValue v && !v.applied() ? 1 : reply.exitCode());
   }
 
   @Command(mixinStandardHelpOptions = true, name = "decr", description = {
@@ -204,7 +260,11 @@ final class TallyCommand {
           converter = Converters.NumberConverter.class,
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
-          boolean mustExist) {
+          boolean mustExist,
+      @Mixin BoundOptions bounds) {
+    if (bounds.given()) {
+      return bounded(key, delta, dflt, mustExist, bounds, true);
+    }
     return runEach(key, (app, k) -> app.decr(k, delta, dflt, mustExist), TallyCommand::value);
   }
 

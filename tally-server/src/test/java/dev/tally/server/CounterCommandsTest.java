@@ -32,6 +32,20 @@ class CounterCommandsTest {
   }
 
   @Test
+  void boundedDecrementsRefuseWithExit1OrSaturate() {
+    tally.run("put", "q", "3");
+    assertThat(tally.run("decr", "q", "5", "--min", "0")).isEqualTo(new Run(1, "3\n", ""));
+    assertThat(tally.run("decr", "q", "2", "--min", "0")).isEqualTo(new Run(0, "1\n", ""));
+    assertThat(tally.run("decr", "q", "5", "--min", "0", "--saturate")).isEqualTo(new Run(0, "0\n", ""));
+    assertThat(tally.run("--json", "incr", "q", "50", "--max", "10")).isEqualTo(
+        new Run(1, "{\"key\":\"q\",\"value\":0,\"applied\":false}\n", ""));
+    assertThat(tally.run("incr", "q", "--min", "5", "--max", "4").exit()).isEqualTo(2);
+    assertThat(tally.run("incr", "q", "--saturate")).isEqualTo(
+        new Run(2, "", "tally incr: --saturate needs a bound: add --min, --max or both\n"));
+    assertThat(tally.run("get", "q").out()).isEqualTo("0\n");
+  }
+
+  @Test
   void healthReadsTheStore() {
     Run r = tally.run("health");
     assertThat(r.exit()).isZero();

@@ -42,6 +42,14 @@ public abstract class ConformanceSuite {
   }
 
   @Nested
+  public class BoundedCounters extends BoundedCounterContract {
+    @Override
+    protected StoreConfiguration configuration() {
+      return configuration;
+    }
+  }
+
+  @Nested
   public class SeedExamples extends SeedExamplesContract {
     @Override
     protected StoreConfiguration configuration() {

@@ -106,6 +106,24 @@ public abstract class SeedExamplesContract extends TallyFixture {
     assertThat(consumeQuota(42, 1)).isTrue();
   }
 
+  private boolean consumeBoundedQuota(long userId, long units) {
+    String key = "bounded-quota:" + userId + ":2026-11";
+    counters.add(key, 1000, Duration.ofDays(40));
+    return counters.decr(key, units, 0, dev.tally.Bounds.floor(0)).applied();
+  }
+
+  /** The quota written with a floor: the same answers, and the counter never goes below zero. */
+  @Test
+  public void boundedQuotaNeverGoesBelowZero() {
+    assertThat(List.of(consumeBoundedQuota(42, 999), consumeBoundedQuota(42, 1), consumeBoundedQuota(42, 1),
+        consumeBoundedQuota(42, 5))).containsExactly(true, true, false, false);
+    assertThat(counters.get("bounded-quota:42:2026-11")).hasValue(0);
+    counters.incr("bounded-quota:42:2026-11", 10);
+    assertThat(List.of(consumeBoundedQuota(42, 11), consumeBoundedQuota(42, 10), consumeBoundedQuota(42, 1)))
+        .containsExactly(false, true, false);
+    assertThat(counters.get("bounded-quota:42:2026-11")).hasValue(0);
+  }
+
   /** "When a missing counter is a bug rather than a zero": the no-default form raises. */
   @Test
   public void missingCounterCanBeAnError() {

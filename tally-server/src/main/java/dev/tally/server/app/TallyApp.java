@@ -233,6 +233,21 @@ public final class TallyApp implements AutoCloseable {
         v -> new CounterValue(key, v), failed);
   }
 
+  /**
+   * Adds {@code delta} (negated with {@code negate}) within {@code bounds}: refused or saturated
+   * as {@link dev.tally.Bounds} says. Integer counters only.
+   */
+  public CompletionStage<BoundedValue> incrWithin(String key, long delta, long dflt,
+      dev.tally.Bounds bounds, boolean negate) {
+    Function<Throwable, Throwable> failed = e -> e instanceof NotAnIntegerException
+        ? new RequestException(Problem.CONFLICT, "counter '" + key + "' holds a floating value,"
+            + " and min and max work on integer counters only")
+        : e;
+    return run(negate ? "decr" : "incr",
+        () -> negate ? counters.decr(key, delta, dflt, bounds) : counters.incr(key, delta, dflt, bounds),
+        r -> new BoundedValue(key, r.value(), r.applied()), failed);
+  }
+
   private static RequestException mustExist(KeyNotFoundException e) {
     return new RequestException(Problem.NOT_FOUND, "counter '" + e.key() + "' does not exist (or"
         + " has expired), and mustExist forbids creating it");

@@ -16,6 +16,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tally.Decision;
 import dev.tally.server.app.Added;
 import dev.tally.server.app.CounterTtl;
+import dev.tally.server.app.BoundedValue;
 import dev.tally.server.app.CounterValue;
 import dev.tally.server.app.Deleted;
 import dev.tally.server.app.Health;
@@ -242,6 +243,10 @@ final class Json {
     if (result instanceof CounterValue c) {
       g.writeStringField("key", c.key());
       number(g, "value", c.value());
+    } else if (result instanceof BoundedValue b) {
+      g.writeStringField("key", b.key());
+      number(g, "value", b.value());
+      g.writeBooleanField("applied", b.applied());
     } else if (result instanceof Added a) {
       g.writeStringField("key", a.key());
       g.writeBooleanField("added", a.added());

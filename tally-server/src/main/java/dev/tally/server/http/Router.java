@@ -140,14 +140,22 @@ final class Router {
       c.empty();
       return json(c, c.app().delete(c.var()));
     });
-    Set<String> incr = Set.of("delta", "default", "mustExist");
+    Set<String> incr = Set.of("delta", "default", "mustExist", "min", "max", "onBound");
     add(t, counter + "/incr", "POST", c -> {
       Body b = c.body("{\"delta\": 1, \"default\": 0}", incr);
+      if (BoundsField.present(b)) {
+        return json(c, c.app().incrWithin(c.var(), b.integer("delta", 1L), b.integer("default", 0L),
+            BoundsField.of(b), false));
+      }
       return json(c, c.app().incr(c.var(), b.number("delta", 1L), b.number("default", 0L),
           b.bool("mustExist", false)));
     });
     add(t, counter + "/decr", "POST", c -> {
       Body b = c.body("{\"delta\": 1, \"default\": 0}", incr);
+      if (BoundsField.present(b)) {
+        return json(c, c.app().incrWithin(c.var(), b.integer("delta", 1L), b.integer("default", 0L),
+            BoundsField.of(b), true));
+      }
       return json(c, c.app().decr(c.var(), b.number("delta", 1L), b.number("default", 0L),
           b.bool("mustExist", false)));
     });

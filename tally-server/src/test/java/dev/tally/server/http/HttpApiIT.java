@@ -91,6 +91,28 @@ class HttpApiIT {
   }
 
   @Test
+  void boundsRefuseOrSaturateAndBadOnesChangeNothing() {
+    ok(server.send("PUT", "/v1/counters/bq", "{\"value\":3}"));
+    JsonNode refused = ok(server.post("/v1/counters/bq/decr", "{\"delta\":5,\"min\":0}"));
+    assertThat(refused.get("applied").asBoolean()).isFalse();
+    assertThat(refused.get("value").asLong()).isEqualTo(3);
+    JsonNode taken = ok(server.post("/v1/counters/bq/decr", "{\"delta\":3,\"min\":0}"));
+    assertThat(taken.get("applied").asBoolean()).isTrue();
+    assertThat(taken.get("value").asLong()).isZero();
+    JsonNode capped = ok(server.post("/v1/counters/bq/incr", "{\"delta\":50,\"max\":10,\"onBound\":\"saturate\"}"));
+    assertThat(capped.get("value").asLong()).isEqualTo(10);
+    assertThat(capped.get("applied").asBoolean()).isTrue();
+    assertThat(status(400, server.post("/v1/counters/bq/incr", "{\"min\":5,\"max\":4}")).get("message").asText())
+        .contains("'min' (5) is greater than 'max' (4)");
+    status(400, server.post("/v1/counters/bq/incr", "{\"onBound\":\"saturate\"}"));
+    status(400, server.post("/v1/counters/bq/incr", "{\"max\":10,\"onBound\":\"clamp\"}"));
+    status(400, server.post("/v1/counters/bq/incr", "{\"delta\":0.5,\"max\":10}"));
+    status(400, server.post("/v1/counters/bnew/decr", "{\"default\":-1,\"min\":0}"));
+    status(404, server.get("/v1/counters/bnew"));
+    assertThat(ok(server.get("/v1/counters/bq")).get("value").asLong()).isEqualTo(10);
+  }
+
+  @Test
   void aDecimalDeltaMakesAFloatingCounter() {
     assertThat(ok(server.post("/v1/counters/f/incr", "{\"delta\":1.5}")).get("value").asDouble()).isEqualTo(1.5);
     assertThat(ok(server.get("/v1/counters/f")).get("value").isFloatingPointNumber()).isTrue();
