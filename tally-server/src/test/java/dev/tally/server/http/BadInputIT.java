@@ -70,7 +70,7 @@ class BadInputIT {
     assertThat(message(status(400, server.post("/v1/counters/typ/incr", "{\"delta\":\"1\"}"))))
         .isEqualTo("'delta' must be a number like 5 or 0.5, not \"1\"");
     assertThat(message(status(400, server.post("/v1/counters/typ/incr", "{\"delte\":1}"))))
-        .isEqualTo("unknown field 'delte'; expected one of default, delta, mustExist");
+        .isEqualTo("unknown field 'delte'; expected one of default, delta, max, min, mustExist, onBound");
     assertThat(message(status(400, server.post("/v1/counters/typ/incr", "{\"delta\":1e400}"))))
         .contains("'delta'");
     assertThat(message(status(400, server.post("/v1/counters/typ/incr",
