@@ -11,6 +11,7 @@ import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.LimiterRecord;
 import dev.tally.spi.Store;
+import dev.tally.tck.LimiterVectors;
 import dev.tally.tck.ManualTimeSource;
 import dev.tally.tck.RandomTimelines;
 import io.lettuce.core.RedisClient;
@@ -36,17 +37,7 @@ import org.junit.jupiter.api.Test;
  * again with other quota boundaries.
  */
 class LimiterMachineParityTest {
-  private static final List<Instant> STARTS = List.of(
-      Instant.parse("2026-11-08T00:00:00Z"),
-      Instant.parse("2026-11-30T22:59:59.999999990Z"),  // a Paris month ends at 23:00Z
-      Instant.parse("2026-03-29T00:59:59.999999999Z"),  // Paris springs forward at 01:00Z
-      Instant.parse("2026-10-25T00:59:59.999999999Z"),  // and falls back
-      Instant.parse("2026-11-01T05:59:59.999999999Z"),  // New York falls back
-      Instant.parse("2026-12-31T23:59:59.999999999Z"),
-      Instant.parse("2019-12-31T23:59:59.5Z"),
-      Instant.EPOCH.plus(Duration.ofDays(3650 * 5)),    // a boundary of ten-year windows
-      Instant.parse("2099-02-28T23:59:59Z"),
-      Instant.parse("2100-02-28T23:59:59Z"));           // not a leap year
+  private static final List<Instant> STARTS = LimiterVectors.STARTS;
 
   private static RedisServer server;
   private ManualTimeSource clock;

@@ -50,7 +50,7 @@ public final class LimiterVectors {
   public static final int LENGTH = 40;
 
   /** Starting instants: boundaries of days, months, daylight saving, years and long windows. */
-  static final List<Instant> STARTS = List.of(
+  public static final List<Instant> STARTS = List.of(
       Instant.parse("2026-11-08T00:00:00Z"),
       Instant.parse("2026-11-30T22:59:59.999999990Z"),  // a Paris month ends at 23:00Z
       Instant.parse("2026-03-29T00:59:59.999999999Z"),  // Paris springs forward at 01:00Z
