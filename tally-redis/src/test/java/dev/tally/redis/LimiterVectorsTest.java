@@ -27,8 +27,15 @@ class LimiterVectorsTest {
 
   @Test
   void limiterScriptDecidesEveryVectorAsTheMachine() {
-    RedisServer server = SharedServers.standalone();
-    RedisClient client = RedisClient.create(server.uri());
+    LimiterVectorReplay.Result r = replay(SharedServers.standalone().uri());
+    System.out.println("redis: " + r);
+    assertThat(r.disagreements()).as(r.toString()).isZero();
+    assertThat(r.calls()).isGreaterThanOrEqualTo(100_000);
+  }
+
+  /** Replays every vector on the Redis at {@code uri}, reading the state it leaves from there. */
+  static LimiterVectorReplay.Result replay(String uri) {
+    RedisClient client = RedisClient.create(uri);
     List<StatefulRedisConnection<String, String>> opened = new CopyOnWriteArrayList<>();
     ThreadLocal<StatefulRedisConnection<String, String>> reads = ThreadLocal.withInitial(() -> {
       StatefulRedisConnection<String, String> c = client.connect();
@@ -36,13 +43,10 @@ class LimiterVectorsTest {
       return c;
     });
     try {
-      LimiterVectorReplay.Result r = LimiterVectorReplay.replay(LimiterVectors.generate("vectors-", Keeping.REDIS),
+      return LimiterVectorReplay.replay(LimiterVectors.generate("vectors-", Keeping.REDIS),
           // a timeout for a machine whose cores are shared: the connection, not the script, is slow there
-          clock -> Tally.builder(server.uri() + "?timeout=10s").timeSource(clock).build(),
+          clock -> Tally.builder(uri + "?timeout=10s").timeSource(clock).build(),
           key -> stored(reads.get().sync().hgetall(key)), 4);
-      System.out.println("redis: " + r);
-      assertThat(r.disagreements()).as(r.toString()).isZero();
-      assertThat(r.calls()).isGreaterThanOrEqualTo(100_000);
     } finally {
       opened.forEach(StatefulRedisConnection::close);
       client.shutdown();
