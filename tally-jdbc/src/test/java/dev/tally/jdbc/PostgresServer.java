@@ -41,11 +41,14 @@ final class PostgresServer implements ServerFreeze {
   private final int port;
   private final boolean asPostgres;
 
-  private PostgresServer(Path dir, Path bin, int port, boolean asPostgres) {
+  private final List<String> settings;
+
+  private PostgresServer(Path dir, Path bin, int port, boolean asPostgres, List<String> settings) {
     this.dir = dir;
     this.bin = bin;
     this.port = port;
     this.asPostgres = asPostgres;
+    this.settings = settings;
   }
 
   /** The server every test class shares, started on first use, with the store schema applied. */
@@ -58,6 +61,11 @@ final class PostgresServer implements ServerFreeze {
   }
 
   static PostgresServer start() {
+    return start(new String[0]);
+  }
+
+  /** A server of its own, with extra settings ({@code name=value}, as {@code postgres -c} takes). */
+  static PostgresServer start(String... settings) {
     Path bin = binaries();
     boolean root = "root".equals(System.getProperty("user.name"));
     try {
@@ -68,7 +76,7 @@ final class PostgresServer implements ServerFreeze {
         Files.setOwner(dir, postgres);
       }
       int port = freePort();
-      PostgresServer server = new PostgresServer(dir, bin, port, root);
+      PostgresServer server = new PostgresServer(dir, bin, port, root, List.of(settings));
       server.run("initdb", "-D", dir.resolve("data").toString(), "-A", "trust", "-U", "tally", "-E", "UTF8",
           "--no-sync", "--locale=C");
       server.launch();
@@ -170,7 +178,8 @@ final class PostgresServer implements ServerFreeze {
 
   private String startOptions() {
     return "-p " + port + " -k " + dir + " -c listen_addresses=127.0.0.1 -c fsync=off"
-        + " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300";
+        + " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+        + settings.stream().map(setting -> " -c " + setting).collect(java.util.stream.Collectors.joining());
   }
 
   private ProcessHandle postmaster() {
