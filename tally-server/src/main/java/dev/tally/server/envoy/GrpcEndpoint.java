@@ -2,6 +2,7 @@ package dev.tally.server.envoy;
 
 import dev.tally.server.ratelimit.NamedLimits;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.KnownLength;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Server;
@@ -167,6 +168,17 @@ public final class GrpcEndpoint implements AutoCloseable {
     @Override
     public byte[] parse(InputStream stream) {
       try {
+        if (stream instanceof KnownLength) {
+          // grpc-java's message streams know their length: one array of that size, filled in one
+          // read, instead of readAllBytes' growing buffers and final copy (a tenth of a decision)
+          byte[] message = new byte[stream.available()];
+          int read = stream.readNBytes(message, 0, message.length);
+          if (read == message.length && stream.read() < 0) {
+            return message;
+          }
+          throw new IOException("the message stream held " + read + " bytes, not the "
+              + message.length + " it announced");
+        }
         return stream.readAllBytes();
       } catch (IOException e) {
         throw new UncheckedIOException(e);

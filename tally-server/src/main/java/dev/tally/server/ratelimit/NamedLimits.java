@@ -438,7 +438,13 @@ public final class NamedLimits {
   }
 
   private static void escape(StringBuilder b, String s) {
-    for (int i = 0; i < s.length(); i++) {
+    int first = 0;
+    while (first < s.length() && !needsEscape(s.charAt(first))) {
+      first++;
+    }
+    // most names need no escape: one bulk copy, not an append per character
+    b.append(s, 0, first);
+    for (int i = first; i < s.length(); i++) {
       char c = s.charAt(i);
       switch (c) {
         case '%' -> b.append("%25");
@@ -447,5 +453,9 @@ public final class NamedLimits {
         default -> b.append(c);
       }
     }
+  }
+
+  private static boolean needsEscape(char c) {
+    return c == '%' || c == ':' || c == '=';
   }
 }
