@@ -143,7 +143,12 @@ public final class Limit {
     if (nanos > MAX_SPAN_NANOS) {
       throw new IllegalArgumentException("warm-up " + Durations.format(period) + " is too long (at most about 73 years)");
     }
-    checkSpan(limit, intervalNanos * coldFactor); // cold, each unit costs coldFactor intervals
+    // Cold, each unit costs coldFactor intervals: the cold bucket's span must fit as the bucket's does.
+    if (intervalNanos > MAX_SPAN_NANOS / coldFactor) {
+      throw new IllegalArgumentException("one unit per " + intervalNanos + " ns, " + coldFactor
+          + " times slower when cold, takes more than about 73 years; use a smaller cold factor or a faster rate");
+    }
+    checkSpan(limit, intervalNanos * coldFactor);
     String base = warmUpNanos == 0 ? text : text.substring(0, text.lastIndexOf(", warm-up"));
     return new Limit(kind, limit, intervalNanos, this.period, zone,
         base + ", warm-up " + Durations.format(period) + " from 1/" + coldFactor, nanos, coldFactor);

@@ -1398,7 +1398,7 @@ local function run()
       end
     end
   end
-  if #changes > 0 then
+  if #changes > 0 or text[tostring(n + 1)] then -- words changed, or limits dropped
     local decided = to_epoch(now)
     if text.at ~= decided then
       changes[#changes + 1] = 'at'

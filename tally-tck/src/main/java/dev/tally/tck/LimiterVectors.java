@@ -316,7 +316,8 @@ public final class LimiterVectors {
     LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
       long[] stored = record != null && expiresAt - now > 0 ? record.clone() : null;
       LimiterOutcome out = call.apply(stored == null ? null : new LimiterRecord(decidedAt, stored), now, op, permits);
-      if (stored == null || !Arrays.equals(out.record(), record)) {
+      // limiter.lua compares the words with the hash's text, live or past its "exp"
+      if (!Arrays.equals(out.record(), record)) {
         decidedAt = out.decidedAt();
       }
       record = out.record();
