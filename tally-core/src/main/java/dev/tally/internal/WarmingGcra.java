@@ -25,13 +25,22 @@ import java.time.ZoneId;
  *   I(now) = T + ceil((k - 1)·T·(W - e) / W)
  * </pre>
  *
- * nanoseconds of the bucket's tolerance {@code C·T}: {@code k·T} at the cold start, falling
- * linearly to {@code T} at {@code t0 + W}, as the interval between permits falls in Guava's
- * warm-up. So a cold bucket grants a burst of {@code C/k} and refills at {@code 1/k} of the rate;
- * after {@code W} it is the plain bucket. Everything else is {@link Gcra}'s: the state is the
- * instant {@code fullAt} at which the bucket is full again, and a request of {@code n} fits at
- * {@code t} iff {@code max(fullAt - t, 0) + n·I(t) <= C·T}. The rounding is up, so a warming
- * limiter never grants faster than its curve.
+ * nanoseconds: {@code k·T} at the cold start, falling linearly to {@code T} at {@code t0 + W},
+ * as the interval between permits falls in Guava's warm-up. Everything else is {@link Gcra}'s,
+ * written as GCRA is: the state is the theoretical arrival time {@code fullAt}, the burst
+ * tolerance is {@code (C - 1)·T}, and {@code n} units fit at {@code t} iff the arrival of the
+ * last of them is within the tolerance:
+ *
+ * <pre>
+ *   max(fullAt - t, 0) + (n - 1)·I(t) <= (C - 1)·T
+ * </pre>
+ *
+ * (with {@code I = T}, exactly the plain bucket's {@code max(fullAt, t) + n·T - t <= C·T}).
+ * Taking them moves {@code fullAt} to {@code max(fullAt, t) + n·I(t)}. So a full cold bucket
+ * grants a burst of {@code 1 + floor((C - 1)/k)} units (never none: a cold bucket of one unit
+ * still grants one), then one unit every {@code I(t)}: {@code 1/k} of the rate at the cold
+ * start, the full rate after {@code W}. The rounding is up, so a warming limiter never grants
+ * faster than its curve.
  *
  * <h2>State</h2>
  *
@@ -87,12 +96,15 @@ final class WarmingGcra extends Algorithm {
 
   @Override
   long remaining(long[] r, int o, long now) {
-    long room = r[o + P0] * r[o + P1] - Math.max(0, r[o + S0] - now);
-    return room <= 0 ? 0 : room / cost(r, o, now);
+    long cost = cost(r, o, now);
+    long room = (r[o + P0] - 1) * r[o + P1] + cost - Math.max(0, r[o + S0] - now);
+    return room <= 0 ? 0 : room / cost;
   }
 
+  /** Whether {@code n} units fit at {@code at}: see the class comment. */
   private static boolean fits(long[] r, int o, long at, long n) {
-    return Math.max(0, r[o + S0] - at) + n * cost(r, o, at) <= r[o + P0] * r[o + P1];
+    long cost = cost(r, o, at);
+    return Math.max(0, r[o + S0] - at) + n * cost <= (r[o + P0] - 1) * r[o + P1] + cost;
   }
 
   @Override

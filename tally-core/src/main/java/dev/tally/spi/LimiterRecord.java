@@ -72,6 +72,28 @@ public record LimiterRecord(long decidedAt, long[] words) {
     return limit.kind().tag() | limit.coldFactor() << COLD_FACTOR_SHIFT;
   }
 
+  /**
+   * Whether {@code after} (words a decision leaves; null for none) starts a warm-up that
+   * {@code before} (the words it was decided on; null or empty for none) had not: a limit with a
+   * cold factor whose warm-up start (state word s2) or tag is not the one stored. The first call
+   * on a cold limiter starts its warm-up even if it takes nothing (a peek, a refusal), so a store
+   * that writes only calls that take or give back must write these too; otherwise each such call
+   * would start the warm-up afresh, and a request larger than a cold limiter's burst would never
+   * be granted.
+   */
+  public static boolean startsWarmUp(long[] before, long[] after) {
+    if (after == null) {
+      return false;
+    }
+    for (int o = 0; o < after.length; o += WORDS_PER_LIMIT) {
+      if ((after[o] & 0xF0) != 0 && (before == null || o >= before.length || before[o] != after[o]
+          || before[o + 5] != after[o + 5])) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** A tag word: a limit's kind ({@code Limit.Kind.tag()}) and the limits' version. */
   public static long tag(int kindTag, long limitsVersion) {
     return kindTag | limitsVersion << VERSION_SHIFT;

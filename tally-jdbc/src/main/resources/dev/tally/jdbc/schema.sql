@@ -126,10 +126,11 @@ LANGUAGE sql IMMUTABLE AS $$
       * (r[o + 4] - least(r[o + 4], greatest(0, at - r[o + 5])))), r[o + 4]), 9223372036854775807)
 $$;
 
--- WarmingGcra.fits: n units fit at the instant at.
+-- WarmingGcra.fits: n units fit at the instant at (the burst tolerance (C - 1)T, plus the last
+-- unit's cost).
 CREATE OR REPLACE FUNCTION ${table}_warm_fits(r numeric[], o int, at numeric, n numeric) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT greatest(0, r[o + 3] - at) + n * ${table}_warm_cost(r, o, at) <= r[o + 1] * r[o + 2]
+  SELECT greatest(0, r[o + 3] - at) + (n - 1) * ${table}_warm_cost(r, o, at) <= (r[o + 1] - 1) * r[o + 2]
 $$;
 
 -- Algorithm.remaining: units available now.
@@ -138,8 +139,10 @@ LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
     WHEN r[o] <= 3 THEN CASE WHEN r[o + 1] * r[o + 2] - greatest(0, r[o + 3] - now) <= 0 THEN 0
       ELSE ${table}_fdiv(r[o + 1] * r[o + 2] - greatest(0, r[o + 3] - now), r[o + 2]) END
-    WHEN r[o] >= 16 THEN CASE WHEN r[o + 1] * r[o + 2] - greatest(0, r[o + 3] - now) <= 0 THEN 0
-      ELSE ${table}_fdiv(r[o + 1] * r[o + 2] - greatest(0, r[o + 3] - now), ${table}_warm_cost(r, o, now)) END
+    WHEN r[o] >= 16 THEN CASE
+      WHEN (r[o + 1] - 1) * r[o + 2] + ${table}_warm_cost(r, o, now) - greatest(0, r[o + 3] - now) <= 0 THEN 0
+      ELSE ${table}_fdiv((r[o + 1] - 1) * r[o + 2] + ${table}_warm_cost(r, o, now) - greatest(0, r[o + 3] - now),
+        ${table}_warm_cost(r, o, now)) END
     WHEN r[o] = 4 THEN greatest(0, r[o + 1] - r[o + 4])
     WHEN r[o] = 5 THEN greatest(0, r[o + 1] - r[o + 4] - ${table}_previous_share(r, o, now))
     ELSE greatest(0, ${table}_limit_of(r, o) - r[o + 4]) END

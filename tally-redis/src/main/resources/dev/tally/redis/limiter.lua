@@ -829,9 +829,10 @@ local function warm_cost(l, at)
   return add(l[P1], ceil_mul_div(mul(factor - 1, l[P1]), sub(w, e), w))
 end
 
--- WarmingGcra.fits: n units fit at `at`.
+-- WarmingGcra.fits: n units fit at `at` (the burst tolerance (C - 1)T, plus the last unit's cost).
 local function warm_fits(l, at, n)
-  return le(add(max(0, sub(l[S0], at)), mul(n, warm_cost(l, at))), mul(l[P0], l[P1]))
+  local c = warm_cost(l, at)
+  return le(add(max(0, sub(l[S0], at)), mul(n, c)), add(mul(sub(l[P0], 1), l[P1]), c))
 end
 
 -- SlidingWindow.previousShare: the weighted share of the previous window still inside.
@@ -899,11 +900,12 @@ local function remaining_of(l)
     end
     return (fdivmod(room, l[P1]))
   elseif k == WARM then
-    local room = sub(mul(l[P0], l[P1]), max(0, sub(l[S0], now)))
+    local c = warm_cost(l, now)
+    local room = sub(add(mul(sub(l[P0], 1), l[P1]), c), max(0, sub(l[S0], now)))
     if le(room, 0) then
       return 0
     end
-    return (fdivmod(room, warm_cost(l, now)))
+    return (fdivmod(room, c))
   elseif k == FIXED then
     return max(0, sub(l[P0], l[S1]))
   elseif k == SLIDING then

@@ -128,7 +128,7 @@ public final class LimiterVectors {
     REDIS,
     /**
      * DynamoDB: the record and its instant are written by a call that changes something (not a
-     * peek nor a refused or empty acquisition); a limiter full again leaves a tombstone that
+     * peek nor a refused or empty acquisition, unless it starts a warm-up); a limiter full again leaves a tombstone that
      * expires at once but keeps the instant; a reset deletes it.
      */
     DYNAMODB,
@@ -353,7 +353,7 @@ public final class LimiterVectors {
         case PEEK -> false;
         case ACQUIRE -> permits > 0 && out.decision().allowed();
         default -> true;
-      };
+      } || LimiterRecord.startsWarmUp(stored == null ? null : stored.words(), out.record());
       if (changes && (out.record() != null || present)) {
         long at = out.decidedAt();
         long keep = Math.max(1, out.keepNanos());
