@@ -13,7 +13,8 @@ import java.time.ZoneId;
  * a Redis hash, a DynamoDB item). Each limit of a limiter owns {@link #WIDTH} consecutive longs:
  *
  * <pre>
- *   [o+0] tag     kind ordinal + 1, and above bit 8 the limits' version (LimiterRecord);
+ *   [o+0] tag     kind ordinal + 1, in bits 4-7 a bucket's warm-up cold factor
+ *                 ({@link WarmingGcra}), and above bit 8 the limits' version (LimiterRecord);
  *                 0 means "no state: the limiter is full"
  *   [o+1] p0      the limit: capacity, burst, window limit, allowance
  *   [o+2] p1      nanoseconds per unit, window length, or the quota's period code
