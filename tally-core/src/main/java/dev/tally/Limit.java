@@ -16,6 +16,8 @@ import java.util.Objects;
  * Limit.fixedWindow(1000, Duration.ofHours(1));           // 1000 per clock hour
  * Limit.slidingWindow(1000, Duration.ofHours(1));         // about 1000 in any hour
  * Limit.quota(10_000, Limit.Period.MONTH, ZoneId.of("Europe/Paris")); // per calendar month
+ * Limit.tokenBucket(100, Duration.ofSeconds(1))
+ *     .warmUp(Duration.ofMinutes(1), 3);                   // cold: a third of the rate, full after a minute
  * }</pre>
  *
  * <p>Rates are kept as whole nanoseconds per unit, rounded <em>up</em>: a limiter may admit a
@@ -88,14 +90,68 @@ public final class Limit {
   private final Period period;
   private final ZoneId zone;
   private final String text;
+  private final long warmUpNanos;
+  private final int coldFactor;
+
+  /** The largest cold factor of a warm-up: it is kept in four bits of the stored tag word. */
+  public static final int MAX_COLD_FACTOR = 15;
 
   private Limit(Kind kind, long limit, long intervalNanos, Period period, ZoneId zone, String text) {
+    this(kind, limit, intervalNanos, period, zone, text, 0, 0);
+  }
+
+  private Limit(Kind kind, long limit, long intervalNanos, Period period, ZoneId zone, String text,
+      long warmUpNanos, int coldFactor) {
     this.kind = kind;
     this.limit = limit;
     this.intervalNanos = intervalNanos;
     this.period = period;
     this.zone = zone;
     this.text = text;
+    this.warmUpNanos = warmUpNanos;
+    this.coldFactor = coldFactor;
+  }
+
+  /**
+   * This limit, warming up when cold: a cold limiter grants at {@code 1/coldFactor} of its rate
+   * (and of its burst), and the interval between units falls linearly to the configured one over
+   * {@code period} from the instant it was first called while cold. A limiter is cold when its
+   * store holds no state for it, or when it has been full and untouched for longer than
+   * {@code period}; the state is the store's, so every process and host agrees (see
+   * {@code docs/limiters.md#warm-up}).
+   *
+   * <p>Token buckets, leaky buckets and GCRA take a warm-up; windows and quotas have no rate to
+   * ramp, and refuse one.
+   *
+   * @param period how long a cold limiter takes to reach its full rate, positive
+   * @param coldFactor how many times slower a cold limiter is, from 2 to {@link #MAX_COLD_FACTOR}
+   *     (Guava's and Sentinel's default is 3)
+   * @return a new limit; this one is unchanged
+   * @throws IllegalArgumentException for a window or quota, a bad factor or period, or a cold
+   *     bucket whose state would not fit in 64-bit nanoseconds
+   */
+  public Limit warmUp(Duration period, int coldFactor) {
+    if (kind != Kind.TOKEN_BUCKET && kind != Kind.LEAKY_BUCKET && kind != Kind.GCRA) {
+      throw new IllegalArgumentException("a " + text + " has no rate to warm up: warm-up applies to"
+          + " token buckets, leaky buckets and GCRA");
+    }
+    if (coldFactor < 2 || coldFactor > MAX_COLD_FACTOR) {
+      throw new IllegalArgumentException("a warm-up's cold factor must be from 2 to " + MAX_COLD_FACTOR
+          + " (a cold limiter runs that many times slower), not " + coldFactor);
+    }
+    long nanos = interval(period, 1, "warm-up");
+    if (nanos > MAX_SPAN_NANOS) {
+      throw new IllegalArgumentException("warm-up " + Durations.format(period) + " is too long (at most about 73 years)");
+    }
+    // Cold, each unit costs coldFactor intervals: the cold bucket's span must fit as the bucket's does.
+    if (intervalNanos > MAX_SPAN_NANOS / coldFactor) {
+      throw new IllegalArgumentException("one unit per " + intervalNanos + " ns, " + coldFactor
+          + " times slower when cold, takes more than about 73 years; use a smaller cold factor or a faster rate");
+    }
+    checkSpan(limit, intervalNanos * coldFactor);
+    String base = warmUpNanos == 0 ? text : text.substring(0, text.lastIndexOf(", warm-up"));
+    return new Limit(kind, limit, intervalNanos, this.period, zone,
+        base + ", warm-up " + Durations.format(period) + " from 1/" + coldFactor, nanos, coldFactor);
   }
 
   /** A token bucket of {@code capacity} tokens that refills completely over {@code period}. */
@@ -196,6 +252,16 @@ public final class Limit {
     return period;
   }
 
+  /** The warm-up period in nanoseconds, or 0 for a limit without warm-up ({@link #warmUp}). */
+  public long warmUpNanos() {
+    return warmUpNanos;
+  }
+
+  /** How many times slower the limit is when cold, or 0 for a limit without warm-up ({@link #warmUp}). */
+  public int coldFactor() {
+    return coldFactor;
+  }
+
   /** The time zone of a quota, or null. */
   public ZoneId zone() {
     return zone;
@@ -204,12 +270,13 @@ public final class Limit {
   @Override
   public boolean equals(Object o) {
     return o instanceof Limit l && l.kind == kind && l.limit == limit
-        && l.intervalNanos == intervalNanos && Objects.equals(l.zone, zone);
+        && l.intervalNanos == intervalNanos && Objects.equals(l.zone, zone)
+        && l.warmUpNanos == warmUpNanos && l.coldFactor == coldFactor;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(kind, limit, intervalNanos, zone);
+    return Objects.hash(kind, limit, intervalNanos, zone, warmUpNanos, coldFactor);
   }
 
   @Override

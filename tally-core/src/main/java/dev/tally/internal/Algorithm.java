@@ -13,7 +13,8 @@ import java.time.ZoneId;
  * a Redis hash, a DynamoDB item). Each limit of a limiter owns {@link #WIDTH} consecutive longs:
  *
  * <pre>
- *   [o+0] tag     kind ordinal + 1, and above bit 8 the limits' version (LimiterRecord);
+ *   [o+0] tag     kind ordinal + 1, in bits 4-7 a bucket's warm-up cold factor
+ *                 ({@link WarmingGcra}), and above bit 8 the limits' version (LimiterRecord);
  *                 0 means "no state: the limiter is full"
  *   [o+1] p0      the limit: capacity, burst, window limit, allowance
  *   [o+2] p1      nanoseconds per unit, window length, or the quota's period code
@@ -82,6 +83,23 @@ abstract class Algorithm {
   /** Until the state is that of a fresh limiter (and can be dropped); 0 if it is already. */
   abstract long resetAfter(long[] r, int o, long now);
 
+  /**
+   * Until the state may be dropped: a fresh state would then decide the same. Most algorithms
+   * drop it once full ({@link #resetAfter}); a warm-up keeps it while the limiter is warm.
+   */
+  long keepAfter(long[] r, int o, long now) {
+    return resetAfter(r, o, now);
+  }
+
+  /**
+   * The algorithm whose consumption this one carries over on reconfiguration: itself, or the
+   * plain bucket for a bucket with a warm-up, so that turning a warm-up on or off keeps what
+   * was consumed.
+   */
+  Algorithm family() {
+    return this;
+  }
+
   /** Units consumed and not yet restored, for reconfiguration. */
   abstract long consumed(long[] r, int o, long now);
 
@@ -111,15 +129,30 @@ abstract class Algorithm {
     }
   }
 
+  /** The algorithm of a limit: its kind's, or the warming bucket for a bucket with a warm-up. */
+  static Algorithm of(Limit limit) {
+    return limit.coldFactor() != 0 ? WarmingGcra.INSTANCE : of(limit.kind());
+  }
+
   /** Read on every decision: {@code values()} would copy the array each time. */
   private static final Limit.Kind[] KINDS = Limit.Kind.values();
 
   /** The algorithm of a stored tag. */
   static Algorithm ofTag(long tag) {
     long kindTag = tag & KIND_MASK;
+    long factor = kindTag >>> LimiterRecord.COLD_FACTOR_SHIFT;
+    if (factor != 0) {
+      kindTag &= (1 << LimiterRecord.COLD_FACTOR_SHIFT) - 1;
+    }
     for (Limit.Kind kind : KINDS) {
       if (kind.tag() == kindTag && tag >= 0 && tag >>> LimiterRecord.VERSION_SHIFT <= LimiterRecord.MAX_LIMITS_VERSION) {
-        return of(kind);
+        Algorithm a = of(kind);
+        if (factor == 0) {
+          return a;
+        }
+        if (a == Gcra.INSTANCE && factor >= 2) {
+          return WarmingGcra.INSTANCE;
+        }
       }
     }
     throw new IllegalStateException("stored limiter state has an unknown algorithm tag " + tag
@@ -128,11 +161,11 @@ abstract class Algorithm {
 
   /** Writes a limit's tag (with the limits' {@code version}) and parameters, with the state of a full limiter. */
   static void init(long[] r, int o, Limit limit, long version) {
-    r[o + TAG] = LimiterRecord.tag(limit.kind().tag(), version);
+    r[o + TAG] = LimiterRecord.tag(LimiterRecord.limitTag(limit), version);
     r[o + P0] = limit.limit();
     r[o + P1] = limit.intervalNanos();
     r[o + S0] = 0;
-    r[o + S1] = 0;
+    r[o + S1] = limit.warmUpNanos(); // a warm-up's period: see WarmingGcra
     r[o + S2] = 0;
   }
 }

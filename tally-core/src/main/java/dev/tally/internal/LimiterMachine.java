@@ -126,7 +126,7 @@ public final class LimiterMachine implements LimiterCall {
 
   /** Whether this machine is a single bucket (token, leaky or GCRA), the memory store's fast path. */
   boolean isSingleBucket() {
-    return limits.size() == 1 && Algorithm.of(limits.get(0).kind()) == Gcra.INSTANCE;
+    return limits.size() == 1 && Algorithm.of(limits.get(0)) == Gcra.INSTANCE;
   }
 
   /** The record of a full limiter with these limits. */
@@ -217,6 +217,7 @@ public final class LimiterMachine implements LimiterCall {
     long limit = 0;
     int deciding = 0;
     long resetAfter = 0;
+    long kept = 0;
     long[] perLimit = n > 1 ? new long[3 * n] : null; // one limit's state is the decision's own
     for (int i = 0; i < n; i++) {
       Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
@@ -229,6 +230,7 @@ public final class LimiterMachine implements LimiterCall {
         deciding = i;
       }
       resetAfter = Math.max(resetAfter, reset);
+      kept = Math.max(kept, a.keepAfter(r, i * WIDTH, now));
       if (perLimit != null) {
         perLimit[3 * i] = rem;
         perLimit[3 * i + 1] = lim;
@@ -239,7 +241,6 @@ public final class LimiterMachine implements LimiterCall {
     if (mismatch != Decision.Mismatch.NONE) {
       decision = decision.withMismatch(mismatch, storedVersion);
     }
-    long kept = resetAfter;
     if (kept == 0 && (!own || op == LimiterOperation.RECONFIGURE)) {
       kept = usedUpFor(r, n, now); // full, but not the caller's limits: see the class comment
     }
@@ -259,8 +260,9 @@ public final class LimiterMachine implements LimiterCall {
     for (int i = 0; i < limits.size(); i++) {
       Limit l = limits.get(i);
       int o = i * WIDTH;
-      if ((r[o] & Algorithm.KIND_MASK) != l.kind().tag() || r[o + Algorithm.P0] != l.limit()
-          || r[o + Algorithm.P1] != l.intervalNanos()) {
+      if ((r[o] & Algorithm.KIND_MASK) != LimiterRecord.limitTag(l) || r[o + Algorithm.P0] != l.limit()
+          || r[o + Algorithm.P1] != l.intervalNanos()
+          || (l.coldFactor() != 0 && r[o + Algorithm.S1] != l.warmUpNanos())) {
         return false;
       }
     }
@@ -287,7 +289,7 @@ public final class LimiterMachine implements LimiterCall {
       if (all > 0) {
         a.consume(used, i * WIDTH, now, all);
       }
-      longest = Math.max(longest, a.resetAfter(used, i * WIDTH, now));
+      longest = Math.max(longest, a.keepAfter(used, i * WIDTH, now));
     }
     return longest;
   }
@@ -381,9 +383,10 @@ public final class LimiterMachine implements LimiterCall {
       int o = i * WIDTH;
       if (o < stored.length) {
         Algorithm old = Algorithm.ofTag(stored[o]);
-        if (old == Algorithm.of(limits.get(i).kind())) {
+        Algorithm next = Algorithm.of(limits.get(i));
+        if (old.family() == next.family()) {
           old.normalize(stored, o, now, zone(i));
-          old.restore(r, o, now, old.consumed(stored, o, now), zone(i));
+          next.restore(r, o, now, old.consumed(stored, o, now), zone(i));
         }
       }
     }

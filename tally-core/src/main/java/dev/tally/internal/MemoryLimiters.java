@@ -204,7 +204,7 @@ final class MemoryLimiters {
    */
   LimiterShortcut shortcut(LimiterCall call) {
     List<Limit> limits = call.limits();
-    if (limits.size() != 1 || Algorithm.of(limits.get(0).kind()) != Gcra.INSTANCE) {
+    if (limits.size() != 1 || Algorithm.of(limits.get(0)) != Gcra.INSTANCE) {
       return null;
     }
     String key = call.key();
@@ -242,7 +242,7 @@ final class MemoryLimiters {
       return false;
     }
     Limit l = limits.get(0);
-    return (b.tag & Algorithm.KIND_MASK) == l.kind().tag() && b.tag >>> LimiterRecord.VERSION_SHIFT >= call.version()
+    return (b.tag & Algorithm.KIND_MASK) == LimiterRecord.limitTag(l) && b.tag >>> LimiterRecord.VERSION_SHIFT >= call.version()
         && b.capacity == l.limit() && b.interval == l.intervalNanos();
   }
 

@@ -15,6 +15,8 @@ import java.util.List;
  *   <li>the caller's limits as three integers each ({@link #limits}): the tag word of
  *       {@link LimiterRecord} (the limit's kind and the caller's version), then the record's
  *       parameter words p0 and p1, exactly as a fresh record of these limits holds them;
+ *   <li>for a bucket with a warm-up (its cold factor in the tag word), the warm-up period in
+ *       nanoseconds ({@link #warmUpNanos}), the record's state word s1;
  *   <li>for a quota in a zone, the eight period starts of {@link QuotaBoundaries} around the
  *       caller's clock ({@link #quotaStarts}), since neither server reads a time-zone database.
  * </ul>
@@ -45,11 +47,16 @@ public final class LimiterArguments {
     long[] a = new long[PER_LIMIT * limits.size()];
     for (int i = 0; i < limits.size(); i++) {
       Limit l = limits.get(i);
-      a[PER_LIMIT * i] = LimiterRecord.tag(l.kind().tag(), call.version());
+      a[PER_LIMIT * i] = LimiterRecord.tag(LimiterRecord.limitTag(l), call.version());
       a[PER_LIMIT * i + 1] = l.limit();
       a[PER_LIMIT * i + 2] = l.intervalNanos();
     }
     return a;
+  }
+
+  /** The warm-up period of limit {@code i} of {@code call} in nanoseconds, or 0 for none. */
+  public static long warmUpNanos(LimiterCall call, int i) {
+    return call.limits().get(i).warmUpNanos();
   }
 
   /**

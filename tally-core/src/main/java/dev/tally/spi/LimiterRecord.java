@@ -1,5 +1,6 @@
 package dev.tally.spi;
 
+import dev.tally.Limit;
 import dev.tally.StoreException;
 import java.util.Arrays;
 
@@ -13,9 +14,16 @@ import java.util.Arrays;
  *   | tag | parameter0 | parameter1 | state0  | state1  | state2  |   tag 0: no limit here
  *   +-----+------------+------------+---------+---------+---------+
  *
- *   tag: bits 0-7   the limit's kind, Limit.Kind.tag()
+ *   tag: bits 0-3   the limit's kind, Limit.Kind.tag()
+ *        bits 4-7   a bucket's warm-up cold factor, 2 to 15; 0 for none ({@link #limitTag})
  *        bits 8-52  the version of the limits ({@link #limitsVersion}), the same in every limit's tag
  * </pre>
+ *
+ * <p><b>Warm-up</b> ({@code Limit.warmUp}) is a bucket with a cold factor in its tag; its state
+ * words are then {@code fullAt}, the warm-up period in nanoseconds (a parameter, written with
+ * the record like p0 and p1), and the instant its current warm-up started. A record without a
+ * warm-up is the same as before, word for word; a Tally that predates warm-up refuses a record
+ * with one as an unknown algorithm tag rather than deciding it without its ramp.
  *
  * <p><b>The limits' version</b> rides in the tag words' high bits, so a record keeps the version
  * of the configuration that wrote it without a change of format: a record written without a
@@ -52,6 +60,39 @@ public record LimiterRecord(long decidedAt, long[] words) {
 
   /** Where the limits' version starts in a tag word: below it, the limit's kind. */
   public static final int VERSION_SHIFT = 8;
+
+  /** Where a bucket's warm-up cold factor starts in a tag word: below it, the limit's kind. */
+  public static final int COLD_FACTOR_SHIFT = 4;
+
+  /**
+   * The low byte of a limit's tag words: its kind, and for a bucket with a warm-up its cold factor
+   * above {@link #COLD_FACTOR_SHIFT}. Limits whose low bytes differ are different limits.
+   */
+  public static int limitTag(Limit limit) {
+    return limit.kind().tag() | limit.coldFactor() << COLD_FACTOR_SHIFT;
+  }
+
+  /**
+   * Whether {@code after} (words a decision leaves; null for none) starts a warm-up that
+   * {@code before} (the words it was decided on; null or empty for none) had not: a limit with a
+   * cold factor whose warm-up start (state word s2) or tag is not the one stored. The first call
+   * on a cold limiter starts its warm-up even if it takes nothing (a peek, a refusal), so a store
+   * that writes only calls that take or give back must write these too; otherwise each such call
+   * would start the warm-up afresh, and a request larger than a cold limiter's burst would never
+   * be granted.
+   */
+  public static boolean startsWarmUp(long[] before, long[] after) {
+    if (after == null) {
+      return false;
+    }
+    for (int o = 0; o < after.length; o += WORDS_PER_LIMIT) {
+      if ((after[o] & 0xF0) != 0 && (before == null || o >= before.length || before[o] != after[o]
+          || before[o + 5] != after[o + 5])) {
+        return true;
+      }
+    }
+    return false;
+  }
 
   /** A tag word: a limit's kind ({@code Limit.Kind.tag()}) and the limits' version. */
   public static long tag(int kindTag, long limitsVersion) {

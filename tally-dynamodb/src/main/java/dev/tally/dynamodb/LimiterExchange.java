@@ -133,7 +133,7 @@ final class LimiterExchange extends Exchange<Decision> {
       case PEEK -> false;
       case ACQUIRE -> permits > 0 && out.decision().allowed();
       default -> true;
-    };
+    } || LimiterRecord.startsWarmUp(stored == null ? null : stored.words(), out.record());
     if (changes && (out.record() != null || k.present() || once != null)) {
       // A limiter full again leaves a tombstone rather than nothing: an empty record that expires
       // at once (so the name is free for counters and limiters alike) but keeps _now, so that a

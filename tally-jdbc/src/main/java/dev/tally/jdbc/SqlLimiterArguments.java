@@ -30,19 +30,27 @@ final class SqlLimiterArguments {
     return a;
   }
 
-  /** Eight epoch seconds per limit, nulls for a limit without a zone; null if no limit has one. */
+  /**
+   * Eight epoch seconds per limit, nulls for a limit without a zone; for a bucket with a warm-up,
+   * its period in nanoseconds first; null if no limit has either.
+   */
   static Long[] zones(LimiterCall call, long around) {
     int n = call.limits().size();
     Long[] z = null;
     for (int i = 0; i < n; i++) {
       QuotaBoundaries b = LimiterArguments.quotaStarts(call, i, around);
-      if (b != null) {
+      long warmUp = LimiterArguments.warmUpNanos(call, i);
+      if (b != null || warmUp != 0) {
         if (z == null) {
           z = new Long[8 * n];
         }
+      }
+      if (b != null) {
         for (int j = 0; j < 8; j++) {
           z[8 * i + j] = b.start(j);
         }
+      } else if (warmUp != 0) {
+        z[8 * i] = warmUp; // a bucket's warm-up period rides in its first boundary's place
       }
     }
     return z;

@@ -45,7 +45,9 @@ CREATE INDEX IF NOT EXISTS ${name}_ops_exp ON ${table}_ops (exp);
 -- again), 4 fixed window and 5 sliding window (s0 the window's start, s1 its count, s2 the
 -- previous window's), 6 calendar quota (s0 the period's end, s1 used, s2 topped up). A stored
 -- tag also carries the limits' version (LimiterRecord): kind + 256 * version. limit_step strips
--- it on reading and puts it back on writing, so the functions below see kinds alone.
+-- it on reading and puts it back on writing, so the functions below see kinds alone. A bucket
+-- with a warm-up (WarmingGcra.java) has its cold factor in the kind's bits 4-7: kind 33 to 243,
+-- s1 the warm-up period and s2 the instant its warm-up started.
 -- --------------------------------------------------------------------------------------------
 
 -- floor(a / b) for b > 0 (Math.floorDiv).
@@ -73,7 +75,8 @@ DECLARE
   b numeric;
   t timestamp;
 BEGIN
-  IF zones IS NOT NULL AND zones[8 * (i - 1) + 1] IS NOT NULL THEN
+  -- (a bucket's warm-up period fills the first of a limit's eight alone: not boundaries)
+  IF zones IS NOT NULL AND zones[8 * (i - 1) + 1] IS NOT NULL AND zones[8 * (i - 1) + 2] IS NOT NULL THEN
     first := 8 * (i - 1) + CASE WHEN code = 2 THEN 5 ELSE 1 END;
     IF now < zones[first] * 1000000000::numeric THEN
       RETURN NULL;
@@ -116,12 +119,30 @@ LANGUAGE sql IMMUTABLE AS $$
     ELSE win - least(${table}_fdiv(room * win, prev), 9223372036854775807) END
 $$;
 
+-- WarmingGcra.cost: what one unit of a warming bucket costs at the instant at.
+CREATE OR REPLACE FUNCTION ${table}_warm_cost(r numeric[], o int, at numeric) RETURNS numeric
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT r[o + 2] + least(-${table}_fdiv(-((div(r[o], 16) - 1) * r[o + 2]
+      * (r[o + 4] - least(r[o + 4], greatest(0, at - r[o + 5])))), r[o + 4]), 9223372036854775807)
+$$;
+
+-- WarmingGcra.fits: n units fit at the instant at (the burst tolerance (C - 1)T, plus the last
+-- unit's cost).
+CREATE OR REPLACE FUNCTION ${table}_warm_fits(r numeric[], o int, at numeric, n numeric) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT greatest(0, r[o + 3] - at) + (n - 1) * ${table}_warm_cost(r, o, at) <= (r[o + 1] - 1) * r[o + 2]
+$$;
+
 -- Algorithm.remaining: units available now.
 CREATE OR REPLACE FUNCTION ${table}_remaining(r numeric[], o int, now numeric) RETURNS numeric
 LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
     WHEN r[o] <= 3 THEN CASE WHEN r[o + 1] * r[o + 2] - greatest(0, r[o + 3] - now) <= 0 THEN 0
       ELSE ${table}_fdiv(r[o + 1] * r[o + 2] - greatest(0, r[o + 3] - now), r[o + 2]) END
+    WHEN r[o] >= 16 THEN CASE
+      WHEN (r[o + 1] - 1) * r[o + 2] + ${table}_warm_cost(r, o, now) - greatest(0, r[o + 3] - now) <= 0 THEN 0
+      ELSE ${table}_fdiv((r[o + 1] - 1) * r[o + 2] + ${table}_warm_cost(r, o, now) - greatest(0, r[o + 3] - now),
+        ${table}_warm_cost(r, o, now)) END
     WHEN r[o] = 4 THEN greatest(0, r[o + 1] - r[o + 4])
     WHEN r[o] = 5 THEN greatest(0, r[o + 1] - r[o + 4] - ${table}_previous_share(r, o, now))
     ELSE greatest(0, ${table}_limit_of(r, o) - r[o + 4]) END
@@ -134,12 +155,33 @@ DECLARE
   never constant numeric := 9223372036854775807;
   elapsed numeric;
   room numeric;
+  lo numeric;
+  hi numeric;
+  mid numeric;
 BEGIN
   IF r[o] <= 3 THEN
     IF r[o + 1] < n THEN
       RETURN never;
     END IF;
     RETURN greatest(0, greatest(r[o + 3], now) + n * r[o + 2] - now - r[o + 1] * r[o + 2]);
+  ELSIF r[o] >= 16 THEN
+    IF r[o + 1] < n THEN
+      RETURN never;
+    ELSIF ${table}_warm_fits(r, o, now, n) THEN
+      RETURN 0;
+    END IF;
+    -- it fits once full and warm: bisect for the first instant it does
+    lo := now;
+    hi := greatest(r[o + 3], r[o + 5] + r[o + 4]);
+    WHILE hi - lo > 1 LOOP
+      mid := lo + div(hi - lo, 2);
+      IF ${table}_warm_fits(r, o, mid, n) THEN
+        hi := mid;
+      ELSE
+        lo := mid;
+      END IF;
+    END LOOP;
+    RETURN hi - now;
   ELSIF r[o] = 4 THEN
     IF r[o + 1] < n THEN
       RETURN never;
@@ -170,11 +212,18 @@ $$;
 CREATE OR REPLACE FUNCTION ${table}_reset_after(r numeric[], o int, now numeric) RETURNS numeric
 LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
-    WHEN r[o] <= 3 THEN greatest(0, r[o + 3] - now)
+    WHEN r[o] <= 3 OR r[o] >= 16 THEN greatest(0, r[o + 3] - now)
     WHEN r[o] = 4 THEN CASE WHEN r[o + 4] <= 0 THEN 0 ELSE r[o + 3] + r[o + 2] - now END
     WHEN r[o] = 5 THEN CASE WHEN r[o + 4] > 0 THEN r[o + 3] + 2 * r[o + 2] - now
       WHEN r[o + 5] > 0 THEN r[o + 3] + r[o + 2] - now ELSE 0 END
     ELSE CASE WHEN r[o + 4] > 0 OR r[o + 5] > 0 THEN r[o + 3] - now ELSE 0 END END
+$$;
+
+-- Algorithm.keepAfter: until the state may be dropped; a warm-up's is kept until it is cold.
+CREATE OR REPLACE FUNCTION ${table}_keep_after(r numeric[], o int, now numeric) RETURNS numeric
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN r[o] >= 16 THEN greatest(0, r[o + 3] - now + r[o + 4] + 1)
+    ELSE ${table}_reset_after(r, o, now) END
 $$;
 
 -- Algorithm.normalize: brings limit o of r up to now; returns the record (a quota's period end
@@ -187,6 +236,11 @@ BEGIN
   IF r[o] <= 3 THEN
     IF r[o + 3] < now THEN
       r[o + 3] := now; -- full: time spent full earns nothing
+    END IF;
+  ELSIF r[o] >= 16 THEN
+    IF now - r[o + 3] > r[o + 4] THEN -- cold: this call starts a warm-up
+      r[o + 3] := now;
+      r[o + 5] := now;
     END IF;
   ELSIF r[o] = 4 THEN
     start := ${table}_window_start(now, r[o + 2]);
@@ -217,7 +271,8 @@ $$;
 --   clock    the caller's clock in epoch nanoseconds, or NULL to decide at clock_timestamp(),
 --            read once the row is locked
 --   mine     the caller's limits: tag, p0, p1 for each, every tag with the caller's version
---   zones    eight boundaries per limit (see period_end), NULL for all-UTC
+--   zones    eight boundaries per limit (see period_end), NULL for all-UTC; for a bucket with a
+--            warm-up, its first is the warm-up period in nanoseconds
 -- Answers d = {allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding limit (from 0)}
 -- followed, when there are several limits, by remaining, limit, resetAfter of each in order, and
 -- when the stored limits differed from the caller's (Decision.Mismatch) by 1 (upgraded), 2
@@ -349,7 +404,8 @@ BEGIN
         stored := NULL;
         r := '{}';
         FOR i IN 1 .. cnt LOOP -- LimiterMachine.fresh(): the caller's limits, full
-          r := r || ARRAY[mine[3 * i - 2], mine[3 * i - 1], mine[3 * i], 0, 0, 0]::numeric[];
+          r := r || ARRAY[mine[3 * i - 2], mine[3 * i - 1], mine[3 * i],
+              0, CASE WHEN mine[3 * i - 2] >= 16 THEN zones[8 * (i - 1) + 1] ELSE 0 END, 0]::numeric[];
         END LOOP;
       ELSE
         IF cardinality(stored) % 6 <> 0 THEN
@@ -358,7 +414,8 @@ BEGIN
         END IF;
         sver := div(stored[1], 256);
         FOR o IN 1 .. cardinality(stored) BY 6 LOOP
-          IF stored[o] < 0 OR stored[o] >= 9007199254740992 OR mod(stored[o], 256) < 1 OR mod(stored[o], 256) > 6 THEN
+          IF stored[o] < 0 OR stored[o] >= 9007199254740992 OR mod(stored[o], 256) < 1
+              OR (mod(stored[o], 256) > 6 AND NOT (mod(stored[o], 16) BETWEEN 1 AND 3 AND mod(stored[o], 256) >= 32)) THEN
             err := 'TALLY_BAD_STATE unknown algorithm tag ' || stored[o];
             RETURN;
           END IF;
@@ -378,7 +435,8 @@ BEGIN
           FOR i IN 1 .. cnt LOOP
             EXIT WHEN NOT own;
             o := 6 * (i - 1) + 1;
-            own := stored[o] = mine[3 * i - 2] AND stored[o + 1] = mine[3 * i - 1] AND stored[o + 2] = mine[3 * i];
+            own := stored[o] = mine[3 * i - 2] AND stored[o + 1] = mine[3 * i - 1] AND stored[o + 2] = mine[3 * i]
+                AND (mine[3 * i - 2] < 16 OR stored[o + 4] = zones[8 * (i - 1) + 1]);
           END LOOP;
           IF NOT own THEN
             IF ver > sver THEN
@@ -403,12 +461,14 @@ BEGIN
         old := stored;
         r := '{}';
         FOR i IN 1 .. cnt LOOP
-          r := r || ARRAY[mine[3 * i - 2], mine[3 * i - 1], mine[3 * i], 0, 0, 0]::numeric[];
+          r := r || ARRAY[mine[3 * i - 2], mine[3 * i - 1], mine[3 * i],
+              0, CASE WHEN mine[3 * i - 2] >= 16 THEN zones[8 * (i - 1) + 1] ELSE 0 END, 0]::numeric[];
         END LOOP;
         FOR i IN 1 .. cnt LOOP
           o := 6 * (i - 1) + 1;
           IF o < cardinality(old)
-              AND (CASE WHEN old[o] <= 3 THEN 1 ELSE old[o] END) = (CASE WHEN r[o] <= 3 THEN 1 ELSE r[o] END) THEN
+              AND (CASE WHEN old[o] <= 3 OR old[o] >= 16 THEN 1 ELSE old[o] END)
+                = (CASE WHEN r[o] <= 3 OR r[o] >= 16 THEN 1 ELSE r[o] END) THEN
             old := ${table}_normalize(old, o, now, zones, i);
             IF old[o] = 6 AND old[o + 3] IS NULL THEN
               err := 'TALLY_CLOCK_SKEW ' || now;
@@ -416,10 +476,14 @@ BEGIN
             END IF;
             consumed := CASE
               WHEN old[o] <= 3 THEN -${table}_fdiv(-greatest(0, old[o + 3] - now), old[o + 2])
+              WHEN old[o] >= 16 THEN -${table}_fdiv(-greatest(0, old[o + 3] - now), ${table}_warm_cost(old, o, now))
               WHEN old[o] = 5 THEN old[o + 4] + ${table}_previous_share(old, o, now)
               ELSE old[o + 4] END;
             IF r[o] <= 3 THEN
               r[o + 3] := now + least(consumed, r[o + 1]) * r[o + 2];
+            ELSIF r[o] >= 16 THEN
+              r[o + 3] := now + least(consumed, r[o + 1]) * r[o + 2];
+              r[o + 5] := now - r[o + 4]; -- a reconfigured bucket counts as warm
             ELSIF r[o] = 6 THEN
               r[o + 3] := ${table}_period_end(r[o + 2], zones, i, now);
               IF r[o + 3] IS NULL THEN
@@ -473,6 +537,8 @@ BEGIN
               o := 6 * (i - 1) + 1;
               IF r[o] <= 3 THEN
                 r[o + 3] := greatest(r[o + 3], now) + permits * r[o + 2];
+              ELSIF r[o] >= 16 THEN
+                r[o + 3] := greatest(r[o + 3], now) + permits * ${table}_warm_cost(r, o, now);
               ELSE
                 r[o + 4] := r[o + 4] + permits;
               END IF;
@@ -484,6 +550,10 @@ BEGIN
           o := 6 * (i - 1) + 1;
           IF r[o] <= 3 THEN
             r[o + 3] := greatest(now, r[o + 3] - least(permits, r[o + 1]) * r[o + 2]);
+          ELSIF r[o] >= 16 THEN
+            IF r[o + 3] > now THEN -- a full bucket has nothing to take back, and stays as long full
+              r[o + 3] := greatest(now, r[o + 3] - least(permits, r[o + 1]) * ${table}_warm_cost(r, o, now));
+            END IF;
           ELSE
             r[o + 4] := greatest(0, r[o + 4] - permits);
           END IF;
@@ -510,6 +580,7 @@ BEGIN
       lim := 0;
       deciding := 0;
       reset_after := 0;
+      kept := 0;
       each := '{}';
       FOR i IN 1 .. n LOOP
         o := 6 * (i - 1) + 1;
@@ -520,6 +591,7 @@ BEGIN
           deciding := i - 1;
         END IF;
         reset_after := greatest(reset_after, ${table}_reset_after(r, o, now));
+        kept := greatest(kept, ${table}_keep_after(r, o, now));
         IF n > 1 THEN
           each := each || ARRAY[rem, ${table}_limit_of(r, o), ${table}_reset_after(r, o, now)];
         END IF;
@@ -529,7 +601,6 @@ BEGIN
       IF mismatch > 0 THEN
         decision := decision || ARRAY[mismatch, sver]::bigint[];
       END IF;
-      kept := reset_after;
       IF kept = 0 AND (NOT own OR op = 'reconfigure') THEN
         -- LimiterMachine.usedUpFor: full, but not the caller's limits, so kept for as long as a
         -- used-up state of them would be
@@ -540,11 +611,13 @@ BEGIN
           IF rem > 0 THEN -- Algorithm.consume
             IF old[o] <= 3 THEN
               old[o + 3] := greatest(old[o + 3], now) + rem * old[o + 2];
+            ELSIF old[o] >= 16 THEN
+              old[o + 3] := greatest(old[o + 3], now) + rem * ${table}_warm_cost(old, o, now);
             ELSE
               old[o + 4] := old[o + 4] + rem;
             END IF;
           END IF;
-          kept := greatest(kept, ${table}_reset_after(old, o, now));
+          kept := greatest(kept, ${table}_keep_after(old, o, now));
         END LOOP;
       END IF;
       IF kept = 0 THEN

@@ -56,7 +56,8 @@ final class LimiterScript {
       args[a + 1] = Long.toString(limits[LimiterArguments.PER_LIMIT * i + 1]);
       args[a + 2] = Long.toString(limits[LimiterArguments.PER_LIMIT * i + 2]);
       QuotaBoundaries starts = LimiterArguments.quotaStarts(call, i, boundariesAt);
-      args[a + 3] = starts == null ? "" : starts.text();
+      long warmUp = LimiterArguments.warmUpNanos(call, i);
+      args[a + 3] = starts != null ? starts.text() : warmUp != 0 ? Long.toString(warmUp) : "";
     }
     return args;
   }

@@ -18,7 +18,8 @@ KEYS[1]  the limiter's hash (docs/redis.md):
 KEYS[2]  only with an operation id: the id's record (docs/redis.md#operation-ids), a hash with
          "r", the record in OperationRecord's text form, and under a caller's clock "exp"
 ARGV     op permits clock count, then four per limit the caller configured: tag p0 p1 zone (the tag
-         with the caller's version, as stored), then
+         with the caller's version, as stored; for a bucket with a warm-up, whose tag holds a cold
+         factor, zone is the warm-up period in nanoseconds, the record's s1), then
          with an operation id four more: fingerprint pexpire now exp
   op       acquire | peek | refund | reset | reconfigure | topup, or batch
   permits  a decimal; for a batch, "op permits op permits ...": concurrent calls with the same
@@ -776,15 +777,22 @@ local function ceil_mul_div(a, b, c)
   return min(q, MAX)
 end
 
--- Each operation dispatches on the algorithm (Gcra.java for tags 1-3, FixedWindow.java,
--- SlidingWindow.java, CalendarQuota.java), one function per operation rather than per algorithm
--- and operation: Redis runs this file's body on every call, and every function defined here is
--- a closure made anew each time.
-local GCRA, FIXED, SLIDING, QUOTA = 1, 2, 3, 4
+-- Each operation dispatches on the algorithm (Gcra.java for tags 1-3, WarmingGcra.java for those
+-- with a cold factor, FixedWindow.java, SlidingWindow.java, CalendarQuota.java), one function per
+-- operation rather than per algorithm and operation: Redis runs this file's body on every call,
+-- and every function defined here is a closure made anew each time.
+local GCRA, FIXED, SLIDING, QUOTA, WARM = 1, 2, 3, 4, 5
 local KIND = {GCRA, GCRA, GCRA, FIXED, SLIDING, QUOTA} -- by tag: Limit.Kind ordinal + 1
 
 local function kind(tag)
   local k = type(tag) == 'number' and tag >= 0 and tag < SAFE and KIND[tag % 256]
+  if not k and type(tag) == 'number' and tag >= 0 and tag < SAFE then
+    -- LimiterRecord: a bucket's cold factor, 2 to 15, in bits 4-7 of the tag
+    local factor = math.floor((tag % 256) / 16)
+    if factor >= 2 and KIND[tag % 16] == GCRA then
+      k = WARM
+    end
+  end
   if not k then
     bad('unknown algorithm tag ' .. fmt(tag) .. '; it was written by a newer or foreign version')
   end
@@ -810,6 +818,21 @@ local function stamp(r, v)
   for _, l in ipairs(r) do
     l[1] = l[1] % 256 + v * 256
   end
+end
+
+-- WarmingGcra.cost: what one unit costs at the instant `at` (in the frame); s2, the instant the
+-- warm-up started, is kept as epoch nanoseconds.
+local function warm_cost(l, at)
+  local w = l[S1]
+  local e = min(w, max(0, sub(at, sub(l[S2], now_big()))))
+  local factor = math.floor((l[1] % 256) / 16)
+  return add(l[P1], ceil_mul_div(mul(factor - 1, l[P1]), sub(w, e), w))
+end
+
+-- WarmingGcra.fits: n units fit at `at` (the burst tolerance (C - 1)T, plus the last unit's cost).
+local function warm_fits(l, at, n)
+  local c = warm_cost(l, at)
+  return le(add(max(0, sub(l[S0], at)), mul(n, c)), add(mul(sub(l[P0], 1), l[P1]), c))
 end
 
 -- SlidingWindow.previousShare: the weighted share of the previous window still inside.
@@ -843,6 +866,10 @@ local function normalize(l, zone)
     if lt(l[S0], now) then
       l[S0] = now -- full: time spent full earns nothing
     end
+  elseif k == WARM then
+    if lt(l[S1], sub(now, l[S0])) then -- cold: this call starts a warm-up
+      l[S0], l[S2] = now, now_big()
+    end
   elseif k == FIXED then
     local start = window_start(l[P1])
     if not eq(l[S0], start) then
@@ -872,6 +899,13 @@ local function remaining_of(l)
       return 0
     end
     return (fdivmod(room, l[P1]))
+  elseif k == WARM then
+    local c = warm_cost(l, now)
+    local room = sub(add(mul(sub(l[P0], 1), l[P1]), c), max(0, sub(l[S0], now)))
+    if le(room, 0) then
+      return 0
+    end
+    return (fdivmod(room, c))
   elseif k == FIXED then
     return max(0, sub(l[P0], l[S1]))
   elseif k == SLIDING then
@@ -889,6 +923,24 @@ local function retry_after_of(l, n)
     end
     local excess = sub(sub(add(max(l[S0], now), mul(n, l[P1])), now), mul(l[P0], l[P1]))
     return max(0, excess)
+  elseif k == WARM then
+    if lt(l[P0], n) then
+      return NEVER
+    end
+    if warm_fits(l, now, n) then
+      return 0
+    end
+    -- it fits once full and warm: bisect for the first instant it does
+    local lo, hi = now, max(l[S0], add(sub(l[S2], now_big()), l[S1]))
+    while lt(1, sub(hi, lo)) do
+      local mid = add(lo, (fdivmod(sub(hi, lo), 2)))
+      if warm_fits(l, mid, n) then
+        hi = mid
+      else
+        lo = mid
+      end
+    end
+    return sub(hi, now)
   elseif k == FIXED then
     if lt(l[P0], n) then
       return NEVER
@@ -938,8 +990,11 @@ end
 
 -- Algorithm.consume: grants n units (retry_after_of has returned 0).
 local function consume(l, n)
-  if kind(l[1]) == GCRA then
+  local k = kind(l[1])
+  if k == GCRA then
     l[S0] = add(max(l[S0], now), mul(n, l[P1]))
+  elseif k == WARM then
+    l[S0] = add(max(l[S0], now), mul(n, warm_cost(l, now)))
   else
     l[S1] = add(l[S1], n)
   end
@@ -947,9 +1002,15 @@ end
 
 -- Algorithm.refund: gives back up to n units, never beyond the limit.
 local function refund(l, n)
-  if kind(l[1]) == GCRA then
+  local k = kind(l[1])
+  if k == GCRA then
     local back = mul(min(n, l[P0]), l[P1])
     l[S0] = max(now, sub(l[S0], back))
+  elseif k == WARM then
+    if lt(now, l[S0]) then -- a full bucket has nothing to take back, and stays as long full
+      local back = mul(min(n, l[P0]), warm_cost(l, now))
+      l[S0] = max(now, sub(l[S0], back))
+    end
   else
     l[S1] = max(0, sub(l[S1], n))
   end
@@ -958,7 +1019,7 @@ end
 -- Algorithm.resetAfter: until the state is that of a fresh limiter; 0 if it is already.
 local function reset_after_of(l)
   local k = kind(l[1])
-  if k == GCRA then
+  if k == GCRA or k == WARM then
     return max(0, sub(l[S0], now))
   elseif k == FIXED then
     if le(l[S1], 0) then
@@ -985,6 +1046,10 @@ local function consumed_of(l)
     local ahead = max(0, sub(l[S0], now))
     local q, r = fdivmod(ahead, l[P1])
     return eq(r, 0) and q or add(q, 1)
+  elseif k == WARM then
+    local ahead = max(0, sub(l[S0], now))
+    local q, r = fdivmod(ahead, warm_cost(l, now))
+    return eq(r, 0) and q or add(q, 1)
   elseif k == SLIDING then
     return add(l[S1], previous_share(l))
   end
@@ -996,6 +1061,9 @@ local function restore(l, consumed, zone)
   local k = kind(l[1])
   if k == GCRA then
     l[S0] = add(now, mul(min(consumed, l[P0]), l[P1]))
+  elseif k == WARM then
+    l[S0] = add(now, mul(min(consumed, l[P0]), l[P1]))
+    l[S2] = sub(now_big(), l[S1]) -- a reconfigured bucket counts as warm
   elseif k == QUOTA then
     l[S0], l[S1], l[S2] = period_end(l[P1], zone), consumed, 0
   else
@@ -1007,6 +1075,20 @@ local function restore(l, consumed, zone)
   end
 end
 
+-- Algorithm.keepAfter: until the state may be dropped; a warm-up's is kept until it is cold.
+local function keep_after_of(l)
+  if kind(l[1]) == WARM then
+    return max(0, add(add(sub(l[S0], now), l[S1]), 1))
+  end
+  return reset_after_of(l)
+end
+
+-- Algorithm.family: a bucket with a warm-up carries its consumption over to a plain one, and back.
+local function family(l)
+  local k = kind(l[1])
+  return k == WARM and GCRA or k
+end
+
 -- ------------------------------------------------------------------ the machine
 
 local function run()
@@ -1016,7 +1098,9 @@ local function run()
   for i = 1, count do
     local a = 4 + (i - 1) * 4
     mine[i] = {tag_of(ARGV[a + 1]), num(ARGV[a + 2]), num(ARGV[a + 3]), 0, 0, 0}
-    if ARGV[a + 4] ~= '' then
+    if kind(mine[i][1]) == WARM then
+      mine[i][S1] = num(ARGV[a + 4]) -- the warm-up period
+    elseif ARGV[a + 4] ~= '' then
       local z = {}
       for w in string.gmatch(ARGV[a + 4], '%S+') do
         z[#z + 1] = tonumber(w)
@@ -1113,7 +1197,7 @@ local function run()
     local r = {}
     for i = 1, count do
       local m = mine[i]
-      r[i] = {m[1], m[P0], m[P1], negate(now_big()), 0, 0} -- s0 = 0: the epoch, in the frame
+      r[i] = {m[1], m[P0], m[P1], negate(now_big()), m[S1], 0} -- s0 = 0: the epoch, in the frame
     end
     return r
   end
@@ -1127,6 +1211,9 @@ local function run()
     end
     for i = 1, count do
       if r[i][1] % 256 ~= mine[i][1] % 256 or not eq(r[i][P0], mine[i][P0]) or not eq(r[i][P1], mine[i][P1]) then
+        return false
+      end
+      if kind(mine[i][1]) == WARM and not eq(r[i][S1], mine[i][S1]) then
         return false
       end
     end
@@ -1143,7 +1230,7 @@ local function run()
       if lt(0, all) then
         consume(c, all)
       end
-      longest = max(longest, reset_after_of(c))
+      longest = max(longest, keep_after_of(c))
     end
     return longest
   end
@@ -1154,7 +1241,7 @@ local function run()
     local r = fresh()
     for i = 1, count do
       local old = stored[i]
-      if old and kind(old[1]) == kind(r[i][1]) then
+      if old and family(old) == family(r[i]) then
         normalize(old, zones[i])
         restore(r[i], consumed_of(old), zones[i])
       end
@@ -1241,7 +1328,7 @@ local function run()
       return error({err = 'TALLY_BAD_STATE unknown operation ' .. op})
     end
 
-    local remaining, limit, reset_after, deciding = MAX, 0, 0, 0
+    local remaining, limit, reset_after, keep, deciding = MAX, 0, 0, 0, 0
     local each = {} -- each limit's own remaining, limit and reset, when there are several
     for i = 1, n do
       local rem, lim, reset = remaining_of(r[i]), limit_of(r[i]), reset_after_of(r[i])
@@ -1249,6 +1336,7 @@ local function run()
         remaining, limit, deciding = rem, lim, i - 1
       end
       reset_after = max(reset_after, reset)
+      keep = max(keep, keep_after_of(r[i]))
       if n > 1 then
         each[#each + 1], each[#each + 2], each[#each + 3] = fmt(rem), fmt(lim), fmt(reset)
       end
@@ -1261,7 +1349,7 @@ local function run()
         decision[7 + j] = each[j]
       end
     end
-    if eq(reset_after, 0) then
+    if eq(keep, 0) then
       -- full, but not the caller's limits: kept for as long as a used-up state of them
       local kept = (not own or op == 'reconfigure') and used_up_for(r, n) or 0
       if eq(kept, 0) then
@@ -1269,7 +1357,7 @@ local function run()
       end
       return r, decision, kept
     end
-    return r, decision, reset_after
+    return r, decision, keep
   end
 
   -- One operation, or a batch of them ("batch", then "op permits op permits ..." in ARGV[2]):
@@ -1312,7 +1400,7 @@ local function run()
       end
     end
   end
-  if #changes > 0 then
+  if #changes > 0 or text[tostring(n + 1)] then -- words changed, or limits dropped
     local decided = to_epoch(now)
     if text.at ~= decided then
       changes[#changes + 1] = 'at'

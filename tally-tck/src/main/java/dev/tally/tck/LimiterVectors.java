@@ -26,7 +26,7 @@ import java.util.SplittableRandom;
  * algorithm (token and leaky buckets, GCRA, fixed and sliding windows, calendar quotas in zones
  * with odd offsets and daylight saving), several limits per key, handles of other limits and
  * versions on one key (upgrades, adoptions, conflicts), reconfigurations, refunds, top-ups,
- * resets, counts and spans near 2^53, 2^61 and {@link Long#MAX_VALUE}, permits of 0, the limit
+ * resets, warm-ups (cold starts, the ramp, idling back to cold, turning it on and off), counts and spans near 2^53, 2^61 and {@link Long#MAX_VALUE}, permits of 0, the limit
  * and one past it, starts on day, month, daylight-saving and leap-year boundaries, and a clock
  * that stands still, creeps by a nanosecond, jumps to just before a wait ends, or steps back.
  *
@@ -128,7 +128,7 @@ public final class LimiterVectors {
     REDIS,
     /**
      * DynamoDB: the record and its instant are written by a call that changes something (not a
-     * peek nor a refused or empty acquisition); a limiter full again leaves a tombstone that
+     * peek nor a refused or empty acquisition, unless it starts a warm-up); a limiter full again leaves a tombstone that
      * expires at once but keeps the instant; a reset deletes it.
      */
     DYNAMODB,
@@ -176,6 +176,9 @@ public final class LimiterVectors {
     Instant start = STARTS.get(rnd.nextInt(STARTS.size()));
     long now = start.getEpochSecond() * NS + start.getNano() - rnd.nextInt(3);
     String key = prefix + Long.toHexString(seed);
+    if (rnd.nextInt(4) == 0) {
+      return warmUpVector(rnd, seed, key, now, length, keeping);
+    }
     List<LimiterCall> handles = new ArrayList<>();
     handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
     Keeper keeper = keeping.start();
@@ -205,6 +208,58 @@ public final class LimiterVectors {
         last = d;
       }
       now += Math.min(RandomTimelines.advance(rnd, last, now), Math.max(0, (1L << 62) - now));
+    }
+    return new Vector(seed, key, List.copyOf(calls), List.copyOf(expected));
+  }
+
+  /**
+   * A warm-up timeline: handles of one bucket with a warm-up, plain, or with another, and a clock
+   * that moves by fractions of the interval and of the warm-up, to its end and past the instant
+   * the limiter is cold again: cold starts, the ramp, idling back to cold, and reconfiguring the
+   * warm-up on and off.
+   */
+  private static Vector warmUpVector(SplittableRandom rnd, long seed, String key, long now, int length,
+      Keeping keeping) {
+    List<List<dev.tally.Limit>> variants = RandomTimelines.warmUpLimits(rnd);
+    dev.tally.Limit warm = variants.get(0).get(0);
+    List<LimiterCall> handles = new ArrayList<>();
+    handles.add(Internals.referenceLimiter(key, variants.get(0), RandomTimelines.version(rnd)));
+    Keeper keeper = keeping.start();
+    List<Call> calls = new ArrayList<>(length);
+    List<Expected> expected = new ArrayList<>(length);
+    Decision last = null;
+    for (int step = 0; step < length; step++) {
+      LimiterOperation op;
+      int x = rnd.nextInt(100);
+      if (x < 60) {
+        op = LimiterOperation.ACQUIRE;
+      } else if (x < 72) {
+        op = LimiterOperation.PEEK;
+      } else if (x < 84) {
+        op = LimiterOperation.REFUND;
+      } else if (x < 95) {
+        op = LimiterOperation.RECONFIGURE;
+      } else {
+        op = LimiterOperation.RESET;
+      }
+      LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
+      if (op == LimiterOperation.RECONFIGURE || rnd.nextInt(10) == 0) {
+        handle = Internals.referenceLimiter(key, variants.get(rnd.nextInt(variants.size())), RandomTimelines.version(rnd));
+        handles.add(handle);
+      }
+      long permits = rnd.nextInt(3) == 0 ? RandomTimelines.permits(rnd, handle.limits()) : 1 + rnd.nextInt(3);
+      Object answer;
+      try {
+        answer = keeper.decide(handle, op, permits, now).decision();
+      } catch (RuntimeException e) {
+        answer = e.getClass();
+      }
+      calls.add(new Call(handle, op, permits, now));
+      expected.add(new Expected(answer, keeper.state(now)));
+      if (answer instanceof Decision d) {
+        last = d;
+      }
+      now += RandomTimelines.warmUpAdvance(rnd, warm, last, now);
     }
     return new Vector(seed, key, List.copyOf(calls), List.copyOf(expected));
   }
@@ -261,7 +316,8 @@ public final class LimiterVectors {
     LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
       long[] stored = record != null && expiresAt - now > 0 ? record.clone() : null;
       LimiterOutcome out = call.apply(stored == null ? null : new LimiterRecord(decidedAt, stored), now, op, permits);
-      if (stored == null || !Arrays.equals(out.record(), record)) {
+      // limiter.lua compares the words with the hash's text, live or past its "exp"
+      if (!Arrays.equals(out.record(), record)) {
         decidedAt = out.decidedAt();
       }
       record = out.record();
@@ -297,7 +353,7 @@ public final class LimiterVectors {
         case PEEK -> false;
         case ACQUIRE -> permits > 0 && out.decision().allowed();
         default -> true;
-      };
+      } || LimiterRecord.startsWarmUp(stored == null ? null : stored.words(), out.record());
       if (changes && (out.record() != null || present)) {
         long at = out.decidedAt();
         long keep = Math.max(1, out.keepNanos());
@@ -439,7 +495,7 @@ public final class LimiterVectors {
         return false;
       }
       dev.tally.Limit l = call.limits().get(0);
-      return (words[0] & 0xff) == l.kind().tag() && words[0] >>> LimiterRecord.VERSION_SHIFT >= call.version()
+      return (words[0] & 0xff) == LimiterRecord.limitTag(l) && words[0] >>> LimiterRecord.VERSION_SHIFT >= call.version()
           && words[1] == l.limit() && words[2] == l.intervalNanos();
     }
 

@@ -48,6 +48,78 @@ public final class RandomTimelines {
       3_600 * NS, 86_400 * NS, 365 * 86_400 * NS, 3650L * 86_400 * NS, 1L << 53, (1L << 61) - 1, 1L << 61};
 
   private static Limit limit(SplittableRandom rnd) {
+    Limit l = plainLimit(rnd);
+    if (rnd.nextInt(5) == 0 && l.kind() != Limit.Kind.FIXED_WINDOW && l.kind() != Limit.Kind.SLIDING_WINDOW
+        && l.kind() != Limit.Kind.QUOTA) {
+      return withWarmUp(rnd, l);
+    }
+    return l;
+  }
+
+  /** Cold factors: the least, Guava's and Sentinel's, and the most. */
+  private static final int[] FACTORS = {2, 3, 3, 7, Limit.MAX_COLD_FACTOR};
+
+  /**
+   * {@code bucket} with a warm-up drawn near its own interval and the edges: a nanosecond, a few
+   * intervals, a second, an hour, up to 2^61. A cold bucket too big to fit throws, as a bucket
+   * over 73 years does.
+   */
+  public static Limit withWarmUp(SplittableRandom rnd, Limit bucket) {
+    long t = bucket.intervalNanos();
+    long[] periods = {1, 999, Math.max(1, t / 2), t, 3 * Math.min(t, 1L << 59), NS, 60 * NS, 3_600 * NS, 1L << 53,
+        1L << 61};
+    long period = periods[rnd.nextInt(periods.length)];
+    return bucket.warmUp(Duration.ofNanos(period), FACTORS[rnd.nextInt(FACTORS.length)]);
+  }
+
+  /**
+   * The handles of a warm-up timeline: one bucket with a warm-up, and that bucket plain or with
+   * another warm-up, so that reconfiguring turns the warm-up on, off or changes it.
+   */
+  public static List<List<Limit>> warmUpLimits(SplittableRandom rnd) {
+    while (true) {
+      try {
+        long c = rnd.nextInt(3) == 0 ? COUNTS[rnd.nextInt(COUNTS.length)] : 1L + rnd.nextInt(30);
+        long[] intervals = {1, 7, 1_000_000, 10_000_000, NS, 60 * NS, 3_600 * NS};
+        Duration d = Duration.ofNanos(intervals[rnd.nextInt(intervals.length)] * Math.min(c, 1L << 20));
+        Limit bucket = switch (rnd.nextInt(3)) {
+          case 0 -> Limit.tokenBucket(c, d);
+          case 1 -> Limit.leakyBucket(c, d);
+          default -> Limit.gcra(c - 1, c, d);
+        };
+        Limit warm = withWarmUp(rnd, bucket);
+        return List.of(List.of(warm), List.of(bucket), List.of(withWarmUp(rnd, bucket)), List.of(warm, bucket));
+      } catch (IllegalArgumentException tooBig) {
+        // draw again
+      }
+    }
+  }
+
+  /**
+   * How far to move the clock in a warm-up timeline on {@code limit} (the one with a warm-up):
+   * within an interval, a fraction of the warm-up, to its end, past the instant the limiter is
+   * cold again, to the decision's wait, or back.
+   */
+  public static long warmUpAdvance(SplittableRandom rnd, Limit limit, Decision last, long now) {
+    long far = Math.max(0, (1L << 62) - now);
+    long w = limit.warmUpNanos();
+    long t = limit.intervalNanos();
+    long wait = last == null ? 0 : last.allowed() ? last.resetAfterNanos() : last.retryAfterNanos();
+    long step = switch (rnd.nextInt(9)) {
+      case 0 -> 0;
+      case 1 -> 1 + rnd.nextLong(Math.min(t, 1L << 40) * 2);
+      case 2 -> 1 + rnd.nextLong(Math.max(1, w / 8));
+      case 3 -> w;
+      case 4 -> w + rnd.nextInt(2) + (last == null ? 0 : last.resetAfterNanos()); // idle: cold again, or not yet
+      case 5 -> wait > 0 ? wait - rnd.nextInt(2) : 1;
+      case 6 -> w / 2;
+      case 7 -> -rnd.nextLong(1, Math.max(2, Math.min(now, 1_000_000))); // a clock behind
+      default -> 1;
+    };
+    return Math.min(far, step);
+  }
+
+  private static Limit plainLimit(SplittableRandom rnd) {
     long count = COUNTS[rnd.nextInt(COUNTS.length)];
     long small = 1L + rnd.nextInt(30);
     long c = rnd.nextBoolean() ? small : count;

@@ -26,9 +26,16 @@ import java.util.regex.Pattern;
  *   <tr><td>{@code quota} / {@code --quota}</td><td>{@code 1000/month},
  *       {@code 50/day@Europe/Paris} (UTC unless a zone is given)</td></tr>
  * </table>
+ *
+ * A bucket (token, leaky, GCRA) takes a warm-up after its rate ({@link Limit#warmUp}):
+ * {@code 100/1s warm-up 1m} (from a third of the rate, as Guava's) or
+ * {@code 100/1s warm-up 1m from 1/4}.
  */
 public final class LimitSpec {
   private static final Pattern QUOTA = Pattern.compile("(\\d+)/(day|month)(?:@(.+))?");
+  private static final Pattern WARM_UP = Pattern.compile("(.+?)\\s+warm-up\\s+(\\S+)(?:\\s+from\\s+1/(\\d{1,2}))?");
+  /** Guava's and Sentinel's cold factor, when a warm-up names none. */
+  private static final int COLD_FACTOR = 3;
   private static final Pattern POLICY_NAME = Pattern.compile("[A-Za-z0-9._:-]{1,64}");
 
   /** The algorithms, with the names each front end uses for them. */
@@ -117,6 +124,18 @@ public final class LimitSpec {
           + " digits or . _ : -");
     }
     String t = text == null ? null : text.strip();
+    Matcher warm = t == null ? null : WARM_UP.matcher(t);
+    if (warm != null && warm.matches()) {
+      LimitSpec plain = parse(kind, warm.group(1), policy);
+      int factor = warm.group(3) == null ? COLD_FACTOR : Integer.parseInt(warm.group(3));
+      try {
+        Duration period = Specs.duration(warm.group(2));
+        return new LimitSpec(kind, t, policy, plain.limit.warmUp(period, factor), plain.window, plain.period,
+            plain.zone);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(kind.jsonName + " '" + t + "': " + e.getMessage(), e);
+      }
+    }
     try {
       return switch (kind) {
         case QUOTA -> quota(t, policy);

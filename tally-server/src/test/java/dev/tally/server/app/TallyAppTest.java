@@ -91,6 +91,25 @@ class TallyAppTest {
   }
 
   @Test
+  void aBucketTakesAWarmUpAfterItsRateAndAWindowRefusesOne() {
+    LimitSpec warm = LimitSpec.parse(LimitSpec.Kind.TOKEN_BUCKET, "10/1s warm-up 1m", "default");
+    assertThat(warm.limit().warmUpNanos()).isEqualTo(60_000_000_000L);
+    assertThat(warm.limit().coldFactor()).isEqualTo(3);
+    assertThat(LimitSpec.parse(LimitSpec.Kind.GCRA, "9:10/1s warm-up 30s from 1/5", "default").limit().coldFactor())
+        .isEqualTo(5);
+    List<LimitSpec> one = List.of(warm);
+    int granted = 0;
+    while (done(app.limiter(LimiterAction.TRY, "warm", one, 1)).decision().allowed()) {
+      granted++;
+    }
+    assertThat(granted).isEqualTo(4); // cold: 1 + 9/3 of a burst of 10
+    assertThatThrownBy(() -> LimitSpec.parse(LimitSpec.Kind.FIXED_WINDOW, "10/1s warm-up 1m", "default"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no rate to warm up");
+    assertThatThrownBy(() -> LimitSpec.parse(LimitSpec.Kind.TOKEN_BUCKET, "10/1s warm-up 1m from 1/1", "default"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("cold factor");
+  }
+
+  @Test
   void namedLimitsWithoutRulesAreNotFound() {
     assertThatThrownBy(() -> app.rules()).isInstanceOf(RequestException.class)
         .hasMessageContaining("--rules");
