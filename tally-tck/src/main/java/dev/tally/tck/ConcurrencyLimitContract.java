@@ -50,7 +50,7 @@ public abstract class ConcurrencyLimitContract extends TallyFixture {
   /** Acquire/release rounds per thread in the contention case. */
   protected int roundsPerThread() {
     StoreConfiguration c = configuration();
-    return c == null ? 200 : Math.max(20, c.operationsPerThread() / 40);
+    return c == null ? 200 : Math.max(10, c.operationsPerThread() / 40);
   }
 
   @Test
