@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,14 +49,37 @@ class ConcurrencyMultiProcessTest {
     List<Process> children = new ArrayList<>();
     try {
       for (int i = 0; i < CHILDREN; i++) {
-        children.add(start(data, go, stop, dir.resolve("log-" + i), i));
+        // the process to be killed holds its leases for up to 300 ms, so it dies holding some
+        children.add(start(data, go, stop, dir.resolve("log-" + i), i == 0 ? 300 : 2));
       }
       for (Process p : children) {
         awaitLine(p, "READY");
       }
-      Files.createFile(go);
-      Thread.sleep(1_500); // real work in the children: they run on the wall clock
       Process victim = children.get(0);
+      AtomicLong lastHeld = new AtomicLong();
+      Thread watcher = new Thread(() -> {
+        try (BufferedReader r = new BufferedReader(
+            new InputStreamReader(victim.getInputStream(), StandardCharsets.UTF_8))) {
+          for (String l; (l = r.readLine()) != null; ) {
+            if (l.startsWith("HELD ")) {
+              lastHeld.set(Long.parseLong(l.substring(l.lastIndexOf(' ') + 1))); // granted at, wall clock
+            }
+          }
+        } catch (IOException e) {
+          // killed
+        }
+      });
+      watcher.setDaemon(true);
+      watcher.start();
+      Files.createFile(go);
+      Thread.sleep(1_000); // real work in the children: they run on the wall clock
+      long mark = System.nanoTime();
+      // Kill it within 100 ms of a grant it holds for 150-300 ms: it dies holding that lease.
+      while (TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - lastHeld.get() > 100_000_000L) {
+        assertThat(System.nanoTime() - mark).as("the victim got a lease").isLessThan(TimeUnit.SECONDS.toNanos(20));
+        Thread.onSpinWait();
+      }
+      long killing = System.currentTimeMillis();
       victim.destroyForcibly(); // SIGKILL: its leases are neither released nor cleaned up
       assertThat(victim.waitFor(10, TimeUnit.SECONDS)).isTrue();
       long killedAt = System.currentTimeMillis();
@@ -68,12 +92,16 @@ class ConcurrencyMultiProcessTest {
 
       TreeMap<Long, Held> leases = new TreeMap<>();
       long deadUntil = 0;
+      int heldAtDeath = 0;
       for (int i = 0; i < CHILDREN; i++) {
         Map<Long, Held> mine = read(dir.resolve("log-" + i));
         for (Held h : mine.values()) {
           assertThat(leases.put(h.token(), h)).as("token %d granted twice", h.token()).isNull();
           if (i == 0) {
             deadUntil = Math.max(deadUntil, h.until());
+            if (h.until() >= TimeUnit.MILLISECONDS.toNanos(killing)) {
+              heldAtDeath++;
+            }
           }
         }
       }
@@ -101,10 +129,14 @@ class ConcurrencyMultiProcessTest {
       }
       assertThat(most).isEqualTo(MAX);
       System.out.printf("ConcurrencyMultiProcessTest: %d leases, at most %d permits held at once (max %d),"
-          + " the killed process's last lease expired %d ms after its death%n", leases.size(), most, MAX,
-          TimeUnit.NANOSECONDS.toMillis(deadUntil) - killedAt);
+          + " the killed process died holding %d leases, the last expiring %d ms after its death%n", leases.size(), most,
+          MAX, heldAtDeath, TimeUnit.NANOSECONDS.toMillis(deadUntil) - killing);
       // The dead process's leases expired within their ttl of its death, and the survivors were
       // granted permits after that.
+      List<String> tail = Files.readAllLines(dir.resolve("log-0"));
+      assertThat(heldAtDeath).as("leases the killed process held when it died (killed at %d ms, last grant seen at %d ns;"
+          + " its log ends %s)", killing, lastHeld.get(),
+          tail.subList(Math.max(0, tail.size() - 4), tail.size())).isPositive();
       assertThat(deadUntil).isLessThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(killedAt + TTL_MILLIS));
       long deadline = deadUntil;
       assertThat(leases.values().stream().filter(h -> h.from() > deadline).count()).isPositive();
@@ -140,13 +172,13 @@ class ConcurrencyMultiProcessTest {
     return out;
   }
 
-  private static Process start(Path data, Path go, Path stop, Path log, int i) throws IOException {
+  private static Process start(Path data, Path go, Path stop, Path log, long holdMillis) throws IOException {
     List<String> cmd = List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-cp", System.getProperty("java.class.path"),
         "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m", "-Xshare:auto",
         LeaseWorker.class.getName(), data.toString(), go.toString(), stop.toString(), log.toString(), "jobs",
-        Long.toString(MAX), Long.toString(TTL_MILLIS), Integer.toString(THREADS));
+        Long.toString(MAX), Long.toString(TTL_MILLIS), Integer.toString(THREADS), Long.toString(holdMillis));
     return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
   }
 

@@ -22,15 +22,16 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * A child process of {@link ConcurrencyMultiProcessTest}: opens {@code file:DIR}, waits for the GO
  * file, then on THREADS threads acquires leases of {@code NAME} (MAX permits, TTL ms), holds each
- * 0-2 ms and releases it, until the STOP file exists. Every grant and release is appended to LOG at
- * once, one unbuffered write a line, with the store's instants:
+ * HOLD_MS/2 to HOLD_MS ms and releases it (a holder of 100 ms or more prints HELD token grantedAt on
+ * stdout at each grant), until the STOP file exists. Every grant and release is appended to LOG at
+ * once, one unbuffered write a line, with the store's instants (each lease is held up to HOLD_MS):
  *
  * <pre>
  * G token weight grantedAt expiresAt     (grantedAt = expiresAt - ttl: the instant the store decided)
  * R token releasedAt                     (the instant the store decided the release at)
  * </pre>
  *
- * Usage: {@code LeaseWorker DIR GO STOP LOG NAME MAX TTL_MS THREADS}.
+ * Usage: {@code LeaseWorker DIR GO STOP LOG NAME MAX TTL_MS THREADS HOLD_MS}.
  */
 public final class LeaseWorker {
   private LeaseWorker() {}
@@ -44,6 +45,7 @@ public final class LeaseWorker {
     long max = Long.parseLong(args[5]);
     Duration ttl = Duration.ofMillis(Long.parseLong(args[6]));
     int threads = Integer.parseInt(args[7]);
+    long holdNanos = Duration.ofMillis(Long.parseLong(args[8])).toNanos();
     try (Tally tally = Tally.open("file:" + dir);
         Store store = new LocalStore(LocalOptions.parse("file:" + dir), TimeSource.system());
         FileOutputStream out = new FileOutputStream(log.toFile(), true)) {
@@ -66,7 +68,11 @@ public final class LeaseWorker {
               Lease l = got.get();
               long expires = l.expiresAt().getEpochSecond() * 1_000_000_000L + l.expiresAt().getNano();
               write(out, "G " + l.fencingToken() + " " + weight + " " + (expires - ttl.toNanos()) + " " + expires);
-              LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(2_000_000));
+              if (holdNanos >= 100_000_000L) { // a long holder tells its parent when it holds one, to be killed then
+                System.out.println("HELD " + l.fencingToken() + " " + (expires - ttl.toNanos()));
+                System.out.flush();
+              }
+              LockSupport.parkNanos(holdNanos / 2 + ThreadLocalRandom.current().nextLong(holdNanos / 2 + 1));
               // Released through the store to learn the instant it decided at; the API's
               // release is the same call.
               String id = l.id();
