@@ -108,6 +108,25 @@ public abstract class Tally implements AutoCloseable {
   public abstract RateLimiter limiter(String name, Limit... limits);
 
   /**
+   * A concurrency limit named {@code name} (the key of its state): at most {@code maxPermits}
+   * permits held at once by leases that expire.
+   *
+   * <pre>{@code
+   * ConcurrencyLimit gpus = tally.concurrency("gpu-pool:a", 3);
+   * try (Lease lease = gpus.acquire(Duration.ofMinutes(10), Duration.ofSeconds(30)).orElseThrow()) {
+   *   runJob(lease.fencingToken());
+   * }
+   * }</pre>
+   *
+   * <p>This implementation, for test doubles, throws {@link UnsupportedOperationException}.
+   *
+   * @throws IllegalArgumentException if {@code maxPermits} is not positive or the name is not a valid key
+   */
+  public ConcurrencyLimit concurrency(String name, long maxPermits) {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " has no concurrency limits");
+  }
+
+  /**
    * Finds or creates the leaky bucket {@code name}: {@code capacity} deep, draining fully in
    * {@code rate}. If the store holds the bucket already, its stored capacity, rate and level
    * apply.

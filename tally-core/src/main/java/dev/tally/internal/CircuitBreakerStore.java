@@ -3,6 +3,8 @@ package dev.tally.internal;
 import dev.tally.Decision;
 import dev.tally.StoreUnavailableException;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterShortcut;
@@ -196,6 +198,20 @@ final class CircuitBreakerStore implements Store {
     Decision result;
     try {
       result = store.limit(call, operation, permits);
+    } catch (RuntimeException | Error e) {
+      circuit.ended(admitted, e);
+      throw e;
+    }
+    circuit.answered(admitted);
+    return result;
+  }
+
+  @Override
+  public ConcurrencyResult concurrency(ConcurrencyCall call) {
+    Circuit.State admitted = circuit.admit();
+    ConcurrencyResult result;
+    try {
+      result = store.concurrency(call);
     } catch (RuntimeException | Error e) {
       circuit.ended(admitted, e);
       throw e;

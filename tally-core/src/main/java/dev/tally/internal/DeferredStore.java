@@ -3,6 +3,8 @@ package dev.tally.internal;
 import dev.tally.Decision;
 import dev.tally.StoreUnavailableException;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterShortcut;
@@ -161,6 +163,11 @@ final class DeferredStore implements Store {
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     return store().limit(call, operation, permits);
+  }
+
+  @Override
+  public ConcurrencyResult concurrency(ConcurrencyCall call) {
+    return store().concurrency(call);
   }
 
   @Override

@@ -5,6 +5,10 @@ import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
 import dev.tally.TimeSource;
 import dev.tally.WrongKindException;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyMachine;
+import dev.tally.spi.ConcurrencyRecord;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.LimiterShortcut;
 import dev.tally.spi.Mutation;
 import dev.tally.spi.OperationId;
@@ -91,6 +95,7 @@ final class MemoryStore implements Store {
   private Iterator<Map.Entry<String, MemoryCell>> sweepCursor; // guarded by sweeping
 
   private final MemoryLimiters limiters;
+  private final ConcurrentHashMap<String, ConcurrencyRecord> concurrencyStates = new ConcurrentHashMap<>();
 
   MemoryStore(TimeSource time, long operationRetentionNanos) {
     this.time = time;
@@ -106,6 +111,23 @@ final class MemoryStore implements Store {
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     return limiters.execute(call, operation, permits);
+  }
+
+  /**
+   * Concurrency limits live in a map of their own, each step under the map's lock of its key
+   * ({@link ConcurrentHashMap#compute}): the machine is short and allocation-light, and a name's
+   * leases change far less often than a counter. Their names are apart from counters' and rate
+   * limiters' on this store; records stay for good (the fencing counter must).
+   */
+  @Override
+  public ConcurrencyResult concurrency(ConcurrencyCall call) {
+    ConcurrencyResult[] result = new ConcurrencyResult[1];
+    concurrencyStates.compute(call.key(), (k, stored) -> {
+      ConcurrencyMachine.Outcome out = ConcurrencyMachine.apply(stored, time.nanos(), call);
+      result[0] = out.result();
+      return out.changed() ? out.next() : stored;
+    });
+    return result[0];
   }
 
   /** The limiter state, for tests of its sweeping. */

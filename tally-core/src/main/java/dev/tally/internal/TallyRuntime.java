@@ -1,6 +1,7 @@
 package dev.tally.internal;
 
 import dev.tally.CircuitBreaker;
+import dev.tally.ConcurrencyLimit;
 import dev.tally.Counters;
 import dev.tally.FailurePolicy;
 import dev.tally.LeakyBucket;
@@ -50,6 +51,7 @@ public final class TallyRuntime extends Tally {
   private final TimeSource timeSource;
   private final LazyExecutor executor;
   private final Counters rootCounters;
+  private final ConcurrencyWaiters concurrencyWaiters = new ConcurrencyWaiters();
 
   private TallyRuntime(Tally.Builder b, Store opened, LazyExecutor executor) {
     this.uri = b.uri();
@@ -150,6 +152,12 @@ public final class TallyRuntime extends Tally {
   @Override
   public RateLimiter limiter(String name, Limit... limits) {
     return newLimiter(name, limits);
+  }
+
+  @Override
+  public ConcurrencyLimit concurrency(String name, long maxPermits) {
+    String key = Checks.key("", name);
+    return new DefaultConcurrencyLimit(name, key, maxPermits, store, concurrencyWaiters);
   }
 
   /**

@@ -91,6 +91,18 @@ public interface Store extends AutoCloseable {
   }
 
   /**
+   * Runs one step of a concurrency limit atomically on the call's key: read the
+   * {@link ConcurrencyRecord} there, {@link ConcurrencyMachine#apply}, write the next record when
+   * it changed, as one step with respect to every other caller of the key. Uses the store's clock,
+   * or the {@link StoreContext#timeSource()} when {@link StoreContext#timeSourceOverridden()}.
+   *
+   * @throws UnsupportedOperationException if the store has no concurrency limits
+   */
+  default ConcurrencyResult concurrency(ConcurrencyCall call) {
+    throw new UnsupportedOperationException(getClass().getSimpleName() + " has no concurrency limits");
+  }
+
+  /**
    * A fast path for {@code call}'s acquires, or {@code null} (the default) to go through
    * {@link #limit} every time. Asked once per limiter handle.
    */

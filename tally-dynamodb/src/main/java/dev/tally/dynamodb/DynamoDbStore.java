@@ -4,6 +4,8 @@ import dev.tally.Decision;
 import dev.tally.StoreTimeoutException;
 import dev.tally.StoreUnavailableException;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Mutation;
@@ -282,6 +284,23 @@ final class DynamoDbStore implements Store {
     deadline.lock(entry.lock, "limiter", call.key());
     try {
       return limiters.run(new LimiterExchange(table, call, operation, permits, entry, once), deadline);
+    } finally {
+      entry.lock.unlock();
+    }
+  }
+
+  /**
+   * One step of a concurrency limit: {@link ConcurrencyExchange}, a conditional write on the
+   * limit's item, after this process's other threads on the key (their turn, as for limiters).
+   */
+  @Override
+  public ConcurrencyResult concurrency(ConcurrencyCall call) {
+    checkOpen();
+    Deadline deadline = Deadline.start(options);
+    LimiterCache.Entry entry = cache.entry(call.key());
+    deadline.lock(entry.lock, "concurrency limit", call.key());
+    try {
+      return limiters.run(new ConcurrencyExchange(table, call), deadline);
     } finally {
       entry.lock.unlock();
     }

@@ -10,6 +10,8 @@ import dev.tally.StoreUnavailableException;
 import dev.tally.TimeSource;
 import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterArguments;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterRecord;
@@ -95,6 +97,7 @@ final class PostgresStore implements Store {
   private final Sql readId;
   private final Sql recordId;
   private final long retentionNanos;
+  private final PostgresConcurrency concurrency;
 
   private PostgresStore(PostgresSettings settings, Pool pool, StoreContext context) {
     this.settings = settings;
@@ -134,6 +137,7 @@ final class PostgresStore implements Store {
     this.readId = Sql.of(Statements.READ_ID, t, serverClock);
     this.recordId = Sql.of(Statements.RECORD_ID, t, serverClock);
     this.retentionNanos = context.operationRetentionNanos();
+    this.concurrency = new PostgresConcurrency(t, serverClock, clock);
     if (settings.sweep.isZero()) {
       this.sweeper = null;
     } else {
@@ -677,6 +681,12 @@ final class PostgresStore implements Store {
           c -> limit(c, plainLimit, call, operation, permits, clientNow, around, true));
     }
     throw limiterFailure(call.key(), p.refusal, null);
+  }
+
+  /** One step of a concurrency limit, in one database transaction: see {@link PostgresConcurrency}. */
+  @Override
+  public ConcurrencyResult concurrency(ConcurrencyCall call) {
+    return run("concurrency limit '" + call.key() + "'", c -> concurrency.step(c, call));
   }
 
   private static final String CLOCK_SKEW = "TALLY_CLOCK_SKEW ";

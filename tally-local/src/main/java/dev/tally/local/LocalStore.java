@@ -16,6 +16,8 @@ import dev.tally.Decision;
 import dev.tally.KeyNotFoundException;
 import dev.tally.StoreException;
 import dev.tally.TimeSource;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
@@ -72,6 +74,7 @@ final class LocalStore implements Store {
   private final ConcurrentHashMap<String, Table.Ref> refs = new ConcurrentHashMap<>();
   private final Maintenance maintenance;
   private final OperationIds operationIds;
+  private final LocalConcurrency concurrency;
   private volatile boolean closed;
 
   LocalStore(LocalOptions options, TimeSource time) {
@@ -86,6 +89,7 @@ final class LocalStore implements Store {
     this.map = file.map;
     this.table = file.table;
     this.operationIds = new OperationIds(this, table, retentionNanos);
+    this.concurrency = new LocalConcurrency(this, table, time, file.path());
     this.maintenance = new Maintenance(this, file, time, options.sync());
     maintenance.start();
   }
@@ -682,6 +686,13 @@ final class LocalStore implements Store {
       }
       return out.decision();
     }
+  }
+
+  /** One step of a concurrency limit, in one file transaction: see {@link LocalConcurrency}. */
+  @Override
+  public ConcurrencyResult concurrency(ConcurrencyCall call) {
+    checkOpen();
+    return concurrency.step(call);
   }
 
   // ---------------------------------------------------------------- operation ids

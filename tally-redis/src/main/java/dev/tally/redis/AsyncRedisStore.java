@@ -5,6 +5,9 @@ import dev.tally.Decision;
 import dev.tally.NotAnIntegerException;
 import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyOperation;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.CounterMath;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
@@ -363,6 +366,18 @@ final class AsyncRedisStore implements AsyncStore {
         denyCache.invalidate(key); // again, in case a denial was cached while this was in flight
       }
     });
+  }
+
+  /**
+   * One step of a concurrency limit: {@code concurrency.lua} on the limit's hash, in one round
+   * trip, at the server's {@code TIME} unless the user supplied a clock. Not part of
+   * {@link AsyncStore}: {@link RedisStore#concurrency} waits for it.
+   */
+  CompletableFuture<ConcurrencyResult> concurrency(ConcurrencyCall call) {
+    String[] keys = {call.key()};
+    String[] args = ConcurrencyScript.args(call, clockOverridden ? clock.nanos() : 0, clockOverridden);
+    return script(ConcurrencyScript.SCRIPT, call.operation() != ConcurrencyOperation.PEEK, keys, args)
+        .thenApply(ConcurrencyScript::result);
   }
 
   /**

@@ -4,6 +4,8 @@ import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.Decision;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.ConcurrencyCall;
+import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Mutation;
@@ -128,6 +130,12 @@ final class RedisStore implements Store {
   @Override
   public Decision limit(LimiterCall call, LimiterOperation operation, long permits) {
     return await(async.limit(call, operation, permits, true));
+  }
+
+  /** One step of a concurrency limit: {@code concurrency.lua}, see {@link AsyncRedisStore#concurrency}. */
+  @Override
+  public ConcurrencyResult concurrency(ConcurrencyCall call) {
+    return await(async.concurrency(call));
   }
 
   @Override

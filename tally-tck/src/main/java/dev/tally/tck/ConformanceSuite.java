@@ -90,6 +90,14 @@ public abstract class ConformanceSuite {
   }
 
   @Nested
+  public class ConcurrencyLimits extends ConcurrencyLimitContract {
+    @Override
+    protected StoreConfiguration configuration() {
+      return configuration;
+    }
+  }
+
+  @Nested
   public class OperationIds extends OperationIdContract {
     @Override
     protected StoreConfiguration configuration() {
