@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -46,6 +47,8 @@ import java.util.function.LongSupplier;
  */
 final class LeasedLimiter implements LeasedRateLimiter {
   private static final Block[] EMPTY = new Block[0];
+  /** No instant yet, for {@link #dryUntil} and {@link #failedAt}. */
+  private static final long NEVER = Long.MIN_VALUE;
   /** Tries of peek-then-acquire before a refill gives up for now (another process raced each time). */
   private static final int MAX_TRIES = 3;
   /** A block is at most this fraction of the smallest limit, so stock parked in one process stays small. */
@@ -76,8 +79,8 @@ final class LeasedLimiter implements LeasedRateLimiter {
   private volatile long block = 1;
   private volatile Decision lastWord;
   private volatile long lastWordAt;
-  private volatile long dryUntil = Long.MIN_VALUE; // the store had nothing left for us until then
-  private volatile long failedAt = Long.MIN_VALUE;
+  private volatile long dryUntil = NEVER; // the store had nothing left for us until then
+  private volatile long failedAt = NEVER; // the last refill the store failed
   private volatile boolean plainOnly; // the stored limits are not this handle's: decide plainly
   private volatile boolean closed;
   private long takenAtRefill;
@@ -117,7 +120,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
     this.tick = TICKS.scheduleAtFixedRate(() -> {
       LeasedLimiter l = self.get();
       if (l == null) {
-        throw new CancellationException(); // ends the schedule of a lease nobody holds
+        throw new Collected(); // ends the schedule of a lease nobody holds
       }
       l.maintain();
     }, period, period, TimeUnit.NANOSECONDS);
@@ -125,10 +128,10 @@ final class LeasedLimiter implements LeasedRateLimiter {
   }
 
   /** Stops a schedule without logging: thrown by a tick whose lease was collected. */
-  private static final class CancellationException extends RuntimeException {
+  private static final class Collected extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    CancellationException() {
+    Collected() {
       super(null, null, false, false);
     }
   }
@@ -202,7 +205,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
   /** Starts a refill in the background when the stock runs low, so callers rarely wait. */
   private void aheadOfNeed(long leftInBlock, long now) {
     if (leftInBlock >= Math.max(1, block / 2) || refill.get() != null
-        || now - failedAt < Math.max(1, leaseNanos / 8)) {
+        || (failedAt != NEVER && now - failedAt < Math.max(1, leaseNanos / 8))) {
       return;
     }
     if (stock(now) < Math.max(1, block / 2)) {
@@ -230,8 +233,8 @@ final class LeasedLimiter implements LeasedRateLimiter {
     for (int round = 0; round < 2; round++) {
       long now = clock.nanos();
       retireExpired(now);
-      if (now - dryUntil < 0) {
-        return denied(now);
+      if (dryUntil != NEVER && now - dryUntil < 0) {
+        return denied(permits, now);
       }
       CompletableFuture<Void> f;
       for (;;) {
@@ -266,7 +269,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
         return plain.decide(permits);
       }
     }
-    return denied(clock.nanos());
+    return denied(permits, clock.nanos());
   }
 
   // ------------------------------------------------------------------ refills
@@ -312,7 +315,8 @@ final class LeasedLimiter implements LeasedRateLimiter {
       block = Math.max(1, block / 2);
       return;
     }
-    dryUntil = Long.MIN_VALUE;
+    dryUntil = NEVER;
+    failedAt = NEVER;
     long end = g.askedAt + leaseNanos;
     long refundBefore = Long.MAX_VALUE;
     long window = windowLeft(g.decision);
@@ -535,10 +539,10 @@ final class LeasedLimiter implements LeasedRateLimiter {
   }
 
   /** A denial from the store's last word, its waits shortened by the time since. */
-  private Decision denied(long now) {
+  private Decision denied(long permits, long now) {
     Decision w = lastWord;
     if (w == null) {
-      return plain.peek();
+      return plain.decide(permits); // no word yet to answer with: the store decides this one
     }
     long since = Math.max(0, now - lastWordAt);
     long retry = w.retryAfterNanos() == Decision.NEVER ? Decision.NEVER
@@ -738,8 +742,21 @@ final class LeasedLimiter implements LeasedRateLimiter {
       closed = true;
     }
     tick.cancel(false);
+    awaitRefill(); // a block landing after this would find the lease closed and refund itself
     returnAll(clock.nanos());
     notify(() -> listener.onLeaseClosed(plain.name(), stockGauge));
+  }
+
+  /** Waits for the refill in flight, if any, to land or fail. */
+  void awaitRefill() {
+    CompletableFuture<Void> f = refill.get();
+    if (f != null) {
+      try {
+        f.join();
+      } catch (CompletionException | CancellationException ignored) {
+        // its failure was reported where it happened
+      }
+    }
   }
 
   private static void notify(Runnable event) {
