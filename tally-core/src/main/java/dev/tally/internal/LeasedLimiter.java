@@ -67,6 +67,15 @@ final class LeasedLimiter implements LeasedRateLimiter {
   private final TallyListener listener;
   private final long maxBlock;
   private final long leaseNanos;
+  /**
+   * How long after the store's grant a block's permits are granted or refunded: the whole lease
+   * time for windows, half of it for buckets. A refund to a bucket that refilled meanwhile
+   * credits up to a refill's worth of that time more than the bucket would have had without the
+   * block (it was full and wasted some), so a bucket spends half of {@code d} on use and half on
+   * that, and grants stay within {@code capacity + rate × (T + d)}.
+   */
+  private final long useNanos;
+  private final long tickNanos;
   private final long blockCap;
   private final LongSupplier stockGauge = this::stock;
   private final ScheduledFuture<?> tick;
@@ -109,13 +118,20 @@ final class LeasedLimiter implements LeasedRateLimiter {
           + ": permits leased for longer are parked away from every other process for that long");
     }
     this.leaseNanos = leaseTime.toNanos();
+    boolean bucket = false;
+    for (Limit l : plain.limits()) {
+      bucket |= l.kind() == Limit.Kind.TOKEN_BUCKET || l.kind() == Limit.Kind.LEAKY_BUCKET
+          || l.kind() == Limit.Kind.GCRA;
+    }
+    this.useNanos = bucket ? Math.max(1, leaseNanos / 2) : leaseNanos;
     long smallest = Long.MAX_VALUE;
     for (Limit l : plain.limits()) {
       smallest = Math.min(smallest, l.limit());
     }
     this.blockCap = Math.max(1, Math.min(maxBlock, smallest / LIMIT_FRACTION));
     this.activeAt = clock.nanos();
-    long period = Math.max(TimeUnit.MILLISECONDS.toNanos(1), Math.min(leaseNanos / 4, TimeUnit.SECONDS.toNanos(1)));
+    long period = Math.max(TimeUnit.MILLISECONDS.toNanos(1), Math.min(useNanos / 4, TimeUnit.SECONDS.toNanos(1)));
+    this.tickNanos = period;
     WeakReference<LeasedLimiter> self = new WeakReference<>(this);
     this.tick = TICKS.scheduleAtFixedRate(() -> {
       LeasedLimiter l = self.get();
@@ -140,7 +156,12 @@ final class LeasedLimiter implements LeasedRateLimiter {
   private static final class Block {
     final AtomicLong left;
     final long end;
-    final long refundBefore; // Long.MAX_VALUE unless a window bounds the block
+    /**
+     * Until when unused permits may go back: a bucket's block until its end, a window's until
+     * shortly before the window ends (a refund landing in the next window would credit that
+     * one). Permits retired later are dropped, which under-admits and never over-admits.
+     */
+    final long refundBefore;
 
     Block(long permits, long end, long refundBefore) {
       this.left = new AtomicLong(permits);
@@ -232,7 +253,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
     }
     for (int round = 0; round < 2; round++) {
       long now = clock.nanos();
-      retireExpired(now);
+      retireExpired(now, 0);
       if (dryUntil != NEVER && now - dryUntil < 0) {
         return denied(permits, now);
       }
@@ -262,7 +283,9 @@ final class LeasedLimiter implements LeasedRateLimiter {
         throw e;
       }
       now = clock.nanos();
-      if (take(permits, now) >= 0) {
+      long left = take(permits, now);
+      if (left >= 0) {
+        aheadOfNeed(left, now);
         return granted(now);
       }
       if (plainOnly || closed) {
@@ -317,14 +340,14 @@ final class LeasedLimiter implements LeasedRateLimiter {
     }
     dryUntil = NEVER;
     failedAt = NEVER;
-    long end = g.askedAt + leaseNanos;
-    long refundBefore = Long.MAX_VALUE;
+    long end = g.askedAt + useNanos;
+    long refundBefore = useNanos < leaseNanos ? end : Long.MAX_VALUE;
     long window = windowLeft(g.decision);
     if (window != Long.MAX_VALUE) {
       long windowEnd = g.askedAt + window;
       end = Math.min(end, windowEnd);
       // A refund must reach the store before the window ends, or it would credit the next one.
-      refundBefore = windowEnd - Math.max(MIN_REFUND_GUARD_NANOS, 2 * (r - g.askedAt));
+      refundBefore = Math.min(refundBefore, windowEnd - Math.max(MIN_REFUND_GUARD_NANOS, 2 * (r - g.askedAt)));
     }
     addBlock(new Block(g.permits, end, refundBefore));
   }
@@ -374,7 +397,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
     } else if (elapsed <= 0) {
       target = 2 * k;
     } else {
-      double perLease = (double) sinceUsed * (leaseNanos / 2.0) / elapsed;
+      double perLease = (double) sinceUsed * (useNanos / 2.0) / elapsed;
       target = perLease >= Long.MAX_VALUE / 4.0 ? Long.MAX_VALUE / 4 : (long) Math.ceil(perLease);
     }
     long next = Math.max(1, Math.min(blockCap, Math.max(k / 2, Math.min(2 * k, target))));
@@ -417,17 +440,20 @@ final class LeasedLimiter implements LeasedRateLimiter {
     }
     live.add(b);
     blocks = live.toArray(EMPTY);
-    retireExpired(now);
+    retireExpired(now, 0);
   }
 
   // ------------------------------------------------------------------ returning stock
 
-  /** Takes every expired block out of the stock and refunds what it had left. */
-  private void retireExpired(long now) {
+  /**
+   * Takes every block that ends within {@code horizon} of {@code now} out of the stock, and
+   * refunds what it had left while that is still safe (see {@link Block#refundBefore}).
+   */
+  private void retireExpired(long now, long horizon) {
     Block[] bs = blocks;
     boolean any = false;
     for (Block b : bs) {
-      if (now - b.end >= 0) {
+      if (now + horizon - b.end >= 0) {
         any = true;
         break;
       }
@@ -439,7 +465,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
     synchronized (this) {
       List<Block> live = new ArrayList<>(blocks.length);
       for (Block b : blocks) {
-        if (now - b.end >= 0) {
+        if (now + horizon - b.end >= 0) {
           long n = b.left.getAndSet(0);
           if (n > 0) {
             expired += n;
@@ -494,13 +520,13 @@ final class LeasedLimiter implements LeasedRateLimiter {
    */
   void maintain() {
     long now = clock.nanos();
-    retireExpired(now);
+    retireExpired(now, tickNanos); // a block ending before the next tick goes back while it may
     synchronized (this) {
       long t = taken.sum();
       if (t != takenAtTick) {
         takenAtTick = t;
         activeAt = now;
-      } else if (now - activeAt >= leaseNanos / 2 && blocks.length > 0) {
+      } else if (now - activeAt >= useNanos / 2 && blocks.length > 0) {
         returnAll(now);
         block = Math.max(1, block / 2);
       }

@@ -84,10 +84,10 @@ class LeasedLimiterTest {
     LeasedLimiter lease = (LeasedLimiter) plain.leased(64, LEASE);
     long granted = warm(lease, 16);
 
-    now.addAndGet(LEASE.toNanos());
+    now.addAndGet(LEASE.toNanos() / 2 - 500_000_000L); // a bucket's block is used or returned within d/2
+    lease.maintain(); // the tick returns the blocks that end before the next
     assertThat(lease.stock()).isZero();
-    lease.maintain(); // the tick retires the expired blocks
-    assertThat(plain.available()).as("the expired stock was refunded").isEqualTo(1_000 - granted);
+    assertThat(plain.available()).as("the stock about to end was refunded").isEqualTo(1_000 - granted);
     assertThat(registry.get("tally.lease.permits").tag("event", "expired").tag("refunded", "true")
         .counter().count()).isPositive();
 
@@ -111,8 +111,8 @@ class LeasedLimiterTest {
     assertThat(registry.get("tally.lease.stock").gauge().value()).isEqualTo((double) lease.stock());
 
     lease.maintain();
-    now.addAndGet(LEASE.toNanos() / 2);
-    lease.maintain(); // nothing taken for half a lease time: the stock goes back
+    now.addAndGet(LEASE.toNanos() / 4);
+    lease.maintain(); // nothing taken for a quarter of the lease time: the stock goes back
     assertThat(lease.stock()).isZero();
     assertThat(plain.available()).isEqualTo(1_000 - granted);
     assertThat(registry.get("tally.lease.permits").tag("event", "returned").tag("refunded", "true")

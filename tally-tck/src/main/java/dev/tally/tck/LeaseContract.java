@@ -200,6 +200,73 @@ public abstract class LeaseContract extends TallyFixture {
     }
   }
 
+  /**
+   * Waits for a lease's background refill to give it some stock: the refill runs on its own
+   * thread, which the manual clock does not drive.
+   */
+  private static void awaitStock(LeasedRateLimiter lease) {
+    long deadline = System.nanoTime() + 10 * SECOND;
+    while (lease.stock() == 0) {
+      assertThat(System.nanoTime() - deadline).as("a refill landed in %s", lease).isNegative();
+      Thread.yield();
+    }
+  }
+
+  /** Grants from {@code lease} until it denies {@code row} times in a row; how many it granted. */
+  private static int drain(LeasedRateLimiter lease, int row) {
+    int granted = 0;
+    for (int denied = 0, i = 0; denied < row && i < 1_000; i++) {
+      if (lease.tryAcquire()) {
+        granted++;
+        denied = 0;
+      } else {
+        denied++;
+      }
+    }
+    return granted;
+  }
+
+  @Test
+  public void stockIsNotGrantedPastItsLeaseTime() {
+    assumeKitClock();
+    String name = name();
+    Limit limit = Limit.tokenBucket(40, Duration.ofSeconds(40)); // one unit a second
+    Duration leaseTime = Duration.ofMillis(500); // less than a unit's refill: no slack at all
+    LeasedRateLimiter a = lease(name, limit, 8, leaseTime);
+    LeasedRateLimiter b = lease(name, limit, 8, leaseTime);
+    assertThat(a.tryAcquire()).isTrue();
+    awaitStock(a);
+
+    clock.advanceNanos(41 * SECOND); // the bucket is full again; a's stock is long past its lease
+    assertThat(a.stock()).isZero();
+    int granted = drain(b, 3) + drain(a, 3);
+    assertThat(granted).as("grants at one instant of a full bucket: capacity + rate × lease time")
+        .isLessThanOrEqualTo(40);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("windows")
+  public void stockNeverOutlivesTheWindowItWasGrantedIn(String kind, Limit limit) {
+    assumeKitClock();
+    String name = name();
+    LeasedRateLimiter a = lease(name, limit, 8, Duration.ofMinutes(10));
+    LeasedRateLimiter b = lease(name, limit, 8, Duration.ofMinutes(10));
+    assertThat(a.tryAcquire()).isTrue();
+    awaitStock(a);
+    long stale = a.stock();
+    int previous = 1 + drain(b, 3);
+    assertThat(previous + stale).as("the first window's grants and a's stock").isEqualTo(30);
+
+    clock.advanceNanos(119 * SECOND); // 59 s into the next window
+    assertThat(a.stock()).isZero();
+    int granted = drain(b, 3) + drain(a, 3);
+    long allowed = 30;
+    if (limit.kind() == Limit.Kind.SLIDING_WINDOW) {
+      allowed -= (previous * SECOND + 60 * SECOND - 1) / (60 * SECOND); // ceil(previous × 1 s / 60 s)
+    }
+    assertThat(granted).as("grants in the next window").isLessThanOrEqualTo((int) allowed);
+  }
+
   /** The window algorithms, each with a limit of 30 per minute. */
   public static Stream<Arguments> windows() {
     return Stream.of(
