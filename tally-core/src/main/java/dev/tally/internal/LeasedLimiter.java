@@ -233,7 +233,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
       CompletableFuture<Void> f = new CompletableFuture<>();
       if (refill.compareAndSet(null, f)) {
         try {
-          REFILLS.execute(() -> runRefill(f));
+          REFILLS.execute(() -> runRefill(f, 1));
         } catch (RuntimeException rejected) {
           refill.compareAndSet(f, null);
           f.complete(null);
@@ -265,7 +265,7 @@ final class LeasedLimiter implements LeasedRateLimiter {
         }
         CompletableFuture<Void> mine = new CompletableFuture<>();
         if (refill.compareAndSet(null, mine)) {
-          runRefill(mine); // on this thread: it would wait for it anyway
+          runRefill(mine, permits); // on this thread: it would wait for it anyway
           f = mine;
           break;
         }
@@ -297,10 +297,13 @@ final class LeasedLimiter implements LeasedRateLimiter {
 
   // ------------------------------------------------------------------ refills
 
-  /** Runs one refill and completes {@code f}; clears the in-flight slot before completing. */
-  private void runRefill(CompletableFuture<Void> f) {
+  /**
+   * Runs one refill of at least {@code atLeast} permits (a caller's request is granted from one
+   * block) and completes {@code f}; clears the in-flight slot before completing.
+   */
+  private void runRefill(CompletableFuture<Void> f, long atLeast) {
     try {
-      refillOnce();
+      refillOnce(atLeast);
       refill.compareAndSet(f, null);
       f.complete(null);
     } catch (StoreException e) {
@@ -316,9 +319,9 @@ final class LeasedLimiter implements LeasedRateLimiter {
   }
 
   /** Leases one block, sized to the demand seen since the last refill. */
-  private void refillOnce() {
+  private void refillOnce(long atLeast) {
     long now = clock.nanos();
-    long want = nextBlockSize(now);
+    long want = Math.max(atLeast, nextBlockSize(now));
     Grant g = grantUpTo(want);
     if (g.decision.mismatch() == Decision.Mismatch.ADOPTED || g.decision.mismatch() == Decision.Mismatch.CONFLICT) {
       // Other limits are stored for this key: their windows are not this handle's to reason about.

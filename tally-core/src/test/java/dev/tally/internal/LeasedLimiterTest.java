@@ -158,6 +158,17 @@ class LeasedLimiterTest {
   }
 
   @Test
+  void aWeightedRequestIsGrantedFromOneBlockOrByTheStore() {
+    RateLimiter plain = tally.limiter("weighted", Limit.tokenBucket(1_000, Duration.ofDays(3_650)));
+    LeasedLimiter lease = (LeasedLimiter) plain.leased(64, LEASE);
+    assertThat(lease.tryAcquire(5)).as("a first block large enough for the request").isTrue();
+    assertThat(lease.tryAcquire(500)).as("more than a block: the store decides it").isTrue();
+    lease.awaitRefill();
+    lease.close();
+    assertThat(plain.available()).isEqualTo(1_000 - 505);
+  }
+
+  @Test
   void badSettingsAreRefusedClearly() {
     RateLimiter plain = tally.limiter("bad", Limit.tokenBucket(10, Duration.ofSeconds(1)));
     assertThatThrownBy(() -> plain.leased(0, LEASE)).isInstanceOf(IllegalArgumentException.class)
