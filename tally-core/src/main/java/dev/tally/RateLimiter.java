@@ -131,4 +131,29 @@ public interface RateLimiter {
 
   /** The asynchronous form of this limiter. */
   AsyncRateLimiter async();
+
+  /**
+   * This limiter in leased mode: the handle keeps a local stock of permits the store granted to
+   * this process in blocks of up to {@code maxBlock}, and grants from it without a round trip
+   * (lock-free), refilling ahead of need in the background. It never grants a permit the store
+   * did not grant: each is granted within {@code leaseTime} of the store granting its block (and,
+   * for window and quota limits, before that window ends), and unused permits are refunded at
+   * that time, when demand falls and on {@link LeasedRateLimiter#close()}. What that guarantees
+   * for each algorithm, and what stock parked in other processes costs them, is in
+   * docs/limiters.md ("Leased permits").
+   *
+   * <pre>{@code
+   * LeasedRateLimiter api = tally.limiter("api", Limit.tokenBucket(10_000, Duration.ofSeconds(1)))
+   *     .leased(100, Duration.ofMillis(200));
+   * if (!api.tryAcquire()) { ... }
+   * api.close(); // gives the stock back
+   * }</pre>
+   *
+   * <p>The block size follows the observed demand, from 1 up to {@code maxBlock} and to an eighth
+   * of the smallest limit. Each call opens a new lease with its own stock.
+   *
+   * @throws IllegalArgumentException if {@code maxBlock} is below 1 or {@code leaseTime} is not
+   *     positive
+   */
+  LeasedRateLimiter leased(long maxBlock, Duration leaseTime);
 }

@@ -2,6 +2,7 @@ package dev.tally;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.function.LongSupplier;
 
 /**
  * Receives the events an operator needs to see: answers given on behalf of a failed store,
@@ -79,4 +80,37 @@ public interface TallyListener {
    */
   default void onLimitsMismatch(String key, Decision.Mismatch mismatch, List<Limit> limits, long version,
       long storedVersion) {}
+
+  /**
+   * A {@linkplain RateLimiter#leased leased} limiter opened: {@code stock} reads the permits it
+   * holds (cheap, thread-safe), until {@link #onLeaseClosed} with the same supplier.
+   *
+   * @param key the limiter's full key
+   */
+  default void onLeaseOpened(String key, LongSupplier stock) {}
+
+  /** The leased limiter whose {@link #onLeaseOpened} gave {@code stock} closed. */
+  default void onLeaseClosed(String key, LongSupplier stock) {}
+
+  /**
+   * A leased limiter asked the store for a block: {@code granted} of the {@code requested}
+   * permits were leased (0 when the store had none left).
+   */
+  default void onLeaseRefill(String key, long requested, long granted) {}
+
+  /** A leased limiter could not refill its stock: the store failed. */
+  default void onLeaseRefillFailed(String key, StoreException cause) {}
+
+  /**
+   * A leased limiter gave back {@code permits} unused permits because demand fell or it closed;
+   * {@code refunded} is false when they could not be refunded (the store failed, or a window
+   * was about to end) and were dropped instead, which under-admits and never over-admits.
+   */
+  default void onLeaseReturned(String key, long permits, boolean refunded) {}
+
+  /**
+   * {@code permits} leased permits reached the end of their lease time (or of the window they
+   * were granted in) unused; {@code refunded} as for {@link #onLeaseReturned}.
+   */
+  default void onLeaseExpired(String key, long permits, boolean refunded) {}
 }

@@ -8,9 +8,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -54,6 +56,19 @@ import java.util.function.Supplier;
  *       caller's ({@link TallyListener#onLimitsMismatch}); tag {@code outcome}: {@code upgraded}
  *       (the caller's newer limits replaced them), {@code adopted} (the stored newer ones
  *       applied), {@code conflict} (same version, the stored ones applied)</td></tr>
+ *   <tr><td>{@code tally.lease.stock} ({@code tally_lease_stock})</td>
+ *       <td>gauge: permits held now by this store's {@linkplain RateLimiter#leased leased}
+ *       limiters, leased from the store and not yet granted</td></tr>
+ *   <tr><td>{@code tally.lease.refills} ({@code tally_lease_refills_total})</td>
+ *       <td>counter of leased limiters' store decisions for a block; tag {@code outcome}:
+ *       {@code full} (every permit asked for), {@code partial}, {@code empty} (the store had
+ *       none left), {@code failed} (the store failed)</td></tr>
+ *   <tr><td>{@code tally.lease.permits} ({@code tally_lease_permits_total})</td>
+ *       <td>counter of permits by what happened to them; tag {@code event}: {@code leased}
+ *       (granted by the store into a stock), {@code returned} (given back unused because demand
+ *       fell or the limiter closed), {@code expired} (their lease time, or their window, ran
+ *       out unused), and tag {@code refunded}: {@code true}, or {@code false} when they were
+ *       dropped instead (the store failed, or a window was about to end)</td></tr>
  * </table>
  *
  * <p>Micrometer is an <em>optional</em> dependency of tally-core: the library runs without it,
@@ -71,10 +86,17 @@ public final class TallyMetrics implements TallyListener {
   private final AtomicInteger circuitOpen = new AtomicInteger();
   private final Counter circuitOpened;
   private final Counter circuitRejected;
+  /** The stocks of the open leased limiters, summed by the gauge. */
+  private final Set<LongSupplier> stocks = ConcurrentHashMap.newKeySet();
 
   private TallyMetrics(MeterRegistry registry, String store) {
     this.registry = registry;
     this.store = store;
+    Gauge.builder("tally.lease.stock", stocks, TallyMetrics::sum)
+        .description("Permits held by leased limiters: leased from the store, not yet granted")
+        .tags("store", store)
+        .strongReference(true)
+        .register(registry);
     Gauge.builder("tally.circuit.open", circuitOpen, AtomicInteger::get)
         .description("1 while the store's circuit breaker is open, else 0")
         .tags("store", store)
@@ -158,6 +180,61 @@ public final class TallyMetrics implements TallyListener {
         .tags("store", store, "outcome", mismatch.name().toLowerCase(Locale.ROOT))
         .register(registry)
         .increment();
+  }
+
+  @Override
+  public void onLeaseOpened(String key, LongSupplier stock) {
+    stocks.add(stock);
+  }
+
+  @Override
+  public void onLeaseClosed(String key, LongSupplier stock) {
+    stocks.remove(stock);
+  }
+
+  @Override
+  public void onLeaseRefill(String key, long requested, long granted) {
+    refills(granted == 0 ? "empty" : granted < requested ? "partial" : "full").increment();
+    if (granted > 0) {
+      leasePermits("leased", true).increment((double) granted);
+    }
+  }
+
+  @Override
+  public void onLeaseRefillFailed(String key, StoreException cause) {
+    refills("failed").increment();
+  }
+
+  @Override
+  public void onLeaseReturned(String key, long permits, boolean refunded) {
+    leasePermits("returned", refunded).increment((double) permits);
+  }
+
+  @Override
+  public void onLeaseExpired(String key, long permits, boolean refunded) {
+    leasePermits("expired", refunded).increment((double) permits);
+  }
+
+  private Counter refills(String outcome) {
+    return Counter.builder("tally.lease.refills")
+        .description("Leased limiters' store decisions for a block of permits")
+        .tags("store", store, "outcome", outcome)
+        .register(registry);
+  }
+
+  private Counter leasePermits(String event, boolean refunded) {
+    return Counter.builder("tally.lease.permits")
+        .description("Leased permits, by what happened to them")
+        .tags("store", store, "event", event, "refunded", Boolean.toString(refunded))
+        .register(registry);
+  }
+
+  private static double sum(Set<LongSupplier> stocks) {
+    long sum = 0;
+    for (LongSupplier s : stocks) {
+      sum += s.getAsLong();
+    }
+    return sum;
   }
 
   @Override

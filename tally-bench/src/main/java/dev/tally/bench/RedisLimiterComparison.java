@@ -1,6 +1,7 @@
 package dev.tally.bench;
 
 import dev.tally.Counters;
+import dev.tally.LeasedRateLimiter;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
@@ -38,7 +39,8 @@ import java.util.regex.Pattern;
 /**
  * Rate limiting on one Redis, in one run, by five clients: the seed's WATCH/MULTI token bucket
  * ported to Lettuce ({@link SeedTokenBucket}), Bucket4j 8.14.0's Lettuce proxy manager with and
- * without its batching optimization, and Tally's token bucket and GCRA; then Tally's
+ * without its batching optimization, and Tally's token bucket (plain, with the deny cache, and
+ * leased: {@link dev.tally.RateLimiter#leased}, blocks of up to 1,000, 100 ms) and GCRA; then Tally's
  * {@code incr} against {@code redis-benchmark -t incr} at the same concurrency. Run on demand
  * (docs/benchmarks.md, section Redis):
  *
@@ -84,6 +86,14 @@ public final class RedisLimiterComparison {
     @SuppressWarnings("UnusedVariable") // the clients that have something to say read it
     default String note(long decisions) {
       return "";
+    }
+
+    /**
+     * Seconds of rate the client's guarantee adds to {@code capacity + rate * elapsed}: a leased
+     * handle's lease time.
+     */
+    default double slackSeconds() {
+      return 0;
     }
 
     @Override
@@ -132,7 +142,7 @@ public final class RedisLimiterComparison {
           + ", " + uri + ", uptime: " + LocalRedis.load());
       List<Result> results = new ArrayList<>();
       List<String> names = List.of("seed WATCH/MULTI", "Bucket4j", "Bucket4j batching", "Tally token bucket",
-          "Tally GCRA", "Tally token bucket, denyCache");
+          "Tally GCRA", "Tally token bucket, denyCache", "Tally token bucket, leased");
       if (options.containsKey("only")) {
         names = names.stream().filter(n -> Arrays.asList(options.get("only").split(",")).contains(n)).toList();
       }
@@ -308,6 +318,36 @@ public final class RedisLimiterComparison {
           }
         };
       }
+      case "Tally token bucket, leased": {
+        Tally tally = Tally.open(uri);
+        Limit limit = Limit.tokenBucket(capacity, rate, Duration.ofSeconds(1));
+        Map<String, LeasedRateLimiter> limiters = new ConcurrentHashMap<>();
+        return new Limiter() {
+          @Override
+          public boolean tryAcquire(int thread, String key) {
+            return limiters.computeIfAbsent(key, k -> tally.limiter(k, limit).leased(LEASE_BLOCK, LEASE_TIME))
+                .tryAcquire();
+          }
+
+          @Override
+          public double slackSeconds() {
+            return LEASE_TIME.toNanos() / 1e9;
+          }
+
+          @Override
+          public String note(long decisions) {
+            long stock = limiters.values().stream().mapToLong(LeasedRateLimiter::stock).sum();
+            return "blocks of up to " + LEASE_BLOCK + ", lease " + LEASE_TIME.toMillis() + " ms; " + stock
+                + " in stock at the end";
+          }
+
+          @Override
+          public void close() {
+            limiters.values().forEach(LeasedRateLimiter::close);
+            tally.close();
+          }
+        };
+      }
       default: {
         boolean guard = name.endsWith("denyCache");
         Tally tally = Tally.open(guard ? uri + "?denyCache=true" : uri);
@@ -330,6 +370,9 @@ public final class RedisLimiterComparison {
   }
 
   private static final AtomicLong RUNS = new AtomicLong();
+  /** The leased contender's largest block and lease time. */
+  private static final long LEASE_BLOCK = 1_000;
+  private static final Duration LEASE_TIME = Duration.ofMillis(100);
 
   private static Result measure(RedisCommands<String, String> redis, Workload workload, String name, Limiter limiter, int threads,
       int keyCount, double seconds) throws InterruptedException {
@@ -401,7 +444,7 @@ public final class RedisLimiterComparison {
     }
     return new Result(workload.name(), name, threads, keyCount, decisions, elapsed,
         LocalRedis.percentile(all, 0.50) / 1e3, LocalRedis.percentile(all, 0.99) / 1e3, commands, granted, worst,
-        workload.capacity() + workload.ratePerSecond() * elapsed, limiter.note(decisions));
+        workload.capacity() + workload.ratePerSecond() * (elapsed + limiter.slackSeconds()), limiter.note(decisions));
   }
 
 

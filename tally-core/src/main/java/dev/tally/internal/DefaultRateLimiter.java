@@ -3,10 +3,12 @@ package dev.tally.internal;
 import dev.tally.AsyncRateLimiter;
 import dev.tally.Decision;
 import dev.tally.FailurePolicy;
+import dev.tally.LeasedRateLimiter;
 import dev.tally.Limit;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
 import dev.tally.StoreException;
+import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.OperationId;
 import java.util.concurrent.CompletionStage;
@@ -34,9 +36,11 @@ final class DefaultRateLimiter implements Quota {
   private final FailurePolicy policy;
   private final Failures failures;
   private final LimiterShortcut shortcut; // the store's fast path for acquires, if it has one
+  private final TimeSource clock; // the store's clock, which leases time their blocks by
 
   DefaultRateLimiter(LimiterMachine machine, Store store, AsyncStore asyncStore, FailurePolicy policy,
-      Failures failures) {
+      Failures failures, TimeSource clock) {
+    this.clock = Objects.requireNonNull(clock, "clock");
     this.machine = machine;
     this.store = store;
     this.asyncStore = asyncStore;
@@ -62,7 +66,7 @@ final class DefaultRateLimiter implements Quota {
 
   @Override
   public RateLimiter withVersion(long version) {
-    return new DefaultRateLimiter(machine.withVersion(version), store, asyncStore, policy, failures);
+    return new DefaultRateLimiter(machine.withVersion(version), store, asyncStore, policy, failures, clock);
   }
 
   @Override
@@ -72,7 +76,7 @@ final class DefaultRateLimiter implements Quota {
 
   @Override
   public RateLimiter withFailurePolicy(FailurePolicy newPolicy) {
-    return new DefaultRateLimiter(machine, store, asyncStore, newPolicy, failures);
+    return new DefaultRateLimiter(machine, store, asyncStore, newPolicy, failures, clock);
   }
 
   @Override
@@ -140,7 +144,7 @@ final class DefaultRateLimiter implements Quota {
   @Override
   public RateLimiter reconfigure(Limit... limits) {
     DefaultRateLimiter next = new DefaultRateLimiter(
-        machine.withLimits(Arrays.asList(limits.clone())), store, asyncStore, policy, failures);
+        machine.withLimits(Arrays.asList(limits.clone())), store, asyncStore, policy, failures, clock);
     next.run(LimiterOperation.RECONFIGURE, 0);
     return next;
   }
@@ -155,12 +159,18 @@ final class DefaultRateLimiter implements Quota {
   public RateLimiter withOperationId(String id) {
     OperationId opId = OperationId.of(id);
     return new DefaultRateLimiter(machine, new OnceStore(store, opId), new OnceStore.Async(asyncStore, opId),
-        policy, failures);
+        policy, failures, clock);
   }
 
   @Override
   public AsyncRateLimiter async() {
     return new Async();
+  }
+
+  @Override
+  public LeasedRateLimiter leased(long maxBlock, Duration leaseTime) {
+    return new LeasedLimiter(this, e -> answerFailure(LimiterOperation.ACQUIRE, e), clock, failures.listener(),
+        maxBlock, leaseTime);
   }
 
   @Override

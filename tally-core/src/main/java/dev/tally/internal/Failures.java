@@ -28,6 +28,11 @@ final class Failures {
     this.listener = listener;
   }
 
+  /** The listener failures are reported to, which leased limiters report to as well. */
+  TallyListener listener() {
+    return listener;
+  }
+
   /**
    * Throws {@code cause} unless {@code policy} answers in its place, in which case the event is
    * reported and this returns.

@@ -183,7 +183,7 @@ public final class TallyRuntime extends Tally {
       Objects.requireNonNull(l, "limit");
     }
     return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits), 0, mismatches), store, asyncStore, defaultPolicy,
-        failures);
+        failures, timeSource);
   }
 
   /** The reporter of limiters' mismatched limits, for tests. */

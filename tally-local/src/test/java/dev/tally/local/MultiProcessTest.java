@@ -210,6 +210,58 @@ class MultiProcessTest {
     }
   }
 
+  /**
+   * Leased handles in every process, on one token bucket: the log of every grant, at the instant
+   * each lease decided it, never has more grants in an interval of length T than
+   * {@code capacity + rate × (T + d)}, d the lease time.
+   */
+  @Test
+  void leasedHandlesInEveryProcessStayWithinTheBucketsBoundPlusTheLeaseTime() throws Exception {
+    Path go = dir.resolve("go");
+    long millis = 1_500;
+    List<Child> children = start(CHILDREN, "leased", data().toString(), go.toString(),
+        Integer.toString(THREADS), Long.toString(millis));
+    List<Long> grants = new ArrayList<>();
+    List<Integer> perProcess = new ArrayList<>();
+    try {
+      awaitAll(children, "READY");
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+      for (Child c : children) {
+        String[] f = c.await("LEASED", START_MILLIS).split(" ");
+        for (int i = 1; i < f.length; i++) {
+          grants.add(Long.parseLong(f[i]));
+        }
+        perProcess.add(f.length - 1);
+      }
+    } finally {
+      closeAll(children);
+    }
+    java.util.Collections.sort(grants);
+    long capacity = Worker.LEASED.limit();
+    long nanosPerUnit = Worker.LEASED.intervalNanos();
+    long lease = Worker.LEASE_TIME.toNanos();
+    long worstSlack = Long.MAX_VALUE;
+    for (int i = 0; i < grants.size(); i++) {
+      for (int j = i; j < grants.size(); j++) {
+        long bound = capacity + (grants.get(j) - grants.get(i) + lease) / nanosPerUnit;
+        long seen = j - i + 1;
+        worstSlack = Math.min(worstSlack, bound - seen);
+        assertThat(seen).as("grants from %d to %d ns", grants.get(i), grants.get(j)).isLessThanOrEqualTo(bound);
+      }
+    }
+    double span = (grants.get(grants.size() - 1) - grants.get(0)) / 1e9;
+    System.out.printf("leased: %d grants over %.2f s by %d processes x %d threads %s; capacity + rate x span = %.0f;"
+        + " least slack below the bound %d%n", grants.size(), span, CHILDREN, THREADS, perProcess,
+        capacity + span * 1e9 / nanosPerUnit, worstSlack);
+    // How many the bucket would have granted to demand that never paused, less what was granted:
+    // permits parked in stocks, and on a loaded machine time the processes were not running.
+    System.out.printf("leased: under-admission %.0f permits of %.0f%n",
+        capacity + span * 1e9 / nanosPerUnit - grants.size(), capacity + span * 1e9 / nanosPerUnit);
+    assertThat(grants.size()).as("the bucket refilled and was leased again").isGreaterThan((int) capacity);
+    assertThat(perProcess.stream().filter(n -> n > 0).count()).as("processes granted permits").isGreaterThan(1);
+  }
+
   @Test
   void duplicateOperationIdsFromEveryProcessAndThreadApplyOnce() throws Exception {
     int ids = 300;

@@ -2,9 +2,11 @@ package dev.tally.local;
 
 import dev.tally.Bounds;
 import dev.tally.Counters;
+import dev.tally.LeasedRateLimiter;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
+import dev.tally.TimeSource;
 import dev.tally.TransactionResult;
 import java.io.IOException;
 import java.nio.ByteOrder;
@@ -40,6 +42,8 @@ import java.util.concurrent.locks.LockSupport;
  *                                     with each of IDS ids, in the same order; prints ANSWERS a0 a1 ...
  * ids      DIR GO THREADS REPORT HOOK idempotent increments of "idem" with fresh ids until killed
  *                                     (see OperationIdCrashTest)
+ * leased   DIR GO THREADS MILLIS      every thread acquires from a leased handle of {@link #LEASED}
+ *                                     for MILLIS; prints LEASED and the instant of each grant
  * </pre>
  */
 public final class Worker {
@@ -49,7 +53,15 @@ public final class Worker {
     String mode = args[0];
     Path dir = Path.of(args[1]);
     Path go = Path.of(args[2]);
-    try (Tally tally = Tally.open("file:" + dir)) {
+    // The instant each thread's last decision was taken at: the grant's, read where the lease read it.
+    ThreadLocal<long[]> lastRead = ThreadLocal.withInitial(() -> new long[1]);
+    TimeSource system = TimeSource.system();
+    TimeSource recording = () -> {
+      long t = system.nanos();
+      lastRead.get()[0] = t;
+      return t;
+    };
+    try (Tally tally = Tally.builder("file:" + dir).timeSource(recording).build()) {
       Counters c = tally.counters();
       System.out.println("READY");
       System.out.flush();
@@ -70,6 +82,7 @@ public final class Worker {
         case "campaign" -> campaign(tally, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
         case "once" -> once(tally, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
         case "ids" -> ids(c, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
+        case "leased" -> leased(tally, Integer.parseInt(args[3]), Long.parseLong(args[4]), lastRead);
         default -> throw new IllegalArgumentException(mode);
       }
     }
@@ -149,6 +162,39 @@ public final class Worker {
   /** Bucket {@code b} of {@link MultiProcessTest}: 100 units, one more a day (none during a test). */
   static RateLimiter bucket(Tally tally, int b) {
     return tally.limiter("bucket:" + b, Limit.tokenBucket(100, Duration.ofDays(1)));
+  }
+
+  /** The limit of the leased workload: a burst of 20, then 100 a second. */
+  static final Limit LEASED = Limit.tokenBucket(20, 100, Duration.ofSeconds(1));
+  /** Its lease time. */
+  static final Duration LEASE_TIME = Duration.ofMillis(200);
+
+  /**
+   * Every thread acquires one permit at a time from one leased handle of {@link #LEASED} for
+   * {@code millis}, with a pause between attempts, and notes each grant's instant.
+   */
+  private static void leased(Tally tally, int threads, long millis, ThreadLocal<long[]> lastRead)
+      throws InterruptedException {
+    List<Long> grants = java.util.Collections.synchronizedList(new ArrayList<>());
+    try (LeasedRateLimiter lease = tally.limiter("leased", LEASED).leased(8, LEASE_TIME)) {
+      long end = System.nanoTime() + millis * 1_000_000;
+      onThreads(threads, t -> {
+        while (System.nanoTime() - end < 0) {
+          if (lease.tryAcquire()) {
+            grants.add(lastRead.get()[0]);
+          }
+          LockSupport.parkNanos(200_000);
+        }
+      });
+    }
+    StringBuilder line = new StringBuilder("LEASED");
+    synchronized (grants) {
+      for (long g : grants) {
+        line.append(' ').append(g);
+      }
+    }
+    System.out.println(line);
+    System.out.flush();
   }
 
   /** Each thread takes units from bucket 0 until it is denied, then from bucket 1, and so on. */

@@ -98,6 +98,14 @@ public abstract class ConformanceSuite {
   }
 
   @Nested
+  public class Leases extends LeaseContract {
+    @Override
+    protected StoreConfiguration configuration() {
+      return configuration;
+    }
+  }
+
+  @Nested
   public class OperationIds extends OperationIdContract {
     @Override
     protected StoreConfiguration configuration() {
