@@ -108,6 +108,11 @@ final class MemoryStore implements Store {
     return limiters.execute(call, operation, permits);
   }
 
+  @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    return limiters.executeAll(calls, permitsEach);
+  }
+
   /** The limiter state, for tests of its sweeping. */
   MemoryLimiters limiters() {
     return limiters;
