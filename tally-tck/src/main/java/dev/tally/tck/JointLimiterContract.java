@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,7 +27,11 @@ import org.junit.jupiter.api.Test;
  *
  * <p>Every name of a test carries one hash tag, so that on Redis Cluster the keys of a decision
  * share a slot, as the documentation tells users to tag theirs.
+ *
+ * <p>Tagged {@code joint-limiters}, so that a store module can run this suite alone across its
+ * configurations: {@code mvn test -Dtest=RedisConformanceTest -Dgroups=joint-limiters}.
  */
+@Tag("joint-limiters")
 public abstract class JointLimiterContract extends TallyFixture {
   private static final Duration LONG = Duration.ofHours(2);
 
