@@ -89,7 +89,7 @@ public final class JointLimit {
   /** What a store without joint decisions throws. */
   public static UnsupportedOperationException unsupported(String store) {
     return new UnsupportedOperationException(store + " cannot decide several limiters atomically"
-        + " (Tally.decide); decide them one by one, or use a store that can: mem:, file:");
+        + " (Tally.decide); the stores that can are mem:, file:, redis: and postgresql:");
   }
 
   private static LimiterRecord copy(LimiterRecord r) {
