@@ -89,7 +89,7 @@ public final class JointLimit {
   /** What a store without joint decisions throws. */
   public static UnsupportedOperationException unsupported(String store) {
     return new UnsupportedOperationException(store + " cannot decide several limiters atomically"
-        + " (Tally.decide); the stores that can are mem:, file:, redis: and postgresql:");
+        + " (Tally.decide); the stores that can are mem:, file:, redis:, postgresql: and dynamodb:");
   }
 
   private static LimiterRecord copy(LimiterRecord r) {
