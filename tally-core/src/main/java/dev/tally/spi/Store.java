@@ -91,8 +91,8 @@ public interface Store extends AutoCloseable {
   }
 
   /**
-   * Decides {@code permits} on every one of {@code calls} as one step: each call is decided at one
-   * instant (the store's clock read once, each key then no earlier than its own
+   * Decides {@code permitsEach} on every one of {@code calls} as one step: each call is decided at
+   * one instant (the store's clock read once, each key then no earlier than its own
    * {@link LimiterRecord#decidedAt()}), with respect to every other caller of any of the keys. If
    * every call allows, every one consumes; otherwise nothing changes on any key. {@link JointLimit}
    * holds the rule; a store runs it over the records it holds, locked together (in key order, so
