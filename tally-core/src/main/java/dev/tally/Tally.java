@@ -2,8 +2,10 @@ package dev.tally;
 
 import java.time.Duration;
 import java.time.ZoneId;
+import java.util.List;
 import java.util.Objects;
 import java.util.ServiceLoader;
+import java.util.concurrent.CompletionStage;
 import java.util.regex.Pattern;
 
 /**
@@ -125,6 +127,33 @@ public abstract class Tally implements AutoCloseable {
   public ConcurrencyLimit concurrency(String name, long maxPermits) {
     throw new UnsupportedOperationException(getClass().getSimpleName() + " has no concurrency limits");
   }
+
+  /**
+   * One decision across several limiters ("user AND tenant AND global"): takes {@code permits}
+   * from every one of {@code limiters} if every one allows, and otherwise from none, as one atomic
+   * step on the store. The answer says which limiter refused, and with which of its limits.
+   *
+   * <pre>{@code
+   * JointDecision d = tally.decide(List.of(userLimiter, tenantLimiter, globalLimiter), 1);
+   * if (!d.allowed()) {
+   *   return tooManyRequests(d.refusedBy(), d.retryAfter());
+   * }
+   * }</pre>
+   *
+   * On a store that fails, each limiter's failure policy answers for it (the first one that
+   * throws, throws), and the request is allowed only if every answer allows. On Redis Cluster
+   * every limiter's name must hash to one slot: give them one hash tag (docs/limiters.md).
+   *
+   * @param permitsEach the permits taken from each limiter, zero or more; 0 allows and reports every limiter's state
+   * @throws IllegalArgumentException if {@code limiters} is empty, names one key twice, or holds
+   *     a limiter of another {@code Tally} or one {@linkplain RateLimiter#withOperationId with an
+   *     operation id}
+   * @throws UnsupportedOperationException if the store cannot decide several keys atomically
+   */
+  public abstract JointDecision decide(List<RateLimiter> limiters, long permitsEach);
+
+  /** The asynchronous form of {@link #decide(List, long)}: the same checks, thrown at once. */
+  public abstract CompletionStage<JointDecision> decideAsync(List<RateLimiter> limiters, long permitsEach);
 
   /**
    * Finds or creates the leaky bucket {@code name}: {@code capacity} deep, draining fully in

@@ -221,6 +221,20 @@ final class CircuitBreakerStore implements Store {
   }
 
   @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    Circuit.State admitted = circuit.admit();
+    Decision[] result;
+    try {
+      result = store.limitAll(calls, permitsEach);
+    } catch (RuntimeException | Error e) {
+      circuit.ended(admitted, e);
+      throw e;
+    }
+    circuit.answered(admitted);
+    return result;
+  }
+
+  @Override
   public Object applyOnce(OperationId id, Mutation mutation) {
     Circuit.State admitted = circuit.admit();
     Object result;
@@ -373,6 +387,11 @@ final class CircuitBreakerStore implements Store {
     @Override
     public CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
       return call(() -> store.limit(call, operation, permits));
+    }
+
+    @Override
+    public CompletionStage<Decision[]> limitAll(List<LimiterCall> calls, long permitsEach) {
+      return call(() -> store.limitAll(calls, permitsEach));
     }
 
     @Override

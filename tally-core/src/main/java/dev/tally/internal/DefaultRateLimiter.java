@@ -4,6 +4,7 @@ import dev.tally.AsyncRateLimiter;
 import dev.tally.Decision;
 import dev.tally.FailurePolicy;
 import dev.tally.LeasedRateLimiter;
+import dev.tally.JointDecision;
 import dev.tally.Limit;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
@@ -12,10 +13,12 @@ import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
 import dev.tally.spi.OperationId;
 import java.util.concurrent.CompletionStage;
+import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterShortcut;
 import dev.tally.spi.Store;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -187,7 +190,7 @@ final class DefaultRateLimiter implements Quota {
   }
 
   /** The failure policy's answer for a store that failed, or the failure rethrown. */
-  private Decision answerFailure(LimiterOperation op, StoreException e) {
+  Decision answerFailure(LimiterOperation op, StoreException e) {
     failures.answerOrThrow(policy, true, "limiter." + op.name().toLowerCase(Locale.ROOT), machine.key(), e);
     Decision full = machine.full();
     return (policy == FailurePolicy.FAIL_OPEN
@@ -213,6 +216,62 @@ final class DefaultRateLimiter implements Quota {
   private CompletionStage<Decision> runAsync(LimiterOperation op, long permits) {
     return Failures.onStoreFailure(asyncStore.limit(machine, op, permits).thenApply(machine::report),
         e -> answerFailure(op, e));
+  }
+
+  /** The store this handle calls: {@link Tally}'s own, unless wrapped for an operation id. */
+  Store store() {
+    return store;
+  }
+
+  /**
+   * {@code limiters}, which share {@code store} and are checked, decided as one: see
+   * {@link dev.tally.Tally#decide}.
+   */
+  static JointDecision decideAll(List<DefaultRateLimiter> limiters, Store store, long permitsEach) {
+    Decision[] ds;
+    try {
+      ds = store.limitAll(machines(limiters), permitsEach);
+    } catch (StoreException e) {
+      ds = answerFailures(limiters, e);
+    }
+    return joint(limiters, ds);
+  }
+
+  /** The asynchronous form of {@link #decideAll}. */
+  static CompletionStage<JointDecision> decideAllAsync(List<DefaultRateLimiter> limiters, AsyncStore store,
+      long permitsEach) {
+    return Failures.onStoreFailure(store.limitAll(machines(limiters), permitsEach), e -> answerFailures(limiters, e))
+        .thenApply(ds -> joint(limiters, ds));
+  }
+
+  static List<LimiterCall> machines(List<DefaultRateLimiter> limiters) {
+    List<LimiterCall> calls = new ArrayList<>(limiters.size());
+    for (DefaultRateLimiter l : limiters) {
+      calls.add(l.machine);
+    }
+    return calls;
+  }
+
+  private static Decision[] answerFailures(List<DefaultRateLimiter> limiters, StoreException e) {
+    Decision[] ds = new Decision[limiters.size()];
+    for (int i = 0; i < ds.length; i++) {
+      ds[i] = limiters.get(i).answerFailure(LimiterOperation.ACQUIRE, e);
+    }
+    return ds;
+  }
+
+  private static JointDecision joint(List<DefaultRateLimiter> limiters, Decision[] ds) {
+    if (ds.length != limiters.size()) {
+      throw new IllegalStateException("the store answered " + ds.length + " decisions for "
+          + limiters.size() + " limiters");
+    }
+    List<String> names = new ArrayList<>(ds.length);
+    for (int i = 0; i < ds.length; i++) {
+      DefaultRateLimiter l = limiters.get(i);
+      l.machine.report(ds[i]);
+      names.add(l.machine.key());
+    }
+    return new JointDecision(names, Arrays.asList(ds));
   }
 
   /** The asynchronous view: the same machine, store and policy. */

@@ -171,6 +171,11 @@ final class DeferredStore implements Store {
   }
 
   @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    return store().limitAll(calls, permitsEach);
+  }
+
+  @Override
   public Object applyOnce(OperationId id, Mutation mutation) {
     return store().applyOnce(id, mutation);
   }
@@ -280,6 +285,11 @@ final class DeferredStore implements Store {
     @Override
     public CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits) {
       return call(a -> a.limit(call, operation, permits));
+    }
+
+    @Override
+    public CompletionStage<Decision[]> limitAll(List<LimiterCall> calls, long permitsEach) {
+      return call(a -> a.limitAll(calls, permitsEach));
     }
 
     @Override

@@ -4,9 +4,13 @@ import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.TimeSource;
 import dev.tally.WrongKindException;
+import dev.tally.spi.JointLimit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterShortcut;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.LimiterRecord;
@@ -303,6 +307,128 @@ final class MemoryLimiters {
         }
       }
     }
+  }
+
+  /**
+   * {@link JointLimit} on several keys as one step. Each key's cell is taken over in key order, so
+   * two joint decisions on overlapping keys (and a counter transaction, which seals in the same
+   * order) cannot deadlock: a record cell under its monitor; a bucket cell sealed and replaced by a
+   * record cell of the same state, whose monitor this thread holds before publishing it; a missing
+   * key by such a cell, empty. Every call is then decided at one reading of the clock, and only if
+   * all allow is each cell replaced by its outcome's (a bucket cell again, where it is one). Another
+   * caller of one of the keys meanwhile waits on the monitor, or meets a sealed cell and looks again.
+   */
+  Decision[] executeAll(List<LimiterCall> calls, long permitsEach) {
+    Integer[] order = new Integer[calls.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    Arrays.sort(order, Comparator.comparing(i -> calls.get(i).key()));
+    RecordCell[] held = new RecordCell[order.length];
+    List<MemoryCell> inserted = new ArrayList<>();
+    Decision[] decisions = lockFrom(0, order, calls, held, permitsEach, inserted);
+    for (MemoryCell c : inserted) {
+      sweepAfterInsert.accept(c); // after every monitor is released: the sweep takes others'
+    }
+    return decisions;
+  }
+
+  /** Holds the cells of {@code order[k..]}, then decides; see {@link #executeAll}. */
+  private Decision[] lockFrom(int k, Integer[] order, List<LimiterCall> calls, RecordCell[] held, long permits,
+      List<MemoryCell> inserted) {
+    if (k == order.length) {
+      return decideHeld(calls, held, permits, inserted);
+    }
+    int i = order[k];
+    String key = calls.get(i).key();
+    for (int spins = 0; ; spins++) {
+      long now = time.nanos();
+      MemoryCell c = cells.get(key);
+      if (c instanceof MemoryStore.Cell counter) {
+        if (counter.live(now)) {
+          throw new WrongKindException(key, WrongKindException.Kind.COUNTER);
+        }
+        if (!counter.removeIfExpired(cells, key, now)) {
+          MemoryStore.backoff(spins);
+        }
+        continue;
+      }
+      RecordCell rc;
+      BucketCell bucket = null;
+      long fullAt = 0;
+      if (c == null) {
+        rc = new RecordCell();
+        rc.record = new long[0];
+        rc.expiresAt = now;
+      } else if (c instanceof BucketCell b) {
+        bucket = b;
+        fullAt = b.fullAt;
+        if (fullAt == SEALED) {
+          MemoryStore.backoff(spins);
+          continue;
+        }
+        rc = new RecordCell();
+        rc.record = b.record(fullAt);
+        rc.expiresAt = fullAt;
+      } else {
+        rc = (RecordCell) c;
+      }
+      synchronized (rc) {
+        boolean ours;
+        if (c == null) {
+          ours = cells.putIfAbsent(key, rc) == null;
+        } else if (bucket != null) {
+          ours = bucket.seal(fullAt);
+          if (ours) {
+            rc.decidedAt = bucket.decidedAt; // read after sealing: no decision can raise it now
+            cells.replace(key, bucket, rc);
+          }
+        } else {
+          ours = !rc.removed;
+        }
+        if (ours) {
+          held[i] = rc;
+          try {
+            return lockFrom(k + 1, order, calls, held, permits, inserted);
+          } finally {
+            if (!rc.removed && c == null) {
+              rc.removed = true; // an empty cell this call added and did not replace: drop it
+              cells.remove(key, rc);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  /** Decides every call on the held cells; replaces them with the outcomes' only if all allow. */
+  private Decision[] decideHeld(List<LimiterCall> calls, RecordCell[] held, long permits,
+      List<MemoryCell> inserted) {
+    long now = time.nanos();
+    LimiterRecord[] stored = new LimiterRecord[held.length];
+    for (int i = 0; i < held.length; i++) {
+      RecordCell rc = held[i];
+      if (rc.decidedAt != Long.MIN_VALUE || rc.record.length > 0) {
+        stored[i] = new LimiterRecord(rc.decidedAt, rc.expiresAt - now <= 0 ? new long[0] : rc.record);
+      }
+    }
+    JointLimit.Result result = JointLimit.decide(calls, stored, now, permits);
+    if (result.allowed()) {
+      for (int i = 0; i < held.length; i++) {
+        RecordCell rc = held[i];
+        LimiterOutcome out = result.outcomes()[i];
+        String key = calls.get(i).key();
+        rc.removed = true;
+        if (out.record() == null) {
+          cells.remove(key, rc);
+        } else {
+          MemoryCell next = newCell(out, now);
+          cells.replace(key, rc, next);
+          inserted.add(next);
+        }
+      }
+    }
+    return result.decisions();
   }
 
   /**

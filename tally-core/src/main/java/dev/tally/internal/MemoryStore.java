@@ -130,6 +130,11 @@ final class MemoryStore implements Store {
     return result[0];
   }
 
+  @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    return limiters.executeAll(calls, permitsEach);
+  }
+
   /** The limiter state, for tests of its sweeping. */
   MemoryLimiters limiters() {
     return limiters;

@@ -120,6 +120,16 @@ final class NullStore implements Store {
     return new Decision(true, limit, limit, 0, 0, deciding, perLimit);
   }
 
+  /** Always allows every one: nothing is kept, so there is nothing to take atomically. */
+  @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    Decision[] ds = new Decision[calls.size()];
+    for (int i = 0; i < ds.length; i++) {
+      ds[i] = limit(calls.get(i), LimiterOperation.ACQUIRE, permitsEach);
+    }
+    return ds;
+  }
+
   @Override
   public boolean blocking() {
     return false;

@@ -107,6 +107,11 @@ final class SyncStoreAdapter implements AsyncStore {
   }
 
   @Override
+  public CompletionStage<Decision[]> limitAll(List<LimiterCall> calls, long permitsEach) {
+    return run(() -> store.limitAll(calls, permitsEach));
+  }
+
+  @Override
   public CompletionStage<Object> applyOnce(OperationId id, Mutation mutation) {
     return run(() -> store.applyOnce(id, mutation));
   }

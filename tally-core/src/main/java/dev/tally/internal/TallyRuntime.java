@@ -4,6 +4,7 @@ import dev.tally.CircuitBreaker;
 import dev.tally.ConcurrencyLimit;
 import dev.tally.Counters;
 import dev.tally.FailurePolicy;
+import dev.tally.JointDecision;
 import dev.tally.LeakyBucket;
 import dev.tally.Limit;
 import dev.tally.Quota;
@@ -12,16 +13,19 @@ import dev.tally.StoreException;
 import dev.tally.Tally;
 import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
+import dev.tally.spi.JointLimit;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.StoreProvider;
 import java.time.Duration;
 import java.time.ZoneId;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.ServiceLoader;
 import java.util.TreeMap;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadFactory;
@@ -184,6 +188,39 @@ public final class TallyRuntime extends Tally {
     }
     return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits), 0, mismatches), store, asyncStore, defaultPolicy,
         failures, timeSource);
+  }
+
+  @Override
+  public JointDecision decide(List<RateLimiter> limiters, long permitsEach) {
+    return DefaultRateLimiter.decideAll(own(limiters, permitsEach), store, permitsEach);
+  }
+
+  @Override
+  public CompletionStage<JointDecision> decideAsync(List<RateLimiter> limiters, long permitsEach) {
+    return DefaultRateLimiter.decideAllAsync(own(limiters, permitsEach), asyncStore, permitsEach);
+  }
+
+  /** {@code limiters}, checked to be this store's and fit for one joint decision. */
+  private List<DefaultRateLimiter> own(List<RateLimiter> limiters, long permitsEach) {
+    if (limiters == null) {
+      throw new IllegalArgumentException("limiters must not be null");
+    }
+    List<DefaultRateLimiter> own = new ArrayList<>(limiters.size());
+    for (RateLimiter l : limiters) {
+      if (l instanceof DefaultRateLimiter d && d.store() == store) {
+        own.add(d);
+      } else if (l instanceof DefaultRateLimiter d && d.store() instanceof OnceStore) {
+        throw new IllegalArgumentException("limiter '" + l.name() + "' carries an operation id;"
+            + " a joint decision takes plain limiters");
+      } else if (l == null) {
+        throw new IllegalArgumentException("a joint decision's limiters must not be null");
+      } else {
+        throw new IllegalArgumentException("limiter '" + l.name() + "' belongs to another Tally than "
+            + uri + "; every limiter of a joint decision must come from the Tally that decides");
+      }
+    }
+    JointLimit.check(DefaultRateLimiter.machines(own), permitsEach);
+    return own;
   }
 
   /** The reporter of limiters' mismatched limits, for tests. */

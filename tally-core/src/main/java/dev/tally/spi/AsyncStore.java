@@ -51,6 +51,11 @@ public interface AsyncStore {
   /** @see Store#limit */
   CompletionStage<Decision> limit(LimiterCall call, LimiterOperation operation, long permits);
 
+  /** @see Store#limitAll */
+  default CompletionStage<Decision[]> limitAll(List<LimiterCall> calls, long permitsEach) {
+    return CompletableFuture.failedFuture(JointLimit.unsupported(getClass().getSimpleName()));
+  }
+
   /** @see Store#applyOnce */
   default CompletionStage<Object> applyOnce(OperationId id, Mutation mutation) {
     return CompletableFuture.failedFuture(new UnsupportedOperationException(

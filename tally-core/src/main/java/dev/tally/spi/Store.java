@@ -103,6 +103,26 @@ public interface Store extends AutoCloseable {
   }
 
   /**
+   * Decides {@code permitsEach} on every one of {@code calls} as one step: each call is decided at
+   * one instant (the store's clock read once, each key then no earlier than its own
+   * {@link LimiterRecord#decidedAt()}), with respect to every other caller of any of the keys. If
+   * every call allows, every one consumes; otherwise nothing changes on any key. {@link JointLimit}
+   * holds the rule; a store runs it over the records it holds, locked together (in key order, so
+   * that two overlapping calls cannot deadlock) or in one script or transaction.
+   *
+   * <p>There is deliberately no default that decides key by key: that is the race this method
+   * exists to close (a later key refuses after an earlier one consumed). A store that cannot
+   * decide the keys together throws.
+   *
+   * @param calls at least one, each key once ({@link JointLimit#check})
+   * @return one decision per call, in order; see {@link JointLimit#decide} for what each says
+   * @throws UnsupportedOperationException if the store cannot decide several keys atomically
+   */
+  default Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    throw JointLimit.unsupported(getClass().getSimpleName());
+  }
+
+  /**
    * A fast path for {@code call}'s acquires, or {@code null} (the default) to go through
    * {@link #limit} every time. Asked once per limiter handle.
    */

@@ -153,4 +153,10 @@ final class AsyncDynamoDbStore implements AsyncStore {
     Deadline deadline = Deadline.start(options);
     return CompletableFuture.supplyAsync(() -> store.limit(call, operation, permits, null, deadline), blocking);
   }
+
+  @Override
+  public CompletionStage<Decision[]> limitAll(List<LimiterCall> calls, long permitsEach) {
+    Deadline deadline = Deadline.start(options);
+    return CompletableFuture.supplyAsync(() -> store.limitAll(calls, permitsEach, deadline), blocking);
+  }
 }

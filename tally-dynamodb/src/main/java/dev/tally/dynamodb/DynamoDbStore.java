@@ -13,6 +13,8 @@ import dev.tally.spi.OperationId;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.TxOp;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -303,6 +305,42 @@ final class DynamoDbStore implements Store {
       return limiters.run(new ConcurrencyExchange(table, call), deadline);
     } finally {
       entry.lock.unlock();
+    }
+  }
+
+  /**
+   * A joint decision: one transaction over every limiter's item ({@link JointLimiterExchange}).
+   * This process's threads take turns on each key, as for one limiter, taking the keys' turns in
+   * key order so that two joint decisions on overlapping keys cannot wait on each other.
+   */
+  @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    return limitAll(calls, permitsEach, Deadline.start(options));
+  }
+
+  Decision[] limitAll(List<LimiterCall> calls, long permitsEach, Deadline deadline) {
+    checkOpen();
+    LimiterCache.Entry[] entries = new LimiterCache.Entry[calls.size()];
+    Integer[] order = new Integer[calls.size()];
+    for (int i = 0; i < entries.length; i++) {
+      entries[i] = cache.entry(calls.get(i).key());
+      order[i] = i;
+    }
+    Arrays.sort(order, Comparator.comparing(i -> calls.get(i).key()));
+    int locked = 0;
+    try {
+      for (int i : order) {
+        deadline.lock(entries[i].lock, "limiter", calls.get(i).key());
+        locked++;
+      }
+      return run(new JointLimiterExchange(table, calls, permitsEach, entries), deadline);
+    } finally {
+      for (int i : order) {
+        if (locked-- == 0) {
+          break;
+        }
+        entries[i].lock.unlock();
+      }
     }
   }
 

@@ -9,7 +9,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * Skips the conformance tests that need DynamoDB transactions when the server has none
- * (dynalite implements no TransactGetItems / TransactWriteItems), printing why. Everything else
+ * (dynalite implements no TransactGetItems / TransactWriteItems), printing why: transactions,
+ * and joint limiter decisions. Everything else
  * in the kit runs. Against a server with transactions, or in the configuration that emulates
  * them, nothing is skipped.
  */
@@ -27,7 +28,13 @@ final class NeedsTransactions implements ExecutionCondition {
       "BoundedCounterContract", Set.of("aRefusalInATransactionRefusesItAll",
           "boundedIncrementsInATransactionSeeEarlierOperations", "aTransactionKeepsTheRulesOfIncrExisting",
           "concurrentTransactionsTakeFromBothCountersOrNeither"),
-      "LimiterContract", Set.of("aTransactionOnALimitersNameIsRefusedAndChangesNothing"));
+      "LimiterContract", Set.of("aTransactionOnALimitersNameIsRefusedAndChangesNothing"),
+      // every case: the suite's first step, which asks whether the store decides jointly, reads
+      "JointLimiterContract", Set.of("grantedTakesFromEveryLimiter",
+          "aRefusalTakesNothingAndNamesTheLimiterThatRefused", "theLimitThatRefusedIsReported",
+          "everyAlgorithmTakesPartAndTheScarcestDecides", "zeroPermitsReportEveryStateAndTakeNothing",
+          "theAsynchronousFormHasTheSameSemantics", "badInputIsRefusedWithAClearMessage",
+          "concurrentDecisionsOnOverlappingKeysTakeAllOrNothing"));
 
   @Override
   public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {

@@ -88,6 +88,7 @@ final class PostgresStore implements Store {
   private final Sql diagnose;
   private final Sql lockKeys;
   private final Sql limit;
+  private final Sql limitAll;
   private final Sql plainLimit;
   private final Sql batchLimit;
   private final LimiterBatches<Pending> batches; // null: limiterBatch=off
@@ -131,6 +132,7 @@ final class PostgresStore implements Store {
     this.batchLimit = Sql.of(settings.limiterCommitAsync ? Statements.LIMIT_BATCH_ASYNC_COMMIT : Statements.LIMIT_BATCH,
         t, serverClock);
     this.batches = settings.limiterBatches == 0 ? null : new LimiterBatches<>(settings.limiterBatches, this::decide);
+    this.limitAll = Sql.of(Statements.LIMIT_ALL, t, serverClock);
     this.sweep = Sql.of(Statements.SWEEP, t, serverClock);
     this.sweepOps = Sql.of(Statements.SWEEP_OPS, t, serverClock);
     this.claimId = Sql.of(Statements.CLAIM_ID, t, serverClock);
@@ -688,6 +690,92 @@ final class PostgresStore implements Store {
   public ConcurrencyResult concurrency(ConcurrencyCall call) {
     return run("concurrency limit '" + call.key() + "'", c -> concurrency.step(c, call));
   }
+
+  /**
+   * A joint decision: one call of {@code <table>_limit_all}, one transaction, its rows locked in
+   * key order (the calls are sent sorted, as batches are, so no two wait on each other in a
+   * cycle). With the quota boundaries' retry of a single call when the database's clock is far
+   * from this host's.
+   */
+  @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    long clientNow = clock.nanos();
+    Integer[] order = new Integer[calls.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    Arrays.sort(order, Comparator.comparing(i -> calls.get(i).key()));
+    return run("the joint decision of rate limiter '" + calls.get(order[0]).key() + "' and "
+        + (calls.size() - 1) + " more", c -> limitAll(c, calls, order, permitsEach, clientNow));
+  }
+
+  private Decision[] limitAll(Connection c, List<LimiterCall> calls, Integer[] order, long permits,
+      long clientNow) throws SQLException {
+    long around = clientNow;
+    for (boolean again = false; ; again = true) {
+      int n = order.length;
+      String[] keys = new String[n];
+      Long[] mineAt = new Long[n + 1];
+      Long[] zonesAt = new Long[n + 1];
+      List<Long> mine = new ArrayList<>(3 * n);
+      List<Long> zones = new ArrayList<>();
+      for (int j = 0; j < n; j++) {
+        LimiterCall call = calls.get(order[j]);
+        keys[j] = call.key();
+        mineAt[j] = (long) mine.size() + 1;
+        zonesAt[j] = (long) zones.size() + 1;
+        mine.addAll(Arrays.asList(SqlLimiterArguments.limits(call)));
+        Long[] z = SqlLimiterArguments.zones(call, around);
+        if (z != null) {
+          zones.addAll(Arrays.asList(z));
+        }
+      }
+      mineAt[n] = (long) mine.size() + 1;
+      zonesAt[n] = (long) zones.size() + 1;
+      Map<String, Object> v = values("keys", keys, "permits", permits, "clock", serverClock ? null : clientNow,
+          "mine", mine.toArray(new Long[0]), "mineAt", mineAt, "zones", zones.toArray(new Long[0]),
+          "zonesAt", zonesAt);
+      Decision[] out = new Decision[n];
+      try (PreparedStatement ps = c.prepareStatement(limitAll.text)) {
+        bind(c, ps, limitAll, v);
+        try (ResultSet rs = ps.executeQuery()) {
+          for (int j = 0; j < n; j++) {
+            if (!rs.next()) {
+              throw new StoreException("the joint decision of " + n + " limiters in " + settings.describe
+                  + " answered fewer rows than limiters");
+            }
+            out[order[j]] = decision(rs.getArray(1));
+          }
+        }
+        return out;
+      } catch (SQLException e) {
+        if ("42883".equals(e.getSQLState())) { // undefined_function
+          throw new StoreException("the Tally schema of the PostgreSQL store " + settings.describe + " predates "
+              + settings.table + "_limit_all, which joint limiter decisions need; apply the schema again"
+              + " (`tally schema --store <uri> --apply`; re-running it is harmless)", e);
+        }
+        String m = e.getMessage() == null ? "" : e.getMessage();
+        int at = m.indexOf("TALLY_");
+        if (at < 0) {
+          throw e;
+        }
+        String code = m.substring(at);
+        String key = keys[0];
+        if (code.startsWith(JOINT_AT)) { // "TALLY_AT <j> <code>": the refusal of the j-th key (from 1)
+          String[] parts = code.substring(JOINT_AT.length()).split(" ", 2);
+          key = keys[Integer.parseInt(parts[0]) - 1];
+          code = parts.length > 1 ? parts[1] : "";
+        }
+        if (code.startsWith(CLOCK_SKEW) && !again) {
+          around = skewInstant(code);
+          continue;
+        }
+        throw limiterFailure(key, code, e);
+      }
+    }
+  }
+
+  private static final String JOINT_AT = "TALLY_AT ";
 
   private static final String CLOCK_SKEW = "TALLY_CLOCK_SKEW ";
 

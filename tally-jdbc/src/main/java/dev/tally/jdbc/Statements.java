@@ -179,6 +179,13 @@ final class Statements {
   static final String LIMIT_BATCH = "SELECT b.d, b.err FROM ${table}_limit_batch(:keys::text[], :ops::text[],"
       + " :permits::bigint[], :clocks::bigint[], :mine::bigint[], :mineAt::int[], :zones::bigint[], :zonesAt::int[]) b";
 
+  /**
+   * A joint decision: several limiters, sorted by key, all granted or none (see
+   * {@code <table>_limit_all}), answered one row each in that order.
+   */
+  static final String LIMIT_ALL = "SELECT a.d FROM ${table}_limit_all(:keys::text[], :permits, :clock,"
+      + " :mine::bigint[], :mineAt::int[], :zones::bigint[], :zonesAt::int[]) a";
+
   /** {@link #LIMIT_BATCH} committed as {@link #LIMIT_ASYNC_COMMIT} is. */
   static final String LIMIT_BATCH_ASYNC_COMMIT = LIMIT_BATCH.replace("b.err FROM",
       "b.err, set_config('synchronous_commit', 'off', true) FROM");

@@ -702,3 +702,69 @@ BEGIN
   END LOOP;
 END
 $$;
+
+-- Several limiters decided as one (Store.limitAll): permits from every key, or from none. The
+-- caller sends the keys sorted (each once), so that joint decisions and batches lock their rows in
+-- one global order. Call j's limits and boundaries are sliced as in limit_batch. Every key is
+-- decided at one instant, the caller's clock or clock_timestamp() read once (each no earlier than
+-- its own row's last decision). The steps run in a subtransaction that is kept only if every one
+-- allowed; otherwise it is rolled back, and each key that would have allowed is answered as an
+-- acquisition of 0 permits (its state, unchanged) in a second subtransaction, rolled back too.
+-- A step's refusal is raised as TALLY_AT <j> <its TALLY_ code>: the statement fails and nothing
+-- is written. One row per key, in the order given.
+CREATE OR REPLACE FUNCTION ${table}_limit_all(keys text[], permits bigint, clock bigint, mine bigint[],
+    mine_at int[], zones bigint[], zones_at int[])
+RETURNS TABLE (d bigint[]) LANGUAGE plpgsql AS $$
+DECLARE
+  n int := coalesce(cardinality(keys), 0);
+  at bigint := coalesce(clock, round(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint);
+  decisions text[] := array_fill(NULL::text, ARRAY[n]); -- each a bigint[] as text: they differ in length
+  all_allowed boolean := true;
+  s record;
+BEGIN
+  -- The rows that exist, locked in the caller's order for the whole transaction, so that the
+  -- answers of a refused decision describe the state it was refused on.
+  FOR j IN 1 .. n LOOP
+    PERFORM 1 FROM ${table} t WHERE t.key = keys[j] FOR UPDATE;
+  END LOOP;
+  BEGIN
+    FOR j IN 1 .. n LOOP
+      s := ${table}_limit_step(keys[j], 'acquire', permits, at,
+          mine[mine_at[j] : mine_at[j + 1] - 1],
+          CASE WHEN zones_at[j] = zones_at[j + 1] THEN NULL ELSE zones[zones_at[j] : zones_at[j + 1] - 1] END);
+      IF s.err IS NOT NULL THEN
+        RAISE EXCEPTION 'TALLY_AT % %', j, s.err;
+      END IF;
+      decisions[j] := s.d::text;
+      all_allowed := all_allowed AND s.d[1] = 1;
+    END LOOP;
+    IF NOT all_allowed THEN
+      RAISE EXCEPTION 'refused' USING ERRCODE = 'TL001'; -- undoes every step's write
+    END IF;
+  EXCEPTION WHEN SQLSTATE 'TL001' THEN
+    NULL;
+  END;
+  IF NOT all_allowed THEN
+    BEGIN
+      FOR j IN 1 .. n LOOP
+        IF (decisions[j]::bigint[])[1] = 1 THEN
+          s := ${table}_limit_step(keys[j], 'acquire', 0, at,
+              mine[mine_at[j] : mine_at[j + 1] - 1],
+              CASE WHEN zones_at[j] = zones_at[j + 1] THEN NULL ELSE zones[zones_at[j] : zones_at[j + 1] - 1] END);
+          IF s.err IS NOT NULL THEN
+            RAISE EXCEPTION 'TALLY_AT % %', j, s.err;
+          END IF;
+          decisions[j] := s.d::text;
+        END IF;
+      END LOOP;
+      RAISE EXCEPTION 'reported' USING ERRCODE = 'TL001';
+    EXCEPTION WHEN SQLSTATE 'TL001' THEN
+      NULL;
+    END;
+  END IF;
+  FOR j IN 1 .. n LOOP
+    d := decisions[j]::bigint[];
+    RETURN NEXT;
+  END LOOP;
+END
+$$;

@@ -81,6 +81,48 @@ class PostgresStoreTest {
     }
   }
 
+  /**
+   * A joint decision on the database's clock: one instant for every key, read once by the
+   * function; a refusal leaves every row as it was (the same "at", so no key's decision instant
+   * moved either), and a grant writes every row at that one instant.
+   */
+  @Test
+  void jointDecisionsOnTheDatabasesClockWriteEveryRowAtOneInstantOrNone() throws SQLException {
+    String p = unique("dbclock-joint");
+    try (Tally tally = Tally.open(SERVER.uri(""))) {
+      RateLimiter user = tally.limiter(p + "user", Limit.tokenBucket(2, Duration.ofHours(1)));
+      RateLimiter global = tally.limiter(p + "global", Limit.slidingWindow(10, Duration.ofHours(1)));
+      assertThat(tally.decide(List.of(user, global), 2).allowed()).isTrue();
+      long at = sql("SELECT at FROM tally WHERE key = ?", p + "user");
+      assertThat(sql("SELECT at FROM tally WHERE key = ?", p + "global")).as("one instant").isEqualTo(at);
+      assertThat(tally.decide(List.of(global, user), 1).refusedBy()).isEqualTo(user.name());
+      assertThat(sql("SELECT at FROM tally WHERE key = ?", p + "global")).as("nothing written").isEqualTo(at);
+      assertThat(global.available()).isEqualTo(8);
+    }
+  }
+
+  @Test
+  void aSchemaWithoutTheJointFunctionSaysHowToFixIt() throws SQLException {
+    String table = "joint_old_" + UUID.randomUUID().toString().substring(0, 8).replace('-', '_');
+    try (Tally tally = Tally.open(SERVER.uri("table=" + table + "&limiterBatch=off"))) {
+      throw new AssertionError("opened a store with no schema: " + tally);
+    } catch (StoreException expected) {
+      // no schema yet: apply it, then drop the joint function as an older schema lacks it
+    }
+    PostgresSchema.applyTo(SERVER.uri("table=" + table));
+    try (Connection c = SERVER.connect(); Statement st = c.createStatement()) {
+      st.execute("DROP FUNCTION " + table + "_limit_all");
+    }
+    try (Tally tally = Tally.open(SERVER.uri("table=" + table))) {
+      RateLimiter a = tally.limiter("a", Limit.tokenBucket(2, Duration.ofHours(1)));
+      RateLimiter b = tally.limiter("b", Limit.tokenBucket(2, Duration.ofHours(1)));
+      assertThatThrownBy(() -> tally.decide(List.of(a, b), 1))
+          .isInstanceOf(StoreException.class)
+          .hasMessageContaining(table + "_limit_all")
+          .hasMessageContaining("apply the schema again");
+    }
+  }
+
   @Test
   void operationIdsAndLimitersWorkOnTheDatabasesClockToo() throws SQLException {
     String p = unique("dbclock-ids");

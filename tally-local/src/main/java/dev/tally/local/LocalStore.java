@@ -19,6 +19,7 @@ import dev.tally.TimeSource;
 import dev.tally.spi.ConcurrencyCall;
 import dev.tally.spi.ConcurrencyResult;
 import dev.tally.spi.CounterMath;
+import dev.tally.spi.JointLimit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
@@ -643,48 +644,120 @@ final class LocalStore implements Store {
   }
 
   Decision limitLocked(Op op, Key key, LimiterCall call, LimiterOperation operation, long permits) {
-    {
-      Table.Held h = op.lockRecord(key, true);
+    Table.Held h = op.lockRecord(key, true);
+    long now = time.nanos();
+    KeyHeap.State st = storedState(h, key, operation);
+    KeyHeap.State stored = null;
+    if (st != null) { // live, expired, or full again (a tombstone): its last now is the floor
+      now = Math.max(now, st.lastNow());
+      stored = live(h, st, now);
+    }
+    LimiterOutcome out = call.apply(stored == null ? null
+        : LimiterRecord.read(key.string, RECORD_VERSION, stored.lastNow(), stored.words().clone()),
+        now, operation, permits);
+    write(h, stored, out, operation, now, now);
+    return out.decision();
+  }
+
+  /**
+   * {@link JointLimit} over the limiters' slots, each locked by one {@link Op} in key order (the
+   * same in every process, so overlapping decisions cannot deadlock) and decided at one reading of
+   * the clock; their new records are written, and committed together, only if every one allows.
+   */
+  @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    checkOpen();
+    if (calls.size() > Layout.ENTRY_IMAGES) {
+      throw new IllegalArgumentException("a joint decision on the file store may take at most "
+          + Layout.ENTRY_IMAGES + " limiters; this one takes " + calls.size());
+    }
+    TreeMap<String, Integer> order = new TreeMap<>();
+    for (int i = 0; i < calls.size(); i++) {
+      order.put(calls.get(i).key(), i);
+    }
+    try (Op op = begin()) {
+      Table.Held[] held = new Table.Held[calls.size()];
+      Key[] keys = new Key[calls.size()];
+      for (int i : order.values()) {
+        keys[i] = new Key(calls.get(i).key());
+        held[i] = op.lockRecord(keys[i], true);
+      }
       long now = time.nanos();
-      KeyHeap.State stored = null;
-      if (h.record) { // live, expired, or full again (a tombstone): its last now is the floor
-        KeyHeap.State st = h.mask == (h.bits ^ SEALED) && h.bits >>> 32 == 0
-            ? table.heap.readRecord((int) h.bits, key.hash) : null;
-        if (st != null && st.checked()) {
-          now = Math.max(now, st.lastNow());
-          if (!Table.expired(h.expiresAt, now) && st.words().length > 0) {
-            stored = st;
-          }
-        } else if (operation == LimiterOperation.RESET) {
-          h.record = false; // forgotten; and its damaged reference never reaches a free list
-        } else {
-          throw new StoreException("the state of rate limiter '" + key + "' in " + file.path()
-              + " is damaged (the record at " + h.bits + " of the slot at offset " + h.slot
-              + " fails its check); reset the limiter to start it afresh");
+      KeyHeap.State[] live = new KeyHeap.State[held.length];
+      LimiterRecord[] stored = new LimiterRecord[held.length];
+      for (int i = 0; i < held.length; i++) {
+        KeyHeap.State st = storedState(held[i], keys[i], LimiterOperation.ACQUIRE);
+        if (st != null) {
+          live[i] = live(held[i], st, Math.max(now, st.lastNow()));
+          stored[i] = live[i] == null ? LimiterRecord.tombstone(st.lastNow())
+              : LimiterRecord.read(keys[i].string, RECORD_VERSION, st.lastNow(), st.words());
         }
       }
-      LimiterOutcome out = call.apply(stored == null ? null
-          : LimiterRecord.read(key.string, RECORD_VERSION, stored.lastNow(), stored.words().clone()),
-          now, operation, permits);
-      long[] next = out.record();
-      if (next == null) {
-        if (operation == LimiterOperation.RESET || (h.state == LIVE && !h.record)) {
-          if (h.state == LIVE) {
-            h.remove(); // forgotten (a claimed slot is given back by the commit anyway)
-          }
-        } else if (stored != null) {
-          // Full again: a tombstone, a record of no words that expires at once (so the name reads
-          // as missing, and is free for a counter) but keeps now, so a process whose clock lags
-          // decides no earlier than this one did. The sweeper reclaims it a day later.
-          h.setRecord(table.heap.allocateRecord(key.hash, now, new long[0]), now == 0 ? 1 : now);
-        } // else no state before and none after: an expired record or a tombstone stays as it is
-      } else {
-        long expiresAt = now + Math.max(1, out.keepNanos());
-        if (stored == null || expiresAt != h.expiresAt || !Arrays.equals(next, stored.words())) {
-          h.setRecord(table.heap.allocateRecord(key.hash, now, next), expiresAt == 0 ? 1 : expiresAt);
-        } // else unchanged (a peek, a denial): nothing to write
+      JointLimit.Result result = JointLimit.decide(calls, stored, now, permitsEach);
+      if (result.allowed()) {
+        for (int i = 0; i < held.length; i++) {
+          LimiterOutcome out = result.outcomes()[i];
+          write(held[i], live[i], out, LimiterOperation.ACQUIRE, out.decidedAt(), now);
+        }
       }
-      return out.decision();
+      commit(op); // a refusal writes nothing; slots claimed for missing keys are given back
+      return result.decisions();
+    }
+  }
+
+  /**
+   * The checked state a held limiter's slot points at (live, expired, or a tombstone), or null if
+   * it has none.
+   *
+   * @throws StoreException if the record is damaged, unless {@code operation} resets it
+   */
+  private KeyHeap.State storedState(Table.Held h, Key key, LimiterOperation operation) {
+    if (!h.record) {
+      return null;
+    }
+    KeyHeap.State st = h.mask == (h.bits ^ SEALED) && h.bits >>> 32 == 0
+        ? table.heap.readRecord((int) h.bits, key.hash) : null;
+    if (st != null && st.checked()) {
+      return st;
+    }
+    if (operation == LimiterOperation.RESET) {
+      h.record = false; // forgotten; and its damaged reference never reaches a free list
+      return null;
+    }
+    throw new StoreException("the state of rate limiter '" + key + "' in " + file.path()
+        + " is damaged (the record at " + h.bits + " of the slot at offset " + h.slot
+        + " fails its check); reset the limiter to start it afresh");
+  }
+
+  /** {@code st} if it still holds state at {@code now}: not expired, not a tombstone. */
+  private static KeyHeap.State live(Table.Held h, KeyHeap.State st, long now) {
+    return !Table.expired(h.expiresAt, now) && st.words().length > 0 ? st : null;
+  }
+
+  /**
+   * Points the held slot at {@code out}'s record, decided at {@code decidedAt}, kept from
+   * {@code storeNow} (the clock reading the machine was given).
+   */
+  private void write(Table.Held h, KeyHeap.State stored, LimiterOutcome out, LimiterOperation operation,
+      long decidedAt, long storeNow) {
+    long[] next = out.record();
+    Key key = h.key;
+    if (next == null) {
+      if (operation == LimiterOperation.RESET || (h.state == LIVE && !h.record)) {
+        if (h.state == LIVE) {
+          h.remove(); // forgotten (a claimed slot is given back by the commit anyway)
+        }
+      } else if (stored != null) {
+        // Full again: a tombstone, a record of no words that expires at once (so the name reads
+        // as missing, and is free for a counter) but keeps now, so a process whose clock lags
+        // decides no earlier than this one did. The sweeper reclaims it a day later.
+        h.setRecord(table.heap.allocateRecord(key.hash, decidedAt, new long[0]), decidedAt == 0 ? 1 : decidedAt);
+      } // else no state before and none after: an expired record or a tombstone stays as it is
+    } else {
+      long expiresAt = storeNow + Math.max(1, out.keepNanos());
+      if (stored == null || expiresAt != h.expiresAt || !Arrays.equals(next, stored.words())) {
+        h.setRecord(table.heap.allocateRecord(key.hash, decidedAt, next), expiresAt == 0 ? 1 : expiresAt);
+      } // else unchanged (a peek, a denial): nothing to write
     }
   }
 

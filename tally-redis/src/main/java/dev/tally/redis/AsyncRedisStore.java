@@ -381,6 +381,28 @@ final class AsyncRedisStore implements AsyncStore {
   }
 
   /**
+   * A joint decision in one {@code EVALSHA} of {@code limiter.lua} over every limiter's key: the
+   * script decides each at one instant without writing, then writes them all only if every one
+   * allowed. On Cluster the keys must share a hash slot (a script runs on one node), so a joint
+   * decision across slots is refused before anything is sent. The deny cache is neither asked
+   * nor told: its denials are per key, and a joint refusal says nothing of one key alone.
+   */
+  @Override
+  public CompletableFuture<Decision[]> limitAll(List<LimiterCall> calls, long permitsEach) {
+    String[] keys = new String[calls.size()];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = calls.get(i).key();
+    }
+    if (cluster) {
+      requireOneSlot(keys, "a joint limiter decision",
+          "limiters named like \"{tenant7}:user:42\", \"{tenant7}:tenant\" and \"{tenant7}:global\"");
+    }
+    long now = clock.nanos();
+    return runLimiter(true, keys, at -> LimiterScript.jointArgs(calls, permitsEach, now, clockOverridden, at), now)
+        .thenApply(reply -> LimiterScript.decisions(reply).toArray(new Decision[0]));
+  }
+
+  /**
    * Runs {@code limiter.lua} with the arguments {@code args} gives for quota boundaries around an
    * instant: first {@code now}, the client's clock; if the script decided further from it than
    * those boundaries reach ({@link ClockSkewException}: nothing was written), once more around
@@ -533,15 +555,20 @@ final class AsyncRedisStore implements AsyncStore {
    * that so: only the part in the first braces is hashed.
    */
   static void requireOneSlot(String[] keys) {
+    requireOneSlot(keys, "a transaction",
+        "tally.counters(\"{user42}\") or keys like \"{user42}:views\" and \"{user42}:clicks\"");
+  }
+
+  /** {@link #requireOneSlot(String[])} for {@code what}, with {@code example} of tagged keys. */
+  static void requireOneSlot(String[] keys, String what, String example) {
     int slot = SlotHash.getSlot(keys[0]);
     for (String key : keys) {
       int other = SlotHash.getSlot(key);
       if (other != slot) {
-        throw new IllegalArgumentException("a transaction on Redis Cluster needs all its keys in one"
+        throw new IllegalArgumentException(what + " on Redis Cluster needs all its keys in one"
             + " hash slot, but '" + keys[0] + "' is in slot " + slot + " and '" + key + "' in slot "
-            + other + ". Give the keys a common hash tag: only the part in braces is hashed, so"
-            + " tally.counters(\"{user42}\") or keys like \"{user42}:views\" and \"{user42}:clicks\""
-            + " always share a slot");
+            + other + ". Give the keys a common hash tag: only the part in braces is hashed, so "
+            + example + " always share a slot");
       }
     }
   }

@@ -100,6 +100,27 @@ final class LimiterScript {
   }
 
   /**
+   * {@code ARGV} for a joint decision ({@link dev.tally.spi.Store#limitAll}): {@code joint permits
+   * clock keys}, then for each call, in the order of {@code KEYS}, its count of limits and four
+   * words per limit as {@link #args} sends them.
+   */
+  static String[] jointArgs(List<LimiterCall> calls, long permits, long clientNow, boolean passClock,
+      long boundariesAt) {
+    List<String> all = new ArrayList<>();
+    all.add("joint");
+    all.add(Long.toString(permits));
+    all.add(passClock ? Long.toString(clientNow) : "");
+    all.add(Integer.toString(calls.size()));
+    for (LimiterCall call : calls) {
+      String[] one = args(call, LimiterOperation.ACQUIRE, permits, clientNow, passClock, boundariesAt);
+      for (int i = 3; i < one.length; i++) { // from the count on
+        all.add(one[i]);
+      }
+    }
+    return all.toArray(new String[0]);
+  }
+
+  /**
    * The script's reply: allowed (1 or 0), remaining, limit, retryAfter, resetAfter, deciding
    * limit, then for a state of several limits their count and each one's remaining, limit and
    * resetAfter.

@@ -139,6 +139,11 @@ final class RedisStore implements Store {
   }
 
   @Override
+  public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
+    return await(async.limitAll(calls, permitsEach));
+  }
+
+  @Override
   public Object applyOnce(OperationId id, Mutation mutation) {
     return await(async.applyOnce(id, mutation));
   }

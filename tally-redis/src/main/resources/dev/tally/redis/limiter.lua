@@ -21,9 +21,10 @@ ARGV     op permits clock count, then four per limit the caller configured: tag 
          with the caller's version, as stored; for a bucket with a warm-up, whose tag holds a cold
          factor, zone is the warm-up period in nanoseconds, the record's s1), then
          with an operation id four more: fingerprint pexpire now exp
-  op       acquire | peek | refund | reset | reconfigure | topup, or batch
+  op       acquire | peek | refund | reset | reconfigure | topup, or batch, or joint
   permits  a decimal; for a batch, "op permits op permits ...": concurrent calls with the same
            limits, decided one after the other at the same instant
+           joint: several limiters, one per key of KEYS, acquired all or none (see the end)
   clock    '' to decide at the server's TIME; else the caller's clock, epoch nanoseconds
   zone     '' for none (a quota then follows UTC), or eight epoch seconds "d1 d2 d3 d4 m1 m2 m3 m4":
            consecutive starts of days, then of months, in the quota's zone around the caller's
@@ -94,7 +95,7 @@ end
 -- A repeat of an id answers from its record and decides nothing; a first call takes the
 -- general path below and records its decision at the end, in this same script.
 local ONCE
-if KEYS[2] then
+if KEYS[2] and ARGV[1] ~= 'joint' then
   local o = 4 + 4 * tonumber(ARGV[4])
   ONCE = {fingerprint = ARGV[o + 1], pexpire = ARGV[o + 2], now = ARGV[o + 3], exp = ARGV[o + 4]}
   local held = redis.call('HMGET', KEYS[2], 'r', 'exp')
@@ -1091,32 +1092,32 @@ end
 
 -- ------------------------------------------------------------------ the machine
 
-local function run()
+local function run(KEY, A, dry)
   -- The caller's limits and their zones.
-  local count = tonumber(ARGV[4])
+  local count = tonumber(A[4])
   local mine, zones = {}, {}
   for i = 1, count do
     local a = 4 + (i - 1) * 4
-    mine[i] = {tag_of(ARGV[a + 1]), num(ARGV[a + 2]), num(ARGV[a + 3]), 0, 0, 0}
+    mine[i] = {tag_of(A[a + 1]), num(A[a + 2]), num(A[a + 3]), 0, 0, 0}
     if kind(mine[i][1]) == WARM then
-      mine[i][S1] = num(ARGV[a + 4]) -- the warm-up period
-    elseif ARGV[a + 4] ~= '' then
+      mine[i][S1] = num(A[a + 4]) -- the warm-up period
+    elseif A[a + 4] ~= '' then
       local z = {}
-      for w in string.gmatch(ARGV[a + 4], '%S+') do
+      for w in string.gmatch(A[a + 4], '%S+') do
         z[#z + 1] = tonumber(w)
       end
       zones[i] = z
     end
   end
 
-  local fields = FIELDS or redis.call('HGETALL', KEYS[1])
+  local fields = FIELDS or redis.call('HGETALL', KEY)
   local text = {}
   for i = 1, #fields, 2 do
     text[fields[i]] = fields[i + 1]
   end
 
   -- Another Tally's format is refused, not misread; a reset clears it.
-  if ARGV[1] ~= 'reset' and text.v and text.v ~= '1' then
+  if A[1] ~= 'reset' and text.v and text.v ~= '1' then
     return error({err = 'TALLY_VERSION ' .. text.v})
   end
 
@@ -1124,7 +1125,7 @@ local function run()
   -- for any algorithm. The frame moves to that instant; shift is how far, for the expiry Redis
   -- keeps on its clock.
   local shift = 0
-  if ARGV[1] ~= 'reset' and text.at then
+  if A[1] ~= 'reset' and text.at then
     if not string.find(text.at, '^%d+$') then
       bad('at is not an instant: ' .. text.at)
     end
@@ -1139,7 +1140,7 @@ local function run()
   -- LimiterMachine.notBefore: never decide before a stored window's start, so that a clock that
   -- stepped back (or a caller whose clock is behind) cannot roll a window back to an empty count,
   -- even for a record written before "at" was kept.
-  if ARGV[1] ~= 'reset' then
+  if A[1] ~= 'reset' then
     local i = 1
     while text[tostring(i)] do
       local s0 = string.match(text[tostring(i)], '^[45] %d+ %d+ (%d+) ')
@@ -1155,10 +1156,10 @@ local function run()
   -- The stored record, or nil: missing, no state (tag 0), or past its logical expiry. A reset
   -- does not read it, so that it clears even a record it could not read.
   local stored, as_read = nil, {}
-  if ARGV[1] ~= 'reset' and text.exp and not string.find(text.exp, '^%-?%d+$') then
+  if A[1] ~= 'reset' and text.exp and not string.find(text.exp, '^%-?%d+$') then
     bad('exp is not an integer: ' .. text.exp)
   end
-  if ARGV[1] ~= 'reset' and text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then
+  if A[1] ~= 'reset' and text['1'] and not (text.exp and le(from_epoch(text.exp), now)) then
     stored = {}
     local i = 1
     while text[tostring(i)] do
@@ -1360,13 +1361,13 @@ local function run()
     return r, decision, keep
   end
 
-  -- One operation, or a batch of them ("batch", then "op permits op permits ..." in ARGV[2]):
+  -- One operation, or a batch of them ("batch", then "op permits op permits ..." in A[2]):
   -- the client sends concurrent calls on one limiter together, and they are decided one after
   -- the other at the same instant, exactly as if they had arrived together.
   local reply, reset_after = {}, 0
   local state = stored
-  if ARGV[1] == 'batch' then
-    for op, permits in string.gmatch(ARGV[2], '(%S+) (%S+)') do
+  if A[1] == 'batch' then
+    for op, permits in string.gmatch(A[2], '(%S+) (%S+)') do
       local decision
       state, decision, reset_after = apply(state, op, parse(permits))
       for j = 1, #decision do
@@ -1374,79 +1375,126 @@ local function run()
       end
     end
   else
-    state, reply, reset_after = apply(state, ARGV[1], parse(ARGV[2]))
+    state, reply, reset_after = apply(state, A[1], parse(A[2]))
   end
 
-  -- Write what changed: nothing when the state is as stored (a denial, a peek), DEL when the
-  -- limiter is full again (no state is the same as this state).
-  if not state then
-    if #fields > 0 then
-      redis.call('DEL', KEYS[1])
+  -- Write what changed (now, or for a joint decision only once every key allowed: dry).
+  local function write()
+    -- Write what changed: nothing when the state is as stored (a denial, a peek), DEL when the
+    -- limiter is full again (no state is the same as this state).
+    if not state then
+      if #fields > 0 then
+        redis.call('DEL', KEY)
+      end
+      return
     end
-    return reply
-  end
-  local n = #state
-  local changes = {}
-  for i = 1, n do
-    local l, was = state[i], as_read[i]
-    if not (was and eq(l[1], was[1]) and eq(l[2], was[2]) and eq(l[3], was[3]) and eq(l[4], was[4])
-        and eq(l[5], was[5]) and eq(l[6], was[6])) then
-      local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
-          .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
-      local field = tostring(i)
-      if text[field] ~= line then
-        changes[#changes + 1] = field
-        changes[#changes + 1] = line
+    local n = #state
+    local changes = {}
+    for i = 1, n do
+      local l, was = state[i], as_read[i]
+      if not (was and eq(l[1], was[1]) and eq(l[2], was[2]) and eq(l[3], was[3]) and eq(l[4], was[4])
+          and eq(l[5], was[5]) and eq(l[6], was[6])) then
+        local line = fmt(l[1]) .. ' ' .. fmt(l[P0]) .. ' ' .. fmt(l[P1]) .. ' ' .. to_epoch(l[S0]) .. ' '
+            .. fmt(l[S1]) .. ' ' .. fmt(l[S2])
+        local field = tostring(i)
+        if text[field] ~= line then
+          changes[#changes + 1] = field
+          changes[#changes + 1] = line
+        end
       end
     end
-  end
-  if #changes > 0 or text[tostring(n + 1)] then -- words changed, or limits dropped
-    local decided = to_epoch(now)
-    if text.at ~= decided then
-      changes[#changes + 1] = 'at'
-      changes[#changes + 1] = decided
+    if #changes > 0 or text[tostring(n + 1)] then -- words changed, or limits dropped
+      local decided = to_epoch(now)
+      if text.at ~= decided then
+        changes[#changes + 1] = 'at'
+        changes[#changes + 1] = decided
+      end
+      if text.v ~= '1' then
+        changes[#changes + 1] = 'v'
+        changes[#changes + 1] = '1'
+      end
     end
-    if text.v ~= '1' then
-      changes[#changes + 1] = 'v'
-      changes[#changes + 1] = '1'
-    end
-  end
-  local stale = {}
-  for field in pairs(text) do
-    local i = tonumber(field)
-    if (i and i > n) or (field == 'exp' and not overridden) then
-      stale[#stale + 1] = field
-    end
-  end
-  if overridden then
-    local exp = to_epoch(add(now, reset_after))
-    if text.exp ~= exp then
-      changes[#changes + 1] = 'exp'
-      changes[#changes + 1] = exp
-    end
-  end
-  if #stale > 0 then
-    redis.call('HDEL', KEYS[1], unpack(stale))
-  end
-  if #changes > 0 or #stale > 0 then
-    if #changes > 0 then
-      redis.call('HSET', KEYS[1], unpack(changes))
-    end
-    -- keepNanos in whole milliseconds, rounded up; under a caller's clock a day more, since
-    -- that clock may stand still while real time runs ("exp" decides, not Redis' expiry)
-    local ms, rest = fdivmod(min(add(reset_after, shift), MAX), 1000000)
-    if not eq(rest, 0) then
-      ms = add(ms, 1)
+    local stale = {}
+    for field in pairs(text) do
+      local i = tonumber(field)
+      if (i and i > n) or (field == 'exp' and not overridden) then
+        stale[#stale + 1] = field
+      end
     end
     if overridden then
-      ms = add(ms, 86400000)
+      local exp = to_epoch(add(now, reset_after))
+      if text.exp ~= exp then
+        changes[#changes + 1] = 'exp'
+        changes[#changes + 1] = exp
+      end
     end
-    redis.call('PEXPIRE', KEYS[1], fmt(ms))
+    if #stale > 0 then
+      redis.call('HDEL', KEY, unpack(stale))
+    end
+    if #changes > 0 or #stale > 0 then
+      if #changes > 0 then
+        redis.call('HSET', KEY, unpack(changes))
+      end
+      -- keepNanos in whole milliseconds, rounded up; under a caller's clock a day more, since
+      -- that clock may stand still while real time runs ("exp" decides, not Redis' expiry)
+      local ms, rest = fdivmod(min(add(reset_after, shift), MAX), 1000000)
+      if not eq(rest, 0) then
+        ms = add(ms, 1)
+      end
+      if overridden then
+        ms = add(ms, 86400000)
+      end
+      redis.call('PEXPIRE', KEY, fmt(ms))
+    end
   end
+  if dry then
+    return reply, write
+  end
+  write()
   return reply
 end
 
-local reply = run()
+-- A joint decision (Store.limitAll): ARGV is "joint permits clock keys", then for each of KEYS
+-- its count and four words per limit as above. Every key is decided at the same instant (each no
+-- earlier than its own "at"), writing nothing; only if every one allows is each written. A key
+-- that would allow, in a decision another refused, answers as an acquisition of 0 permits: its
+-- state, unchanged. The reply is one decision per key, in order.
+if ARGV[1] == 'joint' then
+  local base_s, base_ns = NOW_S, NOW_NS
+  local keys, o = tonumber(ARGV[4]), 5
+  local args, replies, writes, frames, all = {}, {}, {}, {}, true
+  for k = 1, keys do
+    local count = tonumber(ARGV[o])
+    local a = {'acquire', ARGV[2], ARGV[3], ARGV[o]}
+    for j = 1, 4 * count do
+      a[4 + j] = ARGV[o + j]
+    end
+    o = o + 1 + 4 * count
+    NOW_S, NOW_NS, NOW = base_s, base_ns, nil
+    args[k] = a
+    replies[k], writes[k] = run(KEYS[k], a, true)
+    frames[k] = {NOW_S, NOW_NS}
+    all = all and replies[k][1] == '1'
+  end
+  local out = {}
+  for k = 1, keys do
+    local reply = replies[k]
+    if all then
+      NOW_S, NOW_NS, NOW = frames[k][1], frames[k][2], nil
+      writes[k]()
+    elseif reply[1] == '1' then
+      NOW_S, NOW_NS, NOW = base_s, base_ns, nil
+      args[k][2] = '0'
+      reply = run(KEYS[k], args[k], true)
+    end
+    for j = 1, #reply do
+      out[#out + 1] = reply[j]
+    end
+  end
+  return out
+end
+
+local reply = run(KEYS[1], ARGV, false)
 if not ONCE then
   return reply
 end

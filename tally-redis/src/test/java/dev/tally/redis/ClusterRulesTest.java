@@ -4,8 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Counters;
+import dev.tally.Limit;
+import dev.tally.RateLimiter;
 import dev.tally.Tally;
+import java.time.Duration;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
@@ -44,6 +48,33 @@ class ClusterRulesTest {
         .hasMessageContaining("{user42}");
     assertThat(counters.get("a")).isEmpty();
     assertThat(counters.get(other)).isEmpty();
+  }
+
+  @Test
+  void aJointLimiterDecisionAcrossHashSlotsIsRefusedWithTheFix() {
+    String elsewhere = "b";
+    for (int i = 0; cluster.nodeFor(group + ":" + elsewhere) == cluster.nodeFor(group + ":a"); i++) {
+      elsewhere = "b" + i;
+    }
+    RateLimiter a = tally.limiter(group + ":a", Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    RateLimiter b = tally.limiter(group + ":" + elsewhere, Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    assertThatThrownBy(() -> tally.decide(List.of(a, b), 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("joint limiter decision")
+        .hasMessageContaining("hash slot")
+        .hasMessageContaining("{tenant7}");
+    assertThat(a.available()).isEqualTo(5);
+    assertThat(b.available()).isEqualTo(5);
+  }
+
+  @Test
+  void hashTaggedLimitersAreDecidedTogetherOnOneNode() {
+    String tag = "{" + group + "}";
+    RateLimiter user = tally.limiter(tag + ":user", Limit.tokenBucket(2, Duration.ofMinutes(1)));
+    RateLimiter global = tally.limiter(tag + ":global", Limit.tokenBucket(5, Duration.ofMinutes(1)));
+    assertThat(tally.decide(List.of(user, global), 2).allowed()).isTrue();
+    assertThat(tally.decide(List.of(user, global), 1).refusedBy()).isEqualTo(user.name());
+    assertThat(global.available()).isEqualTo(3);
   }
 
   @Test

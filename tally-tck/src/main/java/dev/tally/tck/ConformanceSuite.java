@@ -106,6 +106,14 @@ public abstract class ConformanceSuite {
   }
 
   @Nested
+  public class JointLimiters extends JointLimiterContract {
+    @Override
+    protected StoreConfiguration configuration() {
+      return configuration;
+    }
+  }
+
+  @Nested
   public class OperationIds extends OperationIdContract {
     @Override
     protected StoreConfiguration configuration() {

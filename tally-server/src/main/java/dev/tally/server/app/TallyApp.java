@@ -498,6 +498,43 @@ public final class TallyApp implements AutoCloseable {
     }
   }
 
+  /** One limiter of a joint decision: its name, limits and their version (0: the view's). */
+  public record JointLimiter(String name, List<LimitSpec> limits, long version) {}
+
+  /**
+   * Takes {@code permits} from every one of {@code limiters} if every one allows, else from none
+   * ({@link Tally#decide}). A refusal is a decision, not a failure.
+   */
+  public CompletionStage<JointLimiterDecision> decide(List<JointLimiter> limiters, long permits) {
+    List<RateLimiter> handles = new ArrayList<>(limiters.size());
+    try {
+      if (opId != null) {
+        throw new RequestException("a joint decision takes no operation id (Idempotency-Key): it is"
+            + " decided once, all or nothing, and a repeat is a new decision");
+      }
+      if (permits < 0) {
+        return negativePermits(permits);
+      }
+      if (limiters.isEmpty()) {
+        throw new RequestException("a joint decision needs at least one limiter, e.g. "
+            + "{\"limiters\": [{\"name\": \"user:42\", \"limit\": {\"tokenBucket\": \"100/1m\"}}]}");
+      }
+      for (JointLimiter l : limiters) {
+        handles.add((l.version() == 0 ? this : withLimitsVersion(l.version())).open(l.name(), l.limits()));
+      }
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return run("limiter.decide", () -> tally.decideAsync(handles, permits), joint -> {
+      List<LimiterDecision> each = new ArrayList<>(limiters.size());
+      for (int i = 0; i < limiters.size(); i++) {
+        JointLimiter l = limiters.get(i);
+        each.add(new LimiterDecision(l.name(), permits, l.limits(), joint.decision(i), null, 0));
+      }
+      return new JointLimiterDecision(permits, joint, each);
+    });
+  }
+
   /** After {@code first}, a peek at the limiter: the answer of refund, reset and top-up. */
   private CompletionStage<LimiterDecision> peek(String op, RateLimiter limiter,
       List<LimitSpec> limits, CompletionStage<?> first, String givenAs, long given) {

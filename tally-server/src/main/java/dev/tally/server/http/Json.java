@@ -16,6 +16,7 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tally.Decision;
+import dev.tally.JointDecision;
 import dev.tally.server.app.Added;
 import dev.tally.server.app.CounterTtl;
 import dev.tally.server.app.BoundedValue;
@@ -23,6 +24,7 @@ import dev.tally.server.app.CounterValue;
 import dev.tally.server.app.Deleted;
 import dev.tally.server.app.Health;
 import dev.tally.server.app.KeyList;
+import dev.tally.server.app.JointLimiterDecision;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.NamedLimitResult;
 import dev.tally.server.app.Problem;
@@ -286,6 +288,8 @@ final class Json {
       g.writeEndArray();
     } else if (result instanceof LimiterDecision d) {
       decision(g, d);
+    } else if (result instanceof JointLimiterDecision j) {
+      joint(g, j);
     } else if (result instanceof Health h) {
       if (h.failure() == null) {
         g.writeStringField("status", "ok");
@@ -363,6 +367,31 @@ final class Json {
     if (ld.givenAs() != null) {
       g.writeNumberField(ld.givenAs(), ld.given());
     }
+  }
+
+  private static void joint(JsonGenerator g, JointLimiterDecision j) throws IOException {
+    JointDecision d = j.joint();
+    g.writeBooleanField("allowed", d.allowed());
+    g.writeNumberField("permits", j.permits());
+    if (d.allowed()) {
+      g.writeNullField("refusedBy");
+      g.writeNullField("refusedLimit");
+    } else {
+      g.writeStringField("refusedBy", d.refusedBy());
+      g.writeNumberField("refusedLimit", d.refusingLimitIndex());
+    }
+    if (j.never()) {
+      g.writeNullField("retryAfterMillis"); // the problem's message says why
+    } else {
+      g.writeNumberField("retryAfterMillis", j.retryAfterMillis());
+    }
+    g.writeArrayFieldStart("limiters");
+    for (LimiterDecision ld : j.limiters()) {
+      g.writeStartObject();
+      decision(g, ld);
+      g.writeEndObject();
+    }
+    g.writeEndArray();
   }
 
   static final String STORED_DIFFER = "differ: this limiter's stored limits decided, not the"

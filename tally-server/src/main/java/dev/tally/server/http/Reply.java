@@ -4,6 +4,7 @@ import dev.tally.StoreException;
 import dev.tally.http.RateLimitFields;
 import dev.tally.server.app.Health;
 import dev.tally.server.app.LimitSpec;
+import dev.tally.server.app.JointLimiterDecision;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.NamedLimitResult;
 import dev.tally.server.app.Problem;
@@ -56,6 +57,9 @@ public final class Reply {
     if (result instanceof NamedLimitResult n) {
       return named(n);
     }
+    if (result instanceof JointLimiterDecision j) {
+      return joint(j);
+    }
     if (result instanceof Health h && h.failure() != null) {
       // A probe asks whether this server can serve: a store that times out cannot, so 503 as for
       // one that refuses (its detail says which), not the 504 of an operation left in doubt.
@@ -106,6 +110,35 @@ public final class Reply {
     reply.decidingPolicy(fields.decidingPolicy());
     if (ld.storedLimitsDiffer() && !d.storeFailed()) {
       reply.header("Tally-Limits", "stored-differ");
+    }
+    return reply;
+  }
+
+  /**
+   * A joint decision: 200 when every limiter granted, else 429 with the quota-exceeded problem's
+   * members and each limiter's decision, and {@code Retry-After} unless the permits can never be
+   * granted; 503 {@code store_unavailable} when a fail-closed limiter refused for a store that
+   * failed.
+   */
+  private static Reply joint(JointLimiterDecision j) {
+    if (j.joint().allowed()) {
+      return new Reply(null, null, j);
+    }
+    LimiterDecision refused = j.limiters().get(j.joint().refusedIndex());
+    if (refused.decision().storeFailed()) {
+      String detail = "the store is unavailable, and the limiter '" + refused.name() + "' refuses"
+          + " requests until it answers (failure-policy fail-closed)";
+      return new Reply(Problem.STORE_UNAVAILABLE, detail, null)
+          .header("Retry-After", Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000)));
+    }
+    String detail = j.never()
+        ? j.permits() + " permits exceed the limit of " + refused.decision().limit() + " of the limiter '"
+            + refused.name() + "': this request can never be granted"
+        : "the limiter '" + refused.name() + "' has no room for " + j.permits()
+            + " permits now; nothing was taken from any limiter";
+    Reply reply = new Reply(Problem.DENIED, detail, j);
+    if (!j.never()) {
+      reply.header("Retry-After", Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000)));
     }
     return reply;
   }

@@ -173,6 +173,42 @@ final class Requests {
       Set.of("op", "key", "delta", "default", "value", "ttl", "mustExist");
 
   /** The {@code ops} of a transaction body. */
+  /** The most limiters one joint decision takes over HTTP. */
+  static final int MAX_JOINT_LIMITERS = 100;
+
+  /**
+   * The limiters of a joint decision: {@code "limiters": [{"name": ..., "limit" or "limits": ...,
+   * "version": ...}, ...]}, each as a single limiter's request gives its limits.
+   */
+  static List<TallyApp.JointLimiter> jointLimiters(Body body) {
+    JsonNode list = body.raw("limiters");
+    if (list == null || !list.isArray() || list.isEmpty()) {
+      throw new RequestException("expected a non-empty array 'limiters', e.g. {\"limiters\": [{\"name\":"
+          + " \"user:42\", \"limit\": {\"tokenBucket\": \"100/1m\"}}, ...]}");
+    }
+    if (list.size() > MAX_JOINT_LIMITERS) {
+      throw new RequestException("a joint decision takes at most " + MAX_JOINT_LIMITERS + " limiters, not "
+          + list.size());
+    }
+    List<TallyApp.JointLimiter> out = new ArrayList<>(list.size());
+    for (int i = 0; i < list.size(); i++) {
+      String where = "limiters[" + i + "].";
+      if (!list.get(i).isObject()) {
+        throw new RequestException("'limiters[" + i + "]' must be an object like {\"name\": \"user:42\","
+            + " \"limit\": {\"tokenBucket\": \"100/1m\"}}");
+      }
+      Body l = Body.of((ObjectNode) list.get(i), where, JOINT_LIMITER_FIELDS);
+      long version = l.integer("version", 0);
+      if (version < 0) {
+        throw new RequestException("'" + where + "version' must be from 0 to 2^45 - 1, not " + version);
+      }
+      out.add(new TallyApp.JointLimiter(l.requiredString("name", "\"user:42\""), limits(l), version));
+    }
+    return out;
+  }
+
+  private static final Set<String> JOINT_LIMITER_FIELDS = Set.of("name", "limit", "limits", "version");
+
   static List<TxOp> ops(Body body) {
     JsonNode ops = body.raw("ops");
     if (ops == null || !ops.isArray()) {

@@ -54,6 +54,8 @@ final class Router {
   private static final Set<String> PUBLIC = Set.of("/ping", "/healthz");
   private static final String LIMITER_EXAMPLE =
       "{\"permits\": 1, \"limit\": {\"tokenBucket\": \"100/1m\"}}";
+  private static final String JOINT_EXAMPLE = "{\"permits\": 1, \"limiters\": [{\"name\": \"{t7}:user:42\","
+      + " \"limit\": {\"tokenBucket\": \"100/1m\"}}, {\"name\": \"{t7}:tenant\", \"limit\": {\"fixedWindow\": \"5000/1m\"}}]}";
 
   /** One request, its body read whole (within the bound the connection enforces). */
   record Request(String method, String uri, String protocol, HttpHeaders headers, byte[] body,
@@ -178,6 +180,10 @@ final class Router {
     add(t, counter + "/ttl", "GET", c -> {
       c.empty();
       return json(c, c.app().ttl(c.var()));
+    });
+    add(t, "/v1/limiters:decide", "POST", c -> {
+      Body b = c.body(JOINT_EXAMPLE, Set.of("permits", "limiters"));
+      return json(c, c.app().decide(Requests.jointLimiters(b), b.integer("permits", 1)));
     });
     String limiter = "/v1/limiters/{name}";
     Set<String> tryFields = Set.of("permits", "limit", "limits", "version");

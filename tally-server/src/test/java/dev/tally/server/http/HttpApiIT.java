@@ -276,6 +276,33 @@ class HttpApiIT {
   }
 
   @Test
+  void aJointDecisionTakesFromEveryLimiterOrAnswers429NamingTheOneThatRefused() {
+    String body = "{\"permits\":2,\"limiters\":[{\"name\":\"{j}:user\",\"limit\":{\"tokenBucket\":\"3/1h\"}},"
+        + "{\"name\":\"{j}:global\",\"limits\":[{\"fixedWindow\":\"100/1h\"},{\"tokenBucket\":\"10/1h\"}]}]}";
+    JsonNode granted = ok(server.post("/v1/limiters:decide", body));
+    assertThat(granted.get("allowed").asBoolean()).isTrue();
+    assertThat(granted.get("refusedBy").isNull()).isTrue();
+    assertThat(granted.get("limiters").get(0).get("remaining").asLong()).isEqualTo(1);
+    assertThat(granted.get("limiters").get(1).get("remaining").asLong()).isEqualTo(8);
+
+    HttpResponse<String> second = server.post("/v1/limiters:decide", body);
+    JsonNode refused = status(429, second);
+    assertThat(refused.get("error").asText()).isEqualTo("denied");
+    assertThat(refused.get("refusedBy").asText()).isEqualTo("{j}:user");
+    assertThat(refused.get("refusedLimit").asInt()).isZero();
+    assertThat(refused.get("retryAfterMillis").asLong()).isPositive();
+    assertThat(refused.get("limiters").get(1).get("allowed").asBoolean()).as("would have allowed").isTrue();
+    assertThat(refused.get("limiters").get(1).get("remaining").asLong()).as("nothing taken").isEqualTo(8);
+    assertThat(second.headers().firstValue("Retry-After")).isPresent();
+
+    status(400, server.post("/v1/limiters:decide", "{\"limiters\":[]}"));
+    JsonNode twice = status(400, server.post("/v1/limiters:decide", "{\"limiters\":["
+        + "{\"name\":\"{j}:a\",\"limit\":{\"tokenBucket\":\"3/1h\"}},"
+        + "{\"name\":\"{j}:a\",\"limit\":{\"tokenBucket\":\"3/1h\"}}]}"));
+    assertThat(twice.get("detail").asText()).contains("twice");
+  }
+
+  @Test
   void severalLimitsAreNamedPoliciesEachReportedWithItsOwnReset() {
     String body = "{\"limits\":[{\"tokenBucket\":\"100/1m\"},{\"fixedWindow\":\"2/1h\",\"policy\":\"hourly\"}]}";
     ok(server.post("/v1/limiters/multi/try", body));
@@ -441,7 +468,7 @@ class HttpApiIT {
         checked++;
       }
     }
-    assertThat(checked).isEqualTo(23);
+    assertThat(checked).isEqualTo(24);
   }
 
   @Test

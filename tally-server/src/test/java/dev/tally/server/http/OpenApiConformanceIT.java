@@ -261,6 +261,14 @@ class OpenApiConformanceIT {
     call(server, 200, "POST", "/v1/limiters/l:q/top-up", "{\"units\":1,\"limits\":[{\"quota\":\"3/month\"}]}");
     call(server, 400, "POST", "/v1/limiters/l:q/top-up", "{\"units\":2," + twoAnHour + "}");
 
+    // several limiters in one decision: all or none
+    String joint = "{\"permits\":2,\"limiters\":[{\"name\":\"{l}:user\"," + twoAnHour + "},"
+        + "{\"name\":\"{l}:global\",\"limits\":[{\"tokenBucket\":\"10/1h\"},{\"fixedWindow\":\"5/1m\"}]}]}";
+    call(server, 200, "POST", "/v1/limiters:decide", joint);
+    call(server, 429, "POST", "/v1/limiters:decide", joint);
+    call(server, 429, "POST", "/v1/limiters:decide?int64=string", joint);
+    call(server, 400, "POST", "/v1/limiters:decide", "{\"limiters\":[]}");
+
     // one key space: a counter's name is not a limiter
     call(server, 200, "POST", "/v1/counters/l:counter/incr", null);
     call(server, 409, "POST", "/v1/limiters/l:counter/try", "{" + twoAnHour + "}");
