@@ -164,11 +164,13 @@ public abstract class WarmUpContract extends TallyFixture {
     assertThat(cold.decide(2).allowed()).isTrue(); // 2 units at 3T each: 6T of the bucket in use
     Limit plain = Limit.tokenBucket(C, Duration.ofSeconds(1));
     RateLimiter off = tally.limiter(name, plain).withVersion(1);
-    Decision d = off.decide(0);
+    // A call that takes something: a store may keep an upgrade only with a change (DynamoDB).
+    Decision d = off.decide(1);
     assertThat(d.mismatch()).isEqualTo(Decision.Mismatch.UPGRADED);
-    assertThat(d.remaining()).isEqualTo(C - 2);
+    assertThat(d.remaining()).isEqualTo(C - 3); // the 2 units carried over, and this one
     RateLimiter on = tally.limiter(name, limit).withVersion(2);
     Decision warm = on.decide(0);
-    assertThat(warm.remaining()).isEqualTo(C - 2); // counted as warm: no cold burst
+    assertThat(warm.mismatch()).isEqualTo(Decision.Mismatch.UPGRADED);
+    assertThat(warm.remaining()).isEqualTo(C - 3); // counted as warm: units cost T, not 3T
   }
 }
