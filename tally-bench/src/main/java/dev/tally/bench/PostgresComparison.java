@@ -317,7 +317,7 @@ public final class PostgresComparison {
   }
 
   /** A PostgreSQL server of the harness's own: initdb and pg_ctl on a free loopback port. */
-  private static final class LocalServer {
+  static final class LocalServer {
     private final Path dir;
     private final Path bin;
     private final int port;
