@@ -47,7 +47,7 @@ import java.util.regex.Pattern;
  * <pre>
  * mvn -B -q package -pl tally-bench -am -DskipTests
  * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisLimiterComparison [--seconds 3]
- *     [--workloads granting,denying] [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA,Bucket4j"]
+ *     [--workloads granting,denying] [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA;Bucket4j"]
  *     [--parts limiters,incr] [--repeat 1] [--uri redis://127.0.0.1:6379]
  * </pre>
  *
@@ -144,7 +144,14 @@ public final class RedisLimiterComparison {
       List<String> names = List.of("seed WATCH/MULTI", "Bucket4j", "Bucket4j batching", "Tally token bucket",
           "Tally GCRA", "Tally token bucket, denyCache", "Tally token bucket, leased");
       if (options.containsKey("only")) {
-        names = names.stream().filter(n -> Arrays.asList(options.get("only").split(",")).contains(n)).toList();
+        // ';' separates names when one holds a comma ("Tally token bucket, leased")
+        String only = options.get("only");
+        List<String> wanted = Arrays.stream(only.split(only.contains(";") ? ";" : ",")).map(String::strip).toList();
+        names = names.stream().filter(wanted::contains).toList();
+        if (names.isEmpty()) {
+          throw new IllegalArgumentException("--only names none of the clients; separate names with ';' when"
+              + " one holds a comma");
+        }
       }
       int[] keyCounts = Arrays.stream(options.getOrDefault("keys", "1,1000").split(","))
           .mapToInt(Integer::parseInt).toArray();
