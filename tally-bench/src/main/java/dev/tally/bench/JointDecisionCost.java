@@ -54,6 +54,12 @@ public final class JointDecisionCost {
         PostgresComparison.LocalServer pg = PostgresComparison.LocalServer.start("on");
         server = pg::stop;
         uri = pg.uri();
+        String jdbc = "jdbc:" + uri.replaceFirst("^postgres(ql)?://([^@/]*)@", "postgresql://").replaceFirst("\\?.*", "")
+            + "?user=" + uri.replaceFirst("^postgres(ql)?://", "").replaceFirst("@.*", "");
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(jdbc);
+            java.sql.Statement st = c.createStatement()) {
+          st.execute(dev.tally.jdbc.PostgresSchema.storeDdl("tally"));
+        }
       } else if (store.equals("file:")) {
         uri = "file:" + Files.createTempDirectory("tally-joint").resolve("data");
       }
