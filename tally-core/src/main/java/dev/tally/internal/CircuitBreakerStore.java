@@ -110,16 +110,7 @@ final class CircuitBreakerStore implements Store {
 
   @Override
   public Number pop(String key, boolean integerOnly) {
-    Circuit.State admitted = circuit.admit();
-    Number result;
-    try {
-      result = store.pop(key, integerOnly);
-    } catch (RuntimeException | Error e) {
-      circuit.ended(admitted, e);
-      throw e;
-    }
-    circuit.answered(admitted);
-    return result;
+    return guarded(() -> store.pop(key, integerOnly));
   }
 
   @Override
@@ -166,30 +157,12 @@ final class CircuitBreakerStore implements Store {
 
   @Override
   public List<String> keys(String prefix) {
-    Circuit.State admitted = circuit.admit();
-    List<String> result;
-    try {
-      result = store.keys(prefix);
-    } catch (RuntimeException | Error e) {
-      circuit.ended(admitted, e);
-      throw e;
-    }
-    circuit.answered(admitted);
-    return result;
+    return guarded(() -> store.keys(prefix));
   }
 
   @Override
   public Number[] transact(List<TxOp> ops) {
-    Circuit.State admitted = circuit.admit();
-    Number[] result;
-    try {
-      result = store.transact(ops);
-    } catch (RuntimeException | Error e) {
-      circuit.ended(admitted, e);
-      throw e;
-    }
-    circuit.answered(admitted);
-    return result;
+    return guarded(() -> store.transact(ops));
   }
 
   @Override
@@ -208,38 +181,29 @@ final class CircuitBreakerStore implements Store {
 
   @Override
   public ConcurrencyResult concurrency(ConcurrencyCall call) {
-    Circuit.State admitted = circuit.admit();
-    ConcurrencyResult result;
-    try {
-      result = store.concurrency(call);
-    } catch (RuntimeException | Error e) {
-      circuit.ended(admitted, e);
-      throw e;
-    }
-    circuit.answered(admitted);
-    return result;
+    return guarded(() -> store.concurrency(call));
   }
 
   @Override
   public Decision[] limitAll(List<LimiterCall> calls, long permitsEach) {
-    Circuit.State admitted = circuit.admit();
-    Decision[] result;
-    try {
-      result = store.limitAll(calls, permitsEach);
-    } catch (RuntimeException | Error e) {
-      circuit.ended(admitted, e);
-      throw e;
-    }
-    circuit.answered(admitted);
-    return result;
+    return guarded(() -> store.limitAll(calls, permitsEach));
   }
 
   @Override
   public Object applyOnce(OperationId id, Mutation mutation) {
+    return guarded(() -> store.applyOnce(id, mutation));
+  }
+
+  /** The store's shortcut, if it has one, behind the circuit like every other call. */
+  /**
+   * Runs {@code op} through the circuit. The calls on a hot path (increments, reads, limiter
+   * steps) write this out instead, so that they allocate no lambda and box no result.
+   */
+  private <T> T guarded(java.util.function.Supplier<T> op) {
     Circuit.State admitted = circuit.admit();
-    Object result;
+    T result;
     try {
-      result = store.applyOnce(id, mutation);
+      result = op.get();
     } catch (RuntimeException | Error e) {
       circuit.ended(admitted, e);
       throw e;
@@ -248,7 +212,6 @@ final class CircuitBreakerStore implements Store {
     return result;
   }
 
-  /** The store's shortcut, if it has one, behind the circuit like every other call. */
   @Override
   public LimiterShortcut shortcut(LimiterCall call) {
     LimiterShortcut inner = store.shortcut(call);
