@@ -5,7 +5,6 @@ import dev.tally.spi.CounterMath;
 import dev.tally.spi.TxOp;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
@@ -90,7 +89,6 @@ final class BoundedIncr extends Exchange<Number[]> {
 
   @Override
   long pauseNanos() {
-    int c = conflicts();
-    return c == 0 ? 0 : ThreadLocalRandom.current().nextLong(1_000_000L << Math.min(c, 4));
+    return conflictPauseNanos();
   }
 }

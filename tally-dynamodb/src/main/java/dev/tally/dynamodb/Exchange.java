@@ -6,6 +6,7 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbException;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
+import software.amazon.awssdk.services.dynamodb.model.CancellationReason;
 import software.amazon.awssdk.services.dynamodb.model.TransactionCanceledException;
 
 /**
@@ -131,5 +132,33 @@ abstract class Exchange<T> {
 
   final int conflicts() {
     return conflicts;
+  }
+
+  /**
+   * Counts a transaction canceled by conflicts (a condition that no longer held, or another
+   * transaction on an item) as one conflicting write; rethrows any other cancellation.
+   */
+  final void conflictOrRethrow(TransactionCanceledException e) {
+    boolean conflicted = false;
+    if (e.hasCancellationReasons()) {
+      for (CancellationReason r : e.cancellationReasons()) {
+        String code = r.code();
+        if ("ConditionalCheckFailed".equals(code) || "TransactionConflict".equals(code)) {
+          conflicted = true;
+        } else if (code != null && !"None".equals(code)) {
+          throw e;
+        }
+      }
+    }
+    if (!conflicted) {
+      throw e;
+    }
+    conflict();
+  }
+
+  /** The pause after conflicting writes: full jitter, 1 ms doubling to 16 ms; none before any. */
+  final long conflictPauseNanos() {
+    int c = conflicts;
+    return c == 0 ? 0 : java.util.concurrent.ThreadLocalRandom.current().nextLong(1_000_000L << Math.min(c, 4));
   }
 }

@@ -15,7 +15,6 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
-import software.amazon.awssdk.services.dynamodb.model.CancellationReason;
 import software.amazon.awssdk.services.dynamodb.model.ConditionCheck;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
 import software.amazon.awssdk.services.dynamodb.model.DynamoDbResponse;
@@ -180,28 +179,13 @@ final class JointLimiterExchange extends Exchange<Decision[]> {
 
   @Override
   void canceled(TransactionCanceledException e) {
-    boolean retry = false;
-    if (e.hasCancellationReasons()) {
-      for (CancellationReason r : e.cancellationReasons()) {
-        String code = r.code();
-        if ("ConditionalCheckFailed".equals(code) || "TransactionConflict".equals(code)) {
-          retry = true;
-        } else if (code != null && !"None".equals(code)) {
-          throw e;
-        }
-      }
-    }
-    if (!retry) {
-      throw e;
-    }
-    conflict();
+    conflictOrRethrow(e);
     read();
   }
 
   @Override
   long pauseNanos() {
-    int c = conflicts();
-    return c == 0 ? 0 : ThreadLocalRandom.current().nextLong(1_000_000L << Math.min(c, 4));
+    return conflictPauseNanos();
   }
 
   @Override
