@@ -49,14 +49,14 @@ final class Clients implements AutoCloseable {
   private boolean closed; // guarded by this
 
   Clients(Options o, List<ExecutionInterceptor> interceptors) {
-    this.http = Apache5HttpClient.builder()
+    this.http = new DeadlineHttpClient(Apache5HttpClient.builder()
         .maxConnections(64)
         .connectionMaxIdleTime(MAX_IDLE)
         .connectionTimeout(connectTimeout(o))
         // Backstops: the SDK's call and attempt timeouts (set per request by the Runner) act first.
         .socketTimeout(o.timeout())
         .connectionAcquisitionTimeout(o.timeout())
-        .build();
+        .build());
     this.options = o;
     this.interceptors = List.copyOf(interceptors);
     this.asyncAvailable = o.async() == Options.Async.AUTO && asyncHttpAvailable();

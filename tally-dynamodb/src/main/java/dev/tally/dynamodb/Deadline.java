@@ -16,6 +16,9 @@ import software.amazon.awssdk.services.dynamodb.model.DynamoDbRequest;
  * write) shares one deadline, so the timeout bounds what the caller waits, not each step.
  */
 final class Deadline {
+  /** The deadline of the blocking call this thread is in, for {@link DeadlineHttpClient}. */
+  private static final ThreadLocal<Deadline> CURRENT = new ThreadLocal<>();
+
   private final long at; // System.nanoTime()
   private final Duration timeout;
   private final Duration attemptTimeout;
@@ -34,6 +37,32 @@ final class Deadline {
   /** A deadline {@code options.timeout()} from now. */
   static Deadline start(Options options) {
     return new Deadline(System.nanoTime() + options.timeout().toNanos(), options.timeout(), options.attemptTimeout());
+  }
+
+  /** The deadline of the blocking call this thread is making, or null outside one. */
+  static Deadline current() {
+    return CURRENT.get();
+  }
+
+  /**
+   * Makes this the thread's {@link #current()} deadline until {@link #release}, which restores
+   * {@code previous} (a call made within another's, as the store's own reads inside a write).
+   *
+   * @return the deadline it replaces, to hand to {@link #release}
+   */
+  Deadline enter() {
+    Deadline previous = CURRENT.get();
+    CURRENT.set(this);
+    return previous;
+  }
+
+  /** Ends what {@link #enter} began. */
+  static void release(Deadline previous) {
+    if (previous == null) {
+      CURRENT.remove();
+    } else {
+      CURRENT.set(previous);
+    }
   }
 
   long remainingNanos() {

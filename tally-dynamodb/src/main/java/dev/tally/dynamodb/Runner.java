@@ -57,6 +57,7 @@ final class Runner {
 
   /** Carries {@code x} out within {@code deadline}. */
   <T> T run(Exchange<T> x, Deadline deadline) {
+    Deadline previous = deadline.enter();
     try {
       while (!x.done()) {
         deadline.pause(x.pauseNanos(), x.key);
@@ -92,6 +93,8 @@ final class Runner {
       return x.result();
     } catch (RuntimeException e) {
       throw Errors.translate(e, x.key, options, x.operation);
+    } finally {
+      Deadline.release(previous);
     }
   }
 

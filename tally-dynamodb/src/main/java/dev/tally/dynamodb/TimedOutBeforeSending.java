@@ -12,7 +12,8 @@ import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
  * lease) only interrupts, and a socket read does not heed interrupts: the request would then
  * wait out the socket timeout, past the call's deadline (the likely cause of a 7.8 s call under a
  * 5 s timeout on an overloaded machine). The thread's interrupt, still set here, says the timer
- * fired: the request is aborted unsent, which the SDK reports as the timeout it is.
+ * fired: the request is aborted unsent, which the SDK reports as the timeout it is. A timer that
+ * fires just after this check is caught by {@link DeadlineHttpClient}.
  */
 final class TimedOutBeforeSending implements ExecutionInterceptor {
   @Override

@@ -8,6 +8,7 @@ import dev.tally.RateLimiter;
 import dev.tally.StoreException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -158,7 +159,13 @@ public final class FaultWorkload {
   public String toString() {
     return acknowledged() + " increments acknowledged, " + incrementsUnknown() + " failed; " + granted()
         + " permits granted, " + decisionsUnknown() + " decisions failed; longest call "
-        + TimeUnit.NANOSECONDS.toMillis(longestCallNanos()) + " ms";
+        + TimeUnit.NANOSECONDS.toMillis(longestCallNanos()) + " ms (" + longestCall() + ")";
+  }
+
+  /** Which thread made the longest call, and how it ended. Read after {@link #stop}. */
+  private String longestCall() {
+    return all().stream().max(Comparator.comparingLong(w -> w.longestNanos))
+        .map(w -> w.getName() + ", " + w.longestOutcome).orElse("none");
   }
 
   private final class Worker extends Thread {
@@ -167,6 +174,8 @@ public final class FaultWorkload {
     long acknowledged;
     long failed;
     long longestNanos;
+    /** How the longest call ended: "answered", or the failure's message. */
+    String longestOutcome = "none";
     Throwable unexpected;
     /** Read while the thread runs: when the last call succeeded, and the first after each failure. */
     volatile long lastSuccessAt = Long.MIN_VALUE;
@@ -195,6 +204,7 @@ public final class FaultWorkload {
       boolean failing = true; // the first success is recorded too
       while (!stop) {
         long started = System.nanoTime();
+        String outcome = "answered";
         try {
           acknowledged += call.run();
           long now = System.nanoTime();
@@ -208,11 +218,16 @@ public final class FaultWorkload {
         } catch (StoreException e) {
           failed++;
           failing = true;
+          outcome = e.getClass().getSimpleName() + ": " + e.getMessage();
         } catch (Throwable t) {
           unexpected = t;
           return;
         } finally {
-          longestNanos = Math.max(longestNanos, System.nanoTime() - started);
+          long took = System.nanoTime() - started;
+          if (took > longestNanos) {
+            longestNanos = took;
+            longestOutcome = outcome;
+          }
         }
         if (failing) {
           try {

@@ -8,6 +8,7 @@ import dev.tally.RateLimiter;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,6 +31,7 @@ import org.junit.jupiter.api.Test;
  * manual clock still drives the limiter, frozen, so the bucket never refills and every grant
  * shows in what is left.
  */
+@Tag("server-faults")
 public abstract class ServerFaultContract extends TallyFixture {
   /** How far past its timeout a call may end: the time to fail it and hand the failure back. */
   public static final Duration SLACK = Duration.ofSeconds(1);
