@@ -274,7 +274,7 @@ final class HotKeyProcesses {
     RedisClient client = RedisClient.create(uri);
     try {
       // Warm-up on a key of this process's own, so the JIT has compiled the hot paths first.
-      try (Limiter warm = RedisLimiterComparison.open(name, client, uri, threads, workload)) {
+      try (Limiter warm = opened(name, client, uri, threads, workload, new TallyListener() { })) {
         String own = key + ":warm-" + ProcessHandle.current().pid();
         loop(warm, own, threads, System.nanoTime(), (long) (WARM_SECONDS * 1e9), new long[threads][1]);
       }
@@ -283,7 +283,7 @@ final class HotKeyProcesses {
       long granted;
       long slowest;
       double elapsed;
-      Limiter limiter = RedisLimiterComparison.open(name, client, uri, threads, workload, accounts);
+      Limiter limiter = opened(name, client, uri, threads, workload, accounts);
       try {
         System.out.println("READY");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -319,6 +319,25 @@ final class HotKeyProcesses {
       System.out.flush();
     } finally {
       client.shutdown();
+    }
+  }
+
+  /**
+   * The client, tried again while Redis does not accept the connection in time: four JVMs
+   * starting at once on a loaded 2-core machine can take longer than the 2 s connect timeout.
+   */
+  private static Limiter opened(String name, RedisClient client, String uri, int threads, Workload workload,
+      TallyListener listener) throws InterruptedException {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return RedisLimiterComparison.open(name, client, uri, threads, workload, listener);
+      } catch (StoreException | io.lettuce.core.RedisException e) {
+        if (attempt == 5) {
+          throw e;
+        }
+        System.err.println("connecting again after: " + e);
+        Thread.sleep(500);
+      }
     }
   }
 
