@@ -5,6 +5,7 @@ import dev.tally.LeasedRateLimiter;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
+import dev.tally.TallyListener;
 import io.github.bucket4j.Bucket;
 import io.github.bucket4j.BucketConfiguration;
 import io.github.bucket4j.distributed.ExpirationAfterWriteStrategy;
@@ -48,8 +49,12 @@ import java.util.regex.Pattern;
  * mvn -B -q package -pl tally-bench -am -DskipTests
  * java -cp tally-bench/target/benchmarks.jar dev.tally.bench.RedisLimiterComparison [--seconds 3]
  *     [--workloads granting,denying] [--threads 1,8,32] [--keys 1,1000] [--only "Tally GCRA;Bucket4j"]
- *     [--parts limiters,incr] [--repeat 1] [--uri redis://127.0.0.1:6379]
+ *     [--parts limiters,incr] [--repeat 1] [--uri redis://127.0.0.1:6379] [--processes 4]
  * </pre>
+ *
+ * With {@code --processes P} each client runs in P child JVMs at once on one key, and the
+ * report is their summed rate ({@link HotKeyProcesses}); {@code --keys} and {@code --parts} do not
+ * apply then.
  *
  * With {@code --repeat N} the clients of each row take N turns, one after the other, each round
  * starting with the next client (so that none always follows the same one), and the table shows
@@ -79,7 +84,7 @@ public final class RedisLimiterComparison {
   private RedisLimiterComparison() {}
 
   /** One client under test. */
-  private interface Limiter extends AutoCloseable {
+  interface Limiter extends AutoCloseable {
     boolean tryAcquire(int thread, String key) throws Exception;
 
     /** Extra facts for the report (attempts, local answers). */
@@ -152,6 +157,10 @@ public final class RedisLimiterComparison {
           throw new IllegalArgumentException("--only names none of the clients; separate names with ';' when"
               + " one holds a comma");
         }
+      }
+      if (options.containsKey("processes")) {
+        HotKeyProcesses.run(options, uri, names);
+        return;
       }
       int[] keyCounts = Arrays.stream(options.getOrDefault("keys", "1,1000").split(","))
           .mapToInt(Integer::parseInt).toArray();
@@ -273,7 +282,13 @@ public final class RedisLimiterComparison {
     return client.connect();
   }
 
-  private static Limiter open(String name, RedisClient client, String uri, int threads, Workload workload) {
+  static Limiter open(String name, RedisClient client, String uri, int threads, Workload workload) {
+    return open(name, client, uri, threads, workload, new TallyListener() { });
+  }
+
+  /** The client {@code name}; a Tally client reports its events to {@code listener}. */
+  static Limiter open(String name, RedisClient client, String uri, int threads, Workload workload,
+      TallyListener listener) {
     long capacity = workload.capacity();
     long rate = workload.ratePerSecond();
     switch (name) {
@@ -326,7 +341,7 @@ public final class RedisLimiterComparison {
         };
       }
       case "Tally token bucket, leased": {
-        Tally tally = Tally.open(uri);
+        Tally tally = Tally.builder(uri).listener(listener).build();
         Limit limit = Limit.tokenBucket(capacity, rate, Duration.ofSeconds(1));
         Map<String, LeasedRateLimiter> limiters = new ConcurrentHashMap<>();
         return new Limiter() {
@@ -357,7 +372,7 @@ public final class RedisLimiterComparison {
       }
       default: {
         boolean guard = name.endsWith("denyCache");
-        Tally tally = Tally.open(guard ? uri + "?denyCache=true" : uri);
+        Tally tally = Tally.builder(guard ? uri + "?denyCache=true" : uri).listener(listener).build();
         Limit limit = name.contains("GCRA") ? Limit.gcra(capacity - 1, rate, Duration.ofSeconds(1))
             : Limit.tokenBucket(capacity, rate, Duration.ofSeconds(1));
         Map<String, RateLimiter> limiters = new ConcurrentHashMap<>();
@@ -378,8 +393,8 @@ public final class RedisLimiterComparison {
 
   private static final AtomicLong RUNS = new AtomicLong();
   /** The leased contender's largest block and lease time. */
-  private static final long LEASE_BLOCK = 1_000;
-  private static final Duration LEASE_TIME = Duration.ofMillis(100);
+  static final long LEASE_BLOCK = 1_000;
+  static final Duration LEASE_TIME = Duration.ofMillis(100);
 
   private static Result measure(RedisCommands<String, String> redis, Workload workload, String name, Limiter limiter, int threads,
       int keyCount, double seconds) throws InterruptedException {
