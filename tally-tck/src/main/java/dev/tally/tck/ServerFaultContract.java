@@ -111,17 +111,23 @@ public abstract class ServerFaultContract extends TallyFixture {
     assertThat(load.acknowledged()).as("increments acknowledged").isPositive();
     assertThat(load.incrementsUnknown() + load.decisionsUnknown()).as("calls failed by the freeze").isPositive();
     assertThat(load.granted()).as("permits granted, of %d", CAPACITY).isBetween(1L, (long) CAPACITY);
-    load.assertNothingAcknowledgedLost(counters.get("frozen").orElseThrow(), CAPACITY - limiter.available(), CAPACITY);
+    long counter = counters.get("frozen").orElseThrow();
+    long taken = CAPACITY - limiter.available();
+    List<Long> jointTaken = jointly ? joint.stream().map(l -> CAPACITY - l.available()).toList() : List.of();
+    long held = leasing ? leases.inUse() : 0;
+    System.out.println("[" + configuration().name() + "] server frozen " + freezing.freezeFor().toMillis()
+        + " ms under a " + freezing.callTimeout().toMillis() + " ms timeout: " + load + "; the store: counter "
+        + counter + ", taken " + taken + (jointly ? ", joint taken " + jointTaken : "")
+        + (leasing ? ", leases held " + held : ""));
+    load.assertNothingAcknowledgedLost(counter, taken, CAPACITY);
     if (jointly) {
       assertThat(load.jointGrants()).as("joint grants (%s)", load).isPositive();
-      load.assertJointDecisionsAllOrNothing(joint.stream().map(l -> CAPACITY - l.available()).toList(), CAPACITY);
+      load.assertJointDecisionsAllOrNothing(jointTaken, CAPACITY);
     }
     if (leasing) {
       assertThat(load.leasesAcquired()).as("leases acquired (%s)", load).isPositive();
-      load.assertLeasesKept(leases.inUse());
+      load.assertLeasesKept(held);
     }
-    System.out.println("[" + configuration().name() + "] server frozen " + freezing.freezeFor().toMillis()
-        + " ms under a " + freezing.callTimeout().toMillis() + " ms timeout: " + load);
   }
 
   /** Whether the store has {@code what}, asked by {@code probe}; prints why not when it has not. */
