@@ -412,7 +412,7 @@ public final class FaultWorkload {
    * always held, so that a lost one shows in the held count.
    */
   private static final class Leasing implements Call {
-    private static final int HOLD = 4;
+    private static final int HOLD = 2;
     private final ConcurrencyLimit limit;
     private final Duration ttl;
     /** Leases acknowledged and not given back, oldest first. */
