@@ -331,7 +331,20 @@ public final class FaultWorkload {
           .append(" acquires or releases failed");
     }
     return s.append("; longest call ").append(TimeUnit.NANOSECONDS.toMillis(longestCallNanos())).append(" ms (")
-        .append(longestCall()).append(")").toString();
+        .append(longestCall()).append("; by kind: ").append(longestByKind()).append(")").toString();
+  }
+
+  /** The longest call of each kind of thread, in milliseconds. */
+  private String longestByKind() {
+    List<String> kinds = new ArrayList<>();
+    for (List<? extends Worker<?>> kind : List.of(incrementers, deciders, jointDeciders, leasers)) {
+      if (!kind.isEmpty()) {
+        String name = kind.get(0).getName();
+        kinds.add(name.substring(0, name.lastIndexOf('-')) + " "
+            + TimeUnit.NANOSECONDS.toMillis(kind.stream().mapToLong(w -> w.longestNanos).max().orElse(0)) + " ms");
+      }
+    }
+    return String.join(", ", kinds);
   }
 
   /** Which thread made the longest call, and how it ended. Read after {@link #stop}. */
