@@ -254,14 +254,7 @@ public final class Flush implements AutoCloseable {
       totals[2] += unmatched;
       listener.applied(b.id, total);
     } finally {
-      if (!committed) {
-        try {
-          c.rollback();
-        } catch (SQLException e) {
-          // the connection is gone: the server rolls back by itself
-        }
-      }
-      c.setAutoCommit(true);
+      TransactionEnd.end(c, committed);
     }
   }
 
@@ -292,14 +285,7 @@ public final class Flush implements AutoCloseable {
       c.commit();
       committed = true;
     } finally {
-      if (!committed) {
-        try {
-          c.rollback();
-        } catch (SQLException e) {
-          // the connection is gone: the server rolls back by itself
-        }
-      }
-      c.setAutoCommit(true);
+      TransactionEnd.end(c, committed);
     }
   }
 

@@ -14,8 +14,8 @@ import javax.sql.DataSource;
  * The connections of a store: a HikariCP pool of its own, or a borrowed DataSource it never closes.
  *
  * <p>Every call leases its connection until its {@link Deadline}: the wait for the connection is
- * bounded by the store's {@code timeout} (for a borrowed DataSource, by the DataSource's own
- * wait), and the connection's network timeout is set to what is left of the call's time, so a
+ * bounded by what is left of the call's {@code timeout} (for a borrowed DataSource other than
+ * HikariCP's, by the DataSource's own wait), and the connection's network timeout is set to what is left of the call's time, so a
  * server that stops answering (frozen, partitioned) fails the call instead of holding it.
  */
 final class Pool implements AutoCloseable {
@@ -24,7 +24,7 @@ final class Pool implements AutoCloseable {
 
   private final DataSource dataSource;
   private final HikariDataSource owned;
-  private final HikariPool hikari; // of owned: its wait can be given per call
+  private final HikariPool hikari; // of owned: its wait can be given per call (see waitable())
 
   private Pool(DataSource dataSource, HikariDataSource owned) {
     this.dataSource = dataSource;
@@ -81,7 +81,8 @@ final class Pool implements AutoCloseable {
     if (wait <= 0) {
       throw new SQLTransientConnectionException("the timeout passed before a connection was free");
     }
-    Connection c = hikari != null ? hikari.getConnection(wait) : dataSource.getConnection();
+    HikariPool waitable = waitable();
+    Connection c = waitable != null ? waitable.getConnection(wait) : dataSource.getConnection();
     try {
       int previous = c.getNetworkTimeout();
       long left = deadline.answerMillisLeft();
@@ -98,6 +99,21 @@ final class Pool implements AutoCloseable {
       }
       throw e;
     }
+  }
+
+  /**
+   * The HikariCP pool to ask for a connection with the call's own wait: the store's, or a borrowed
+   * HikariDataSource's once it has started. Asked through the DataSource, a borrowed pool would
+   * wait its whole {@code connectionTimeout} however little of the call's time is left (a rate
+   * limiter call that waited for its batch's leader before leading one itself), and the call
+   * would outlive its timeout by that much. Null for another DataSource: its wait is its own.
+   */
+  private HikariPool waitable() {
+    if (hikari != null) {
+      return hikari;
+    }
+    return dataSource instanceof HikariDataSource borrowed
+        && borrowed.getHikariPoolMXBean() instanceof HikariPool started ? started : null;
   }
 
   /** A connection held for one call; closing it restores its network timeout and returns it. */

@@ -105,14 +105,7 @@ final class PostgresConcurrency {
         }
       }
     } finally {
-      if (!committed) {
-        try {
-          c.rollback();
-        } catch (SQLException ignored) {
-          // the connection is broken: the pool discards it
-        }
-      }
-      c.setAutoCommit(true);
+      TransactionEnd.end(c, committed);
     }
   }
 

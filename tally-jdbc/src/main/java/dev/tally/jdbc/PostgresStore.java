@@ -555,10 +555,7 @@ final class PostgresStore implements Store {
       committed = true;
       return result;
     } finally {
-      if (!committed) {
-        rollbackQuietly(c);
-      }
-      c.setAutoCommit(true);
+      TransactionEnd.end(c, committed);
     }
   }
 
@@ -634,14 +631,6 @@ final class PostgresStore implements Store {
       return get(c, g.key());
     }
     throw new IllegalArgumentException("unknown transaction operation " + op);
-  }
-
-  private static void rollbackQuietly(Connection c) {
-    try {
-      c.rollback();
-    } catch (SQLException e) {
-      // the connection is broken: the pool discards it, and PostgreSQL rolls back on its own
-    }
   }
 
   // ------------------------------------------------------------------ rate limiters

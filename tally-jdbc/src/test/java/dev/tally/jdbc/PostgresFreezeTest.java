@@ -1,10 +1,13 @@
 package dev.tally.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tally.ConcurrencyLimit;
 import dev.tally.Counters;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
+import dev.tally.StoreTimeoutException;
 import dev.tally.Tally;
 import dev.tally.tck.FaultWorkload;
 import java.time.Duration;
@@ -65,6 +68,40 @@ class PostgresFreezeTest {
       assertThat(load.incrementsUnknown() + load.decisionsUnknown()).as("calls failed by the freeze").isPositive();
       load.assertNothingAcknowledgedLost(counters.get(prefix + "counter").orElseThrow(),
           CAPACITY - limiter.available(), CAPACITY);
+    }
+  }
+
+  /**
+   * A call of several statements in one database transaction (a concurrency limit's step, a
+   * counters transaction) that the freeze times out fails as a timeout, "may or may not have been
+   * applied", as a single statement does: ending the transaction on the connection pgjdbc closed
+   * must not replace that failure with its own ("Connection is closed"), which tells the caller
+   * nothing of what happened. Each call runs right after a success, on the connection that call
+   * used, so that it reaches the frozen server rather than the pool's check of an idle one.
+   */
+  @Test
+  void aTransactionTheFreezeTimesOutFailsAsATimeout() throws Exception {
+    PostgresServer server = PostgresServer.shared();
+    String prefix = "frozen-tx:" + Long.toHexString(System.nanoTime()) + ":";
+    try (Tally tally = Tally.open(server.uri("timeout=1s"))) {
+      ConcurrencyLimit limit = tally.concurrency(prefix + "limit", 10);
+      Counters counters = tally.counters();
+      assertThat(limit.inUse()).isZero();
+      server.freeze();
+      try {
+        assertThatThrownBy(() -> limit.tryAcquire(Duration.ofMinutes(1)))
+            .isInstanceOf(StoreTimeoutException.class).hasMessageContaining("may or may not");
+      } finally {
+        server.resume();
+      }
+      counters.incr(prefix + "n", 0);
+      server.freeze();
+      try {
+        assertThatThrownBy(() -> counters.transaction(tx -> tx.incr(prefix + "n").incr(prefix + "m")))
+            .isInstanceOf(StoreTimeoutException.class).hasMessageContaining("may or may not");
+      } finally {
+        server.resume();
+      }
     }
   }
 }

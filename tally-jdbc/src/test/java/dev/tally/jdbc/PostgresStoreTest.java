@@ -230,6 +230,33 @@ class PostgresStoreTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("PostgresDataSources.register");
   }
 
+  /**
+   * A borrowed HikariCP pool is asked for a connection with what is left of the call's timeout,
+   * not its own longer connectionTimeout: a call must not outlive its timeout by the pool's wait.
+   */
+  @Test
+  void aBorrowedHikariPoolWaitsNoLongerThanTheCallsTimeout() throws SQLException {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(SERVER.jdbcUrl());
+    config.setMaximumPoolSize(1);
+    config.setConnectionTimeout(10_000);
+    try (HikariDataSource ds = new HikariDataSource(config)) {
+      PostgresDataSources.register("busy", ds);
+      try (Tally tally = Tally.open("postgresql:?datasource=busy&table=tally&timeout=1s");
+          Connection held = ds.getConnection()) {
+        long started = System.nanoTime();
+        assertThatThrownBy(() -> tally.counters().incr(unique("busy") + "k"))
+            .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("nothing was sent");
+        // The bound is 1 s and a grace; 5 s leaves room for a loaded machine, and is still half
+        // the pool's own wait.
+        assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(5));
+        assertThat(held.isValid(1)).isTrue();
+      }
+    } finally {
+      PostgresDataSources.unregister("busy");
+    }
+  }
+
   @Test
   void aDecisionsAsynchronousCommitStaysInItsOwnTransaction() throws SQLException {
     HikariConfig config = new HikariConfig();
