@@ -194,7 +194,7 @@ class FlushCrashTest {
       String prefix = "crash:" + step + ":" + Long.toHexString(System.nanoTime()) + ":";
       try (Tally source = Tally.open(SERVER.uri("timeout=30s"))) {
         for (int id = 1; id <= KEYS; id++) {
-          source.counters().incr(prefix + id, 625); // 5,000 in all, the reproduction
+          source.counters().incr(prefix + id, 625); // 5,000 in all, the reported reproduction
         }
         AtomicBoolean crashed = new AtomicBoolean();
         Flush.Listener crashAfter = new Flush.Listener() {

@@ -16,7 +16,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * The issue's own case: PostgreSQL frozen ({@code SIGSTOP}) for 10 s under a store with
+ * A long freeze: PostgreSQL frozen ({@code SIGSTOP}) for 10 s under a store with
  * {@code timeout=2s}, while threads increment and decide (the limiter calls batched, the
  * default). Before, every call whose statement was out waited out the whole freeze; now each
  * ends within its timeout and a second, the calls succeed again once the server resumes, and the

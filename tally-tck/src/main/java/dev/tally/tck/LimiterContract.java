@@ -118,7 +118,7 @@ public abstract class LimiterContract extends TallyFixture {
     assertThat(l.decide(1).allowed()).as("nothing is granted twice").isFalse();
   }
 
-  /** The smallest case: a bucket of 2 draining in a minute, asked at t and t - 1 ns. */
+  /** The smallest case: a bucket of 2 draining in a minute, asked at t and t - 1 ns. */
   @Test
   public void aBucketOfTwoGrantsItsSecondUnitOneNanosecondEarlier() {
     RateLimiter l = tally.limiter(name(), Limit.tokenBucket(2, Duration.ofMinutes(1)));
