@@ -69,6 +69,8 @@ final class EmulatedTransactions implements DynamoDbClient {
   private static final ReentrantLock LOCK = new ReentrantLock(true);
   /** The lock files this JVM opened, by path: a JVM may hold one lock on a file at a time. */
   private static final Map<Path, FileChannel> LOCK_FILES = new ConcurrentHashMap<>();
+  /** Each table's key attribute, by table name. */
+  private static final Map<String, String> KEY_NAMES = new ConcurrentHashMap<>();
   private final DynamoDbClient d;
   private final FileChannel lockFile;
 
@@ -200,8 +202,10 @@ final class EmulatedTransactions implements DynamoDbClient {
   }
 
   private Map<String, AttributeValue> keyOf(String table, Map<String, AttributeValue> item, Budget budget) {
-    String keyName = d.describeTable(b -> b.tableName(table).overrideConfiguration(budget.left()))
-        .table().keySchema().get(0).attributeName();
+    // A table's key never changes: asked once, not before every put of every emulated transaction,
+    // which all wait behind one lock.
+    String keyName = KEY_NAMES.computeIfAbsent(table, t -> d.describeTable(
+        b -> b.tableName(t).overrideConfiguration(budget.left())).table().keySchema().get(0).attributeName());
     return Map.of(keyName, item.get(keyName));
   }
 
