@@ -4,9 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.Limit;
 import dev.tally.Tally;
-import java.io.BufferedReader;
-import java.io.File;
-import java.io.InputStreamReader;
+import dev.tally.tck.ChildJvm;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -50,26 +48,21 @@ class CrossClientTest {
     String bucket = "cross-bucket-" + UUID.randomUUID();
     String counter = "cross-counter-" + UUID.randomUUID();
 
-    List<Process> children = new ArrayList<>();
-    List<BufferedReader> outputs = new ArrayList<>();
-    String javaBin = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    List<ChildJvm> children = new ArrayList<>();
     for (int c = 0; c < CHILDREN; c++) {
-      Process p = new ProcessBuilder(javaBin, "-cp", System.getProperty("java.class.path"),
-          ClientWorkload.class.getName(), uri, bucket, counter, Integer.toString(THREADS),
-          Integer.toString(ATTEMPTS)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-      children.add(p);
-      outputs.add(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
+      children.add(ChildJvm.start(ClientWorkload.class, uri, bucket, counter, Integer.toString(THREADS),
+          Integer.toString(ATTEMPTS)));
     }
     List<Tally> stores = new ArrayList<>();
     try {
       for (int s = 0; s < STORES; s++) {
         stores.add(Tally.open(uri));
       }
-      for (BufferedReader out : outputs) {
-        assertThat(out.readLine()).as("a child JVM started").isEqualTo("READY");
+      for (ChildJvm c : children) {
+        c.await("READY", 60_000);
       }
-      for (Process p : children) {
-        OutputStream in = p.getOutputStream();
+      for (ChildJvm c : children) {
+        OutputStream in = c.process().getOutputStream();
         in.write("go\n".getBytes(StandardCharsets.UTF_8));
         in.flush();
       }
@@ -99,10 +92,9 @@ class CrossClientTest {
         incremented += w.incremented.get();
         gaveUp += w.gaveUp.get();
       }
-      for (int c = 0; c < CHILDREN; c++) {
-        String line = outputs.get(c).readLine();
-        assertThat(children.get(c).waitFor(60, TimeUnit.SECONDS)).isTrue();
-        assertThat(line).as("child %d's result", c).startsWith("RESULT ");
+      for (ChildJvm c : children) {
+        String line = c.await("RESULT ", 60_000);
+        assertThat(c.process().waitFor(60, TimeUnit.SECONDS)).isTrue();
         String[] parts = line.split(" ");
         granted += Long.parseLong(parts[1]);
         incremented += Long.parseLong(parts[2]);
@@ -117,7 +109,7 @@ class CrossClientTest {
       assertThat(stores.get(1).leakyBucket(bucket, 100, Duration.ofDays(1)).state().remaining()).isZero();
     } finally {
       stores.forEach(Tally::close);
-      children.forEach(Process::destroyForcibly);
+      children.forEach(ChildJvm::close);
     }
   }
 }

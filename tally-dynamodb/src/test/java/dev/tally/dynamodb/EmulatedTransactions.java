@@ -3,12 +3,21 @@ package dev.tally.dynamodb;
 import dev.tally.spi.Store;
 import dev.tally.spi.StoreContext;
 import dev.tally.spi.StoreProvider;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
 import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
@@ -45,9 +54,11 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  * A client that gives dynalite the two transaction operations it lacks, so the store's
  * transaction code runs against a real expression parser: TransactGetItems as consistent
  * GetItems, TransactWriteItems as the conditional writes one by one, undone if one fails, both
- * under one lock that every emulated transaction in this JVM takes. The isolation holds between
- * transactions only (plain writes do not take the lock), which is what the kit's transaction
- * tests exercise. Opened as {@code dynamodb-txemu://…}.
+ * under one lock that every emulated transaction against the same server takes: a lock in this
+ * JVM, then a lock on a file named after the endpoint, so that transactions from several
+ * processes (the kit's multi-process joint decisions) are isolated from each other too. The
+ * isolation holds between transactions only (plain writes do not take the lock), which is what
+ * the kit's transaction tests exercise. Opened as {@code dynamodb-txemu://…}.
  *
  * <p>A transaction keeps to the timeout the store gave its request ({@link Budget}): the wait for
  * the lock and each request sent in its stead share what is left of it, so a frozen server makes
@@ -56,10 +67,24 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  */
 final class EmulatedTransactions implements DynamoDbClient {
   private static final ReentrantLock LOCK = new ReentrantLock(true);
+  /** The lock files this JVM opened, by path: a JVM may hold one lock on a file at a time. */
+  private static final Map<Path, FileChannel> LOCK_FILES = new ConcurrentHashMap<>();
+  /** Each table's key attribute, by table name. */
+  private static final Map<String, String> KEY_NAMES = new ConcurrentHashMap<>();
   private final DynamoDbClient d;
+  private final FileChannel lockFile;
 
-  EmulatedTransactions(DynamoDbClient delegate) {
+  EmulatedTransactions(DynamoDbClient delegate, URI endpoint) {
     this.d = delegate;
+    String name = "tally-txemu-" + (endpoint == null ? "default" : endpoint.getHost() + "-" + endpoint.getPort())
+        + ".lock";
+    this.lockFile = LOCK_FILES.computeIfAbsent(Path.of(System.getProperty("java.io.tmpdir"), name), p -> {
+      try {
+        return FileChannel.open(p, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    });
   }
 
   /** The store provider for {@code dynamodb-txemu://}. */
@@ -72,14 +97,15 @@ final class EmulatedTransactions implements DynamoDbClient {
     @Override
     public Store open(String uri, StoreContext context) {
       String plain = "dynamodb" + uri.substring("dynamodb-txemu".length());
-      return DynamoDbStore.open(Options.parse(plain), context, List.of(), EmulatedTransactions::new);
+      Options options = Options.parse(plain);
+      return DynamoDbStore.open(options, context, List.of(), c -> new EmulatedTransactions(c, options.endpoint()));
     }
   }
 
   @Override
   public TransactGetItemsResponse transactGetItems(TransactGetItemsRequest request) {
     Budget budget = new Budget(request);
-    budget.lock();
+    FileLock held = budget.lock(lockFile);
     try {
       List<ItemResponse> out = new ArrayList<>();
       for (TransactGetItem g : request.transactItems()) {
@@ -90,14 +116,14 @@ final class EmulatedTransactions implements DynamoDbClient {
       }
       return TransactGetItemsResponse.builder().responses(out).build();
     } finally {
-      LOCK.unlock();
+      unlock(held);
     }
   }
 
   @Override
   public TransactWriteItemsResponse transactWriteItems(TransactWriteItemsRequest request) {
     Budget budget = new Budget(request);
-    budget.lock();
+    FileLock held = budget.lock(lockFile);
     try {
       List<Runnable> undo = new ArrayList<>();
       List<TransactWriteItem> items = request.transactItems();
@@ -141,7 +167,7 @@ final class EmulatedTransactions implements DynamoDbClient {
       }
       return TransactWriteItemsResponse.builder().build();
     } finally {
-      LOCK.unlock();
+      unlock(held);
     }
   }
 
@@ -176,8 +202,10 @@ final class EmulatedTransactions implements DynamoDbClient {
   }
 
   private Map<String, AttributeValue> keyOf(String table, Map<String, AttributeValue> item, Budget budget) {
-    String keyName = d.describeTable(b -> b.tableName(table).overrideConfiguration(budget.left()))
-        .table().keySchema().get(0).attributeName();
+    // A table's key never changes: asked once, not before every put of every emulated transaction,
+    // which all wait behind one lock.
+    String keyName = KEY_NAMES.computeIfAbsent(table, t -> d.describeTable(
+        b -> b.tableName(t).overrideConfiguration(budget.left())).table().keySchema().get(0).attributeName());
     return Map.of(keyName, item.get(keyName));
   }
 
@@ -199,15 +227,36 @@ final class EmulatedTransactions implements DynamoDbClient {
       return AwsRequestOverrideConfiguration.builder().apiCallTimeout(Duration.ofNanos(n)).build();
     }
 
-    void lock() {
+    /** Takes this JVM's lock, then {@code file}'s (which other processes take), within the budget. */
+    FileLock lock(FileChannel file) {
       try {
         if (LOCK.tryLock(until - System.nanoTime(), TimeUnit.NANOSECONDS)) {
-          return;
+          try {
+            for (FileLock l; until - System.nanoTime() > 0; LockSupport.parkNanos(200_000)) {
+              if ((l = file.tryLock()) != null) {
+                return l;
+              }
+            }
+          } catch (IOException | RuntimeException e) {
+            LOCK.unlock();
+            throw new IllegalStateException("cannot lock the emulated transactions' lock file", e);
+          }
+          LOCK.unlock();
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
       throw ApiCallTimeoutException.builder().message("the emulated transaction waited out its time for the lock").build();
+    }
+  }
+
+  private static void unlock(FileLock held) {
+    try {
+      held.release();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } finally {
+      LOCK.unlock();
     }
   }
 

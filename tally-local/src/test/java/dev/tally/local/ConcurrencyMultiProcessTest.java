@@ -4,9 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.ConcurrencyLimit;
 import dev.tally.Tally;
-import java.io.BufferedReader;
+import dev.tally.tck.ChildJvm;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,7 +15,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,48 +44,32 @@ class ConcurrencyMultiProcessTest {
     Path data = dir.resolve("tally-data");
     Path go = dir.resolve("go");
     Path stop = dir.resolve("stop");
-    List<Process> children = new ArrayList<>();
+    List<ChildJvm> children = new ArrayList<>();
     try {
       for (int i = 0; i < CHILDREN; i++) {
         // the process to be killed holds its leases for up to 300 ms, so it dies holding some
         children.add(start(data, go, stop, dir.resolve("log-" + i), i == 0 ? 300 : 2));
       }
-      for (Process p : children) {
-        awaitLine(p, "READY");
+      for (ChildJvm c : children) {
+        c.await("READY", 60_000);
       }
-      Process victim = children.get(0);
-      AtomicLong lastHeld = new AtomicLong();
-      Thread watcher = new Thread(() -> {
-        try (BufferedReader r = new BufferedReader(
-            new InputStreamReader(victim.getInputStream(), StandardCharsets.UTF_8))) {
-          for (String l; (l = r.readLine()) != null; ) {
-            if (l.startsWith("HELD ")) {
-              lastHeld.set(Long.parseLong(l.substring(l.lastIndexOf(' ') + 1))); // granted at, wall clock
-            }
-          }
-        } catch (IOException e) {
-          // killed
-        }
-      });
-      watcher.setDaemon(true);
-      watcher.start();
+      ChildJvm victim = children.get(0);
       Files.createFile(go);
       Thread.sleep(1_000); // real work in the children: they run on the wall clock
       long mark = System.nanoTime();
       // Kill it within 100 ms of a grant it holds for 150-300 ms: it dies holding that lease.
-      while (TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - lastHeld.get() > 100_000_000L) {
+      while (TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - lastHeld(victim) > 100_000_000L) {
         assertThat(System.nanoTime() - mark).as("the victim got a lease").isLessThan(TimeUnit.SECONDS.toNanos(20));
         Thread.onSpinWait();
       }
       long killing = System.currentTimeMillis();
-      victim.destroyForcibly(); // SIGKILL: its leases are neither released nor cleaned up
-      assertThat(victim.waitFor(10, TimeUnit.SECONDS)).isTrue();
+      victim.kill(); // SIGKILL: its leases are neither released nor cleaned up
       long killedAt = System.currentTimeMillis();
       Thread.sleep(2 * TTL_MILLIS + 500); // the survivors go on past the dead leases' expiry
       Files.createFile(stop);
-      for (Process p : children.subList(1, CHILDREN)) {
-        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
-        assertThat(p.exitValue()).isZero();
+      for (ChildJvm c : children.subList(1, CHILDREN)) {
+        assertThat(c.process().waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(c.process().exitValue()).isZero();
       }
 
       TreeMap<Long, Held> leases = new TreeMap<>();
@@ -135,7 +117,7 @@ class ConcurrencyMultiProcessTest {
       // granted permits after that.
       List<String> tail = Files.readAllLines(dir.resolve("log-0"));
       assertThat(heldAtDeath).as("leases the killed process held when it died (killed at %d ms, last grant seen at %d ns;"
-          + " its log ends %s)", killing, lastHeld.get(),
+          + " its log ends %s)", killing, lastHeld(victim),
           tail.subList(Math.max(0, tail.size() - 4), tail.size())).isPositive();
       assertThat(deadUntil).isLessThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(killedAt + TTL_MILLIS));
       long deadline = deadUntil;
@@ -147,9 +129,7 @@ class ConcurrencyMultiProcessTest {
             .isGreaterThan(leases.lastKey());
       }
     } finally {
-      for (Process p : children) {
-        p.destroyForcibly();
-      }
+      children.forEach(ChildJvm::close);
     }
   }
 
@@ -172,23 +152,18 @@ class ConcurrencyMultiProcessTest {
     return out;
   }
 
-  private static Process start(Path data, Path go, Path stop, Path log, long holdMillis) throws IOException {
-    List<String> cmd = List.of(
-        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-cp", System.getProperty("java.class.path"),
-        "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m", "-Xshare:auto",
-        LeaseWorker.class.getName(), data.toString(), go.toString(), stop.toString(), log.toString(), "jobs",
-        Long.toString(MAX), Long.toString(TTL_MILLIS), Integer.toString(THREADS), Long.toString(holdMillis));
-    return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+  /** The instant (wall clock, ns) of the last grant {@code victim} said it holds, or 0. */
+  private static long lastHeld(ChildJvm victim) {
+    List<String> held = victim.linesStartingWith("HELD ");
+    if (held.isEmpty()) {
+      return 0;
+    }
+    String l = held.get(held.size() - 1);
+    return Long.parseLong(l.substring(l.lastIndexOf(' ') + 1));
   }
 
-  private static void awaitLine(Process p, String line) throws IOException {
-    BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-    for (String l; (l = r.readLine()) != null; ) {
-      if (l.equals(line)) {
-        return;
-      }
-    }
-    throw new AssertionError("child exited before " + line);
+  private static ChildJvm start(Path data, Path go, Path stop, Path log, long holdMillis) {
+    return ChildJvm.start(LeaseWorker.class, data.toString(), go.toString(), stop.toString(), log.toString(), "jobs",
+        Long.toString(MAX), Long.toString(TTL_MILLIS), Integer.toString(THREADS), Long.toString(holdMillis));
   }
 }

@@ -18,6 +18,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.Counters;
 import dev.tally.Tally;
+import dev.tally.tck.ChildJvm;
 import java.nio.MappedByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -61,7 +62,7 @@ class CrashTest {
   private final List<Writer> everyWriter = new ArrayList<>();
 
   private final class Writer {
-    final Child child;
+    final ChildJvm child;
     final MappedByteBuffer report;
     final String hook;
 
@@ -69,7 +70,7 @@ class CrashTest {
       Path report = dir.resolve("report-" + everyWriter.size());
       this.hook = hook;
       this.report = Worker.mapReport(report, THREADS);
-      this.child = Child.start("campaign", dir.resolve("tally-data").toString(),
+      this.child = ChildJvm.start(Worker.class, "campaign", dir.resolve("tally-data").toString(),
           dir.resolve("go").toString(), Integer.toString(THREADS), report.toString(), hook);
       everyWriter.add(this);
     }
@@ -150,7 +151,7 @@ class CrashTest {
           long[] b = before.get(i);
           if (w != victim && w.running()) {
             assertThat(waitFor(3_000, () -> w.get(0, F_OPS) > b[0] + 10 && w.get(1, F_OPS) > b[1] + 10))
-                .as("trial %d: writer %s (%s) keeps going after a kill", trial, w.child.process.pid(), w.hook)
+                .as("trial %d: writer %s (%s) keeps going after a kill", trial, w.child.process().pid(), w.hook)
                 .isTrue();
           }
         }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.Counters;
 import dev.tally.Tally;
+import dev.tally.tck.ChildJvm;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -30,26 +31,26 @@ class MultiProcessTest {
     return dir.resolve("tally-data");
   }
 
-  private List<Child> start(int n, String... args) throws InterruptedException {
-    List<Child> children = new ArrayList<>();
+  private List<ChildJvm> start(int n, String... args) throws InterruptedException {
+    List<ChildJvm> children = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       String[] a = args.clone();
       for (int j = 0; j < a.length; j++) {
         a[j] = a[j].replace("{i}", Integer.toString(i));
       }
-      children.add(Child.start(a));
+      children.add(ChildJvm.start(Worker.class, a));
     }
     return children;
   }
 
-  private static void awaitAll(List<Child> children, String prefix) throws InterruptedException {
-    for (Child c : children) {
+  private static void awaitAll(List<ChildJvm> children, String prefix) throws InterruptedException {
+    for (ChildJvm c : children) {
       c.await(prefix, START_MILLIS);
     }
   }
 
-  private static void closeAll(List<Child> children) {
-    for (Child c : children) {
+  private static void closeAll(List<ChildJvm> children) {
+    for (ChildJvm c : children) {
       c.close();
     }
   }
@@ -59,7 +60,7 @@ class MultiProcessTest {
     int n = 20_000;
     int keys = 10;
     Path go = dir.resolve("go");
-    List<Child> children = start(CHILDREN, "incr", data().toString(), go.toString(),
+    List<ChildJvm> children = start(CHILDREN, "incr", data().toString(), go.toString(),
         Integer.toString(THREADS), Integer.toString(n), Integer.toString(keys));
     try {
       awaitAll(children, "READY");
@@ -87,7 +88,7 @@ class MultiProcessTest {
       t.counters().put("quota", start);
     }
     Path go = dir.resolve("go");
-    List<Child> children = start(CHILDREN, "floor", data().toString(), go.toString(),
+    List<ChildJvm> children = start(CHILDREN, "floor", data().toString(), go.toString(),
         Integer.toString(THREADS), Integer.toString(n));
     long applied = 0;
     long refused = 0;
@@ -95,7 +96,7 @@ class MultiProcessTest {
       awaitAll(children, "READY");
       Files.createFile(go);
       awaitAll(children, "DONE");
-      for (Child c : children) {
+      for (ChildJvm c : children) {
         for (String line : c.linesStartingWith("APPLIED ")) {
           String[] f = line.split(" ");
           applied += Long.parseLong(f[1]);
@@ -116,14 +117,14 @@ class MultiProcessTest {
   void exactlyOneAddWinsAcrossProcesses() throws Exception {
     int rounds = 300;
     Path go = dir.resolve("go");
-    List<Child> children = start(CHILDREN, "add", data().toString(), go.toString(),
+    List<ChildJvm> children = start(CHILDREN, "add", data().toString(), go.toString(),
         Integer.toString(THREADS), Integer.toString(rounds), "{i}");
     Map<Integer, List<Long>> winners = new HashMap<>();
     try {
       awaitAll(children, "READY");
       Files.createFile(go);
       awaitAll(children, "DONE");
-      for (Child c : children) {
+      for (ChildJvm c : children) {
         for (String line : c.linesStartingWith("WIN ")) {
           String[] f = line.split(" ");
           winners.computeIfAbsent(Integer.parseInt(f[1]), r -> new ArrayList<>()).add(Long.parseLong(f[2]));
@@ -146,9 +147,9 @@ class MultiProcessTest {
     int writers = CHILDREN - 1;
     Path go = dir.resolve("go");
     Path stop = dir.resolve("stop");
-    List<Child> children = start(writers, "views", data().toString(), go.toString(),
+    List<ChildJvm> children = start(writers, "views", data().toString(), go.toString(),
         Integer.toString(THREADS), Integer.toString(n));
-    Child popper = Child.start("pop", data().toString(), go.toString(), stop.toString());
+    ChildJvm popper = ChildJvm.start(Worker.class, "pop", data().toString(), go.toString(), stop.toString());
     long popped;
     try {
       awaitAll(children, "READY");
@@ -173,7 +174,7 @@ class MultiProcessTest {
   void bucketsDrainedByEveryProcessAndThreadGrantExactlyTheirCapacity() throws Exception {
     int buckets = 400; // of 100 units each; every thread drains each in turn until denied
     Path go = dir.resolve("go");
-    List<Child> children = start(CHILDREN, "drain", data().toString(), go.toString(),
+    List<ChildJvm> children = start(CHILDREN, "drain", data().toString(), go.toString(),
         Integer.toString(THREADS), Integer.toString(buckets));
     long[] granted = new long[buckets];
     int[] processes = new int[buckets]; // how many processes were granted units of each bucket
@@ -182,7 +183,7 @@ class MultiProcessTest {
       awaitAll(children, "READY");
       Files.createFile(go);
       awaitAll(children, "DONE");
-      for (Child c : children) {
+      for (ChildJvm c : children) {
         String[] f = c.await("GRANTED ", START_MILLIS).split(" ");
         long mine = 0;
         for (int b = 0; b < buckets; b++) {
@@ -219,7 +220,7 @@ class MultiProcessTest {
   void leasedHandlesInEveryProcessStayWithinTheBucketsBoundPlusTheLeaseTime() throws Exception {
     Path go = dir.resolve("go");
     long millis = 1_500;
-    List<Child> children = start(CHILDREN, "leased", data().toString(), go.toString(),
+    List<ChildJvm> children = start(CHILDREN, "leased", data().toString(), go.toString(),
         Integer.toString(THREADS), Long.toString(millis));
     List<Long> grants = new ArrayList<>();
     List<Integer> perProcess = new ArrayList<>();
@@ -227,7 +228,7 @@ class MultiProcessTest {
       awaitAll(children, "READY");
       Files.createFile(go);
       awaitAll(children, "DONE");
-      for (Child c : children) {
+      for (ChildJvm c : children) {
         String[] f = c.await("LEASED", START_MILLIS).split(" ");
         for (int i = 1; i < f.length; i++) {
           grants.add(Long.parseLong(f[i]));
@@ -266,15 +267,15 @@ class MultiProcessTest {
   void duplicateOperationIdsFromEveryProcessAndThreadApplyOnce() throws Exception {
     int ids = 300;
     Path go = dir.resolve("go");
-    List<Child> children = start(CHILDREN, "once", data().toString(), go.toString(),
+    List<ChildJvm> children = start(CHILDREN, "once", data().toString(), go.toString(),
         Integer.toString(THREADS), Integer.toString(ids));
     List<String> answers = new ArrayList<>();
     try {
       awaitAll(children, "READY");
       Files.createFile(go);
       awaitAll(children, "DONE");
-      for (Child c : children) {
-        assertThat(c.linesStartingWith("FAILED")).as("threads of process %d that disagreed", c.process.pid()).isEmpty();
+      for (ChildJvm c : children) {
+        assertThat(c.linesStartingWith("FAILED")).as("threads of process %d that disagreed", c.process().pid()).isEmpty();
         answers.add(c.await("ANSWERS ", START_MILLIS));
       }
     } finally {

@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.Counters;
 import dev.tally.Tally;
+import dev.tally.tck.ChildJvm;
 import java.nio.MappedByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -48,13 +49,13 @@ class OperationIdCrashTest {
   private final List<Writer> everyWriter = new ArrayList<>();
 
   private final class Writer {
-    final Child child;
+    final ChildJvm child;
     final MappedByteBuffer report;
 
     Writer(String hook) throws Exception {
       Path report = dir.resolve("report-" + everyWriter.size());
       this.report = Worker.mapReport(report, THREADS);
-      this.child = Child.start("ids", dir.resolve("tally-data").toString(),
+      this.child = ChildJvm.start(Worker.class, "ids", dir.resolve("tally-data").toString(),
           dir.resolve("go").toString(), Integer.toString(THREADS), report.toString(), hook);
       everyWriter.add(this);
     }
@@ -124,7 +125,7 @@ class OperationIdCrashTest {
       long acknowledged = 0;
       long cutShort = 0;
       for (Writer w : everyWriter) {
-        long pid = w.child.process.pid();
+        long pid = w.child.process().pid();
         for (int t = 0; t < THREADS; t++) {
           long started = w.get(t, F_ID_STARTED);
           long acked = w.get(t, F_ID_ACKED);

@@ -1,4 +1,4 @@
-package dev.tally.local;
+package dev.tally.tck;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -11,12 +11,16 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
-/** A {@link Worker} in its own JVM, with its stdout collected line by line. */
-final class Child implements AutoCloseable {
-  final Process process;
-  final List<String> lines = new CopyOnWriteArrayList<>();
+/**
+ * A class's {@code main} in a JVM of its own, on this JVM's java and class path, with its stdout
+ * collected line by line: the child processes of the multi-process tests (a store's clients that
+ * share nothing but the store). Its stderr goes to this JVM's.
+ */
+public final class ChildJvm implements AutoCloseable {
+  private final Process process;
+  private final List<String> lines = new CopyOnWriteArrayList<>();
 
-  private Child(Process process) {
+  private ChildJvm(Process process) {
     this.process = process;
     Thread reader = new Thread(() -> {
       try (BufferedReader r = new BufferedReader(
@@ -32,23 +36,31 @@ final class Child implements AutoCloseable {
     reader.start();
   }
 
-  /** Starts {@code Worker args...} with this JVM's java and class path, tuned to start fast. */
-  static Child start(String... args) {
+  /**
+   * Starts {@code main args...}, tuned to start fast (C1 only, a small serial heap): the children
+   * live seconds, and several start at once on a shared machine.
+   */
+  public static ChildJvm start(Class<?> main, String... args) {
     List<String> cmd = new ArrayList<>(List.of(
         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-cp", System.getProperty("java.class.path"),
         "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx64m", "-Xshare:auto",
-        Worker.class.getName()));
+        main.getName()));
     cmd.addAll(List.of(args));
     try {
-      return new Child(new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+      return new ChildJvm(new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
   }
 
+  /** The child's process. */
+  public Process process() {
+    return process;
+  }
+
   /** Waits for a line starting with {@code prefix}; fails if the child exits first or time runs out. */
-  String await(String prefix, long millis) throws InterruptedException {
+  public String await(String prefix, long millis) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
     while (System.nanoTime() < deadline) {
       for (String l : lines) {
@@ -72,12 +84,13 @@ final class Child implements AutoCloseable {
         + millis + " ms; it printed " + lines);
   }
 
-  List<String> linesStartingWith(String prefix) {
+  /** The lines printed so far that start with {@code prefix}. */
+  public List<String> linesStartingWith(String prefix) {
     return lines.stream().filter(l -> l.startsWith(prefix)).toList();
   }
 
   /** kill -9 (Process.destroyForcibly sends SIGKILL on Linux), and wait for the end. */
-  void kill() throws InterruptedException {
+  public void kill() throws InterruptedException {
     process.destroyForcibly();
     if (!process.waitFor(10, TimeUnit.SECONDS)) {
       throw new AssertionError("child " + process.pid() + " survived SIGKILL");
