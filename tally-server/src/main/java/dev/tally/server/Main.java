@@ -51,6 +51,7 @@ public final class Main {
     cli.addSubcommand(new SchemaCommand());
     cli.addSubcommand(new FlushCommand());
     cli.addSubcommand(new CompletionCommand());
+    Converters.register(cli); // after the subcommands: picocli gives them the converters it has then
     cli.setParameterExceptionHandler(Main::badUsage);
     cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
       Problem problem = Problem.of(e);
