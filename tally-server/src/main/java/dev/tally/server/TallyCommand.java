@@ -358,13 +358,7 @@ final class TallyCommand {
 
   /** A usage error found by a command itself: one line on stderr, or with --json the body. */
   int usage(String command, String message) {
-    if (json) {
-      spec.commandLine().getOut().println(Reply.error(Problem.BAD_REQUEST, message).json());
-      spec.commandLine().getOut().flush();
-    } else {
-      spec.commandLine().getErr().println("tally " + command + ": " + message);
-      spec.commandLine().getErr().flush();
-    }
-    return Problem.BAD_REQUEST.exitCode();
+    return Main.fail(spec.commandLine(), Reply.error(Problem.BAD_REQUEST, message),
+        "tally " + command + ": " + message);
   }
 }

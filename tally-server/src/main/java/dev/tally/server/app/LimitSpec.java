@@ -6,9 +6,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZonedDateTime;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 /**
  * A {@link Limit} as the command line and the JSON API write it, with what the
@@ -85,11 +87,7 @@ public final class LimitSpec {
     }
 
     public static String jsonNames() {
-      StringBuilder b = new StringBuilder();
-      for (Kind k : values()) {
-        b.append(b.length() == 0 ? "" : ", ").append(k.jsonName);
-      }
-      return b.toString();
+      return Arrays.stream(values()).map(k -> k.jsonName).collect(Collectors.joining(", "));
     }
   }
 
