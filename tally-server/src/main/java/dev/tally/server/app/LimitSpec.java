@@ -71,7 +71,6 @@ public final class LimitSpec {
       return optionName;
     }
 
-    /** An example of the text form. */
     public String example() {
       return example;
     }
@@ -210,7 +209,6 @@ public final class LimitSpec {
     return Duration.ofNanos(nanos.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue());
   }
 
-  /** The algorithm. */
   public Kind kind() {
     return kind;
   }
@@ -235,7 +233,6 @@ public final class LimitSpec {
     return zone;
   }
 
-  /** The limit to open a limiter with. */
   public Limit limit() {
     return limit;
   }

@@ -30,7 +30,6 @@ public final class Reply {
   private final Problem problem;
   /** A problem's {@code detail} (and {@code message}), or null. */
   private final String detail;
-  /** The result record, or null for a plain problem. */
   private final Object result;
   private Map<String, String> headers = Map.of();
   private String decidingPolicy;
@@ -219,7 +218,6 @@ public final class Reply {
     return this;
   }
 
-  /** The HTTP status. */
   public int status() {
     return status;
   }
