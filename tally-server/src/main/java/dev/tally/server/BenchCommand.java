@@ -84,11 +84,10 @@ final class BenchCommand implements Callable<Integer> {
   int threads;
 
   @Option(names = "--duration", paramLabel = "DURATION", defaultValue = "10s",
-      converter = Converters.DurationConverter.class, description = "How long to measure (default 10s).")
+      description = "How long to measure (default 10s).")
   Duration duration;
 
   @Option(names = "--warmup", paramLabel = "DURATION", defaultValue = "1s",
-      converter = Converters.DurationConverter.class,
       description = "Run this long first, unmeasured, so the JIT has compiled the path (default 1s).")
   Duration warmup;
 

@@ -1,33 +1,35 @@
 package dev.tally.server;
 
+import dev.tally.server.app.FailurePolicies;
 import dev.tally.server.app.Specs;
 import java.time.Duration;
+import java.util.function.Function;
+import picocli.CommandLine;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
-/** Picocli converters over {@link Specs}, so the CLI reads values exactly as the HTTP API does. */
+/**
+ * Picocli converters over {@link Specs}, so the CLI reads values exactly as the HTTP API does:
+ * every {@code Duration} and {@code Number} option and parameter of every command.
+ */
 final class Converters {
   private Converters() {}
 
-  static final class DurationConverter implements ITypeConverter<Duration> {
-    @Override
-    public Duration convert(String value) {
-      try {
-        return Specs.duration(value);
-      } catch (IllegalArgumentException e) {
-        throw new TypeConversionException(e.getMessage());
-      }
-    }
+  /** Registers them on {@code cli} and the subcommands it has so far. */
+  static void register(CommandLine cli) {
+    cli.registerConverter(Duration.class, of(Specs::duration));
+    cli.registerConverter(Number.class, of(v -> Specs.number(v, "number")));
+    cli.registerConverter(FailurePolicies.class, of(FailurePolicies::parse));
   }
 
-  static final class NumberConverter implements ITypeConverter<Number> {
-    @Override
-    public Number convert(String value) {
+  /** {@code parse}, its message kept whole: picocli adds its own to other exceptions. */
+  static <T> ITypeConverter<T> of(Function<String, T> parse) {
+    return value -> {
       try {
-        return Specs.number(value, "number");
+        return parse.apply(value);
       } catch (IllegalArgumentException e) {
         throw new TypeConversionException(e.getMessage());
       }
-    }
+    };
   }
 }

@@ -55,7 +55,6 @@ final class FlushCommand implements Callable<Integer> {
   int batch;
 
   @Option(names = "--retention", paramLabel = "DURATION", defaultValue = "1h",
-      converter = Converters.DurationConverter.class,
       description = "The store's operation-id retention (default 1h); also what the store keeps ids for.")
   Duration retention;
 

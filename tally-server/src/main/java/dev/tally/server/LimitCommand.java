@@ -189,7 +189,6 @@ final class LimitCommand {
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits,
       @Option(names = "--max-wait", paramLabel = "DURATION", defaultValue = "0s",
-          converter = Converters.DurationConverter.class,
           description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
     List<LimitSpec> specs = limits.specs();
     return run(name, (app, n) -> limits.on(app).acquire(n, specs, permits, maxWait));

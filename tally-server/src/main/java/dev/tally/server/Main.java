@@ -51,6 +51,7 @@ public final class Main {
     cli.addSubcommand(new SchemaCommand());
     cli.addSubcommand(new FlushCommand());
     cli.addSubcommand(new CompletionCommand());
+    Converters.register(cli); // after the subcommands: picocli gives them the converters it has then
     cli.setParameterExceptionHandler(Main::badUsage);
     cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
       Problem problem = Problem.of(e);
@@ -73,7 +74,6 @@ public final class Main {
   /** One line: what was wrong, what to type instead, where the help is. */
   private static int badUsage(ParameterException e, String[] args) {
     CommandLine cl = e.getCommandLine();
-    PrintWriter err = cl.getErr();
     String message = e.getMessage();
     if (e instanceof UnmatchedArgumentException u && !u.getUnmatched().isEmpty()) {
       String arg = u.getUnmatched().get(0);
@@ -85,14 +85,18 @@ public final class Main {
           + "'" + (near == null || !(option || command) ? "" : "; did you mean '" + near + "'?");
     }
     message = lowerFirst(message) + " (see '" + cl.getCommandSpec().qualifiedName() + " --help')";
-    if (json(cl)) {
-      cl.getOut().println(Reply.error(Problem.BAD_REQUEST, message).json());
-      cl.getOut().flush();
-    } else {
-      err.println(prefix(cl) + message);
-      err.flush();
-    }
-    return Problem.BAD_REQUEST.exitCode();
+    return fail(cl, Reply.error(Problem.BAD_REQUEST, message), prefix(cl) + message);
+  }
+
+  /**
+   * Says why a command failed: with {@code --json} the body the HTTP API would answer, else
+   * {@code line} on stderr. Returns the exit code.
+   */
+  static int fail(CommandLine cl, Reply reply, String line) {
+    PrintWriter w = json(cl) ? cl.getOut() : cl.getErr();
+    w.println(json(cl) ? reply.json() : line);
+    w.flush();
+    return reply.exitCode();
   }
 
   /** Whether {@code --json} was given (it belongs to the root command, whatever the subcommand). */

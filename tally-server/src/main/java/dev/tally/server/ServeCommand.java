@@ -3,6 +3,7 @@ package dev.tally.server;
 import dev.tally.CircuitBreaker;
 import dev.tally.server.app.FailurePolicies;
 import dev.tally.server.app.Problem;
+import dev.tally.server.app.Specs;
 import dev.tally.server.http.TallyServer;
 import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;
@@ -60,13 +61,11 @@ final class ServeCommand implements Callable<Integer> {
   Integer threads;
 
   @Option(names = "--request-timeout", paramLabel = "DURATION", defaultValue = "10s",
-      converter = Converters.DurationConverter.class,
       description = "How long one request may take to arrive, first byte to last; slower ones get"
           + " 408 and are closed (default 10s).")
   Duration requestTimeout;
 
   @Option(names = "--idle-timeout", paramLabel = "DURATION", defaultValue = "60s",
-      converter = Converters.DurationConverter.class,
       description = "Close a connection idle this long (default 60s).")
   Duration idleTimeout;
 
@@ -101,12 +100,10 @@ final class ServeCommand implements Callable<Integer> {
   int maxBody;
 
   @Option(names = "--shutdown-grace", paramLabel = "DURATION", defaultValue = "10s",
-      converter = Converters.DurationConverter.class,
       description = "How long shutdown waits for requests in flight (default 10s).")
   Duration shutdownGrace;
 
   @Option(names = "--failure-policy", paramLabel = "POLICY", defaultValue = "throw",
-      converter = PolicyConverter.class,
       description = "When the store fails: throw (answer 503, default), fail-open (counters answer"
           + " default+delta, limiters allow) or fail-closed (limiters deny); per group as"
           + " limiters=POLICY,counters=POLICY (counters cannot fail closed).")
@@ -132,7 +129,6 @@ final class ServeCommand implements Callable<Integer> {
   Integer grpcPort;
 
   @Option(names = "--rules-poll", paramLabel = "DURATION", defaultValue = "1s",
-      converter = Converters.DurationConverter.class,
       description = "How often the rules files are checked for changes (default 1s).")
   Duration rulesPoll;
 
@@ -143,7 +139,7 @@ final class ServeCommand implements Callable<Integer> {
 
   static final class BreakerConverter implements ITypeConverter<CircuitBreaker> {
     @Override
-    public CircuitBreaker convert(String value) {
+    public CircuitBreaker convert(String value) throws Exception {
       if (value.equalsIgnoreCase("off")) {
         return CircuitBreaker.DISABLED;
       }
@@ -158,22 +154,11 @@ final class ServeCommand implements Callable<Integer> {
         throw new TypeConversionException("'" + value.substring(0, slash) + "' is not a number of failures;"
             + " write e.g. 5/1s");
       }
-      Duration openFor = new Converters.DurationConverter().convert(value.substring(slash + 1));
+      Duration openFor = Converters.of(Specs::duration).convert(value.substring(slash + 1));
       try {
         return CircuitBreaker.of(failures, openFor);
       } catch (IllegalArgumentException e) {
         throw new TypeConversionException("--circuit-breaker " + value + ": " + e.getMessage());
-      }
-    }
-  }
-
-  static final class PolicyConverter implements ITypeConverter<FailurePolicies> {
-    @Override
-    public FailurePolicies convert(String value) {
-      try {
-        return FailurePolicies.parse(value);
-      } catch (IllegalArgumentException e) {
-        throw new TypeConversionException(e.getMessage());
       }
     }
   }

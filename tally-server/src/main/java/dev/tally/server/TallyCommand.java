@@ -186,9 +186,8 @@ final class TallyCommand {
   int incr(
       @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "DELTA", arity = "0..1", defaultValue = "1",
-          converter = Converters.NumberConverter.class, description = "How much to add (default 1).") Number delta,
+          description = "How much to add (default 1).") Number delta,
       @Option(names = "--default", paramLabel = "N", defaultValue = "0",
-          converter = Converters.NumberConverter.class,
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
           boolean mustExist,
@@ -254,10 +253,9 @@ final class TallyCommand {
   int decr(
       @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "DELTA", arity = "0..1", defaultValue = "1",
-          converter = Converters.NumberConverter.class, description = "How much to subtract (default 1).")
+          description = "How much to subtract (default 1).")
           Number delta,
       @Option(names = "--default", paramLabel = "N", defaultValue = "0",
-          converter = Converters.NumberConverter.class,
           description = "Start value of a missing counter (default 0).") Number dflt,
       @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
           boolean mustExist,
@@ -276,10 +274,9 @@ final class TallyCommand {
   @Command(mixinStandardHelpOptions = true, name = "put", description = "Set a counter, with no expiry unless --ttl is given.")
   int put(
       @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
-      @Parameters(index = "1", paramLabel = "VALUE", converter = Converters.NumberConverter.class)
+      @Parameters(index = "1", paramLabel = "VALUE")
           Number value,
-      @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
-          description = "Expire after this long: 500ms, 30s, 5m, 2h, 40d, 1h30m.") Duration ttl) {
+      @Option(names = "--ttl", paramLabel = "DURATION", description = "Expire after this long: 500ms, 30s, 5m, 2h, 40d, 1h30m.") Duration ttl) {
     return runEach(key, (app, k) -> app.put(k, value, ttl), body -> null);
   }
 
@@ -288,10 +285,9 @@ final class TallyCommand {
       "Prints 'added' (exit 0) or 'exists' (exit 1)."})
   int add(
       @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
-      @Parameters(index = "1", paramLabel = "VALUE", converter = Converters.NumberConverter.class)
+      @Parameters(index = "1", paramLabel = "VALUE")
           Number value,
-      @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
-          description = "Expire after this long, e.g. 40d.") Duration ttl) {
+      @Option(names = "--ttl", paramLabel = "DURATION", description = "Expire after this long, e.g. 40d.") Duration ttl) {
     return runEach(key, StdinArgument.What.KEYS, (app, k) -> app.add(k, value, ttl),
         (Added a) -> a.added() ? "added" : "exists",
         reply -> reply.result() instanceof Added a && !a.added() ? 1 : reply.exitCode());
@@ -317,8 +313,7 @@ final class TallyCommand {
   @Command(mixinStandardHelpOptions = true, name = "touch", description = "Set the expiry of an existing counter; exit 3 if it is missing.")
   int touch(
       @Parameters(paramLabel = "KEY", description = KEY) String key,
-      @Option(names = "--ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class,
-          description = "The new expiry, e.g. 1h.") Duration ttl,
+      @Option(names = "--ttl", paramLabel = "DURATION", description = "The new expiry, e.g. 1h.") Duration ttl,
       @Option(names = "--never", description = "Make the counter permanent instead.") boolean never) {
     if ((ttl == null) == !never) {
       return usage("touch", "give either --ttl DURATION (e.g. --ttl 1h) or --never");
@@ -363,13 +358,7 @@ final class TallyCommand {
 
   /** A usage error found by a command itself: one line on stderr, or with --json the body. */
   int usage(String command, String message) {
-    if (json) {
-      spec.commandLine().getOut().println(Reply.error(Problem.BAD_REQUEST, message).json());
-      spec.commandLine().getOut().flush();
-    } else {
-      spec.commandLine().getErr().println("tally " + command + ": " + message);
-      spec.commandLine().getErr().flush();
-    }
-    return Problem.BAD_REQUEST.exitCode();
+    return Main.fail(spec.commandLine(), Reply.error(Problem.BAD_REQUEST, message),
+        "tally " + command + ": " + message);
   }
 }

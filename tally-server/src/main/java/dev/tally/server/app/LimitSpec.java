@@ -6,9 +6,11 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZonedDateTime;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 /**
  * A {@link Limit} as the command line and the JSON API write it, with what the
@@ -69,7 +71,6 @@ public final class LimitSpec {
       return optionName;
     }
 
-    /** An example of the text form. */
     public String example() {
       return example;
     }
@@ -85,11 +86,7 @@ public final class LimitSpec {
     }
 
     public static String jsonNames() {
-      StringBuilder b = new StringBuilder();
-      for (Kind k : values()) {
-        b.append(b.length() == 0 ? "" : ", ").append(k.jsonName);
-      }
-      return b.toString();
+      return Arrays.stream(values()).map(k -> k.jsonName).collect(Collectors.joining(", "));
     }
   }
 
@@ -212,7 +209,6 @@ public final class LimitSpec {
     return Duration.ofNanos(nanos.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue());
   }
 
-  /** The algorithm. */
   public Kind kind() {
     return kind;
   }
@@ -237,7 +233,6 @@ public final class LimitSpec {
     return zone;
   }
 
-  /** The limit to open a limiter with. */
   public Limit limit() {
     return limit;
   }

@@ -87,12 +87,10 @@ public enum Problem {
     return title;
   }
 
-  /** The HTTP status. */
   public int status() {
     return status;
   }
 
-  /** The command-line exit code. */
   public int exitCode() {
     return exitCode;
   }

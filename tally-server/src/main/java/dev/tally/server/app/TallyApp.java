@@ -479,8 +479,7 @@ public final class TallyApp implements AutoCloseable {
         return peek("limiter.reset", limiter, limits, limiters.reset(limiter, opId), null, 0);
       }
       case RECONFIGURE -> {
-        Limit[] ls = limits.stream().map(LimitSpec::limit).toArray(Limit[]::new);
-        return run("limiter.reconfigure", () -> limiters.reconfigure(limiter, opId, ls)
+        return run("limiter.reconfigure", () -> limiters.reconfigure(limiter, opId, limits(limits))
                 .thenCompose(next -> limiters.decide(next, 0, null)),
             d -> new LimiterDecision(name, 0, limits, d, null, 0));
       }
@@ -582,7 +581,7 @@ public final class TallyApp implements AutoCloseable {
       int n, CompletableFuture<LimiterDecision> result) {
     CompletionStage<Decision> decided;
     try {
-      decided = limiters.decide(limiter, permits, attemptId(n));
+      decided = limiters.decide(limiter, permits, NamedLimits.partId(opId, n));
     } catch (RuntimeException e) {
       result.completeExceptionally(e);
       return;
@@ -617,16 +616,6 @@ public final class TallyApp implements AutoCloseable {
         "the server is shutting down; retry elsewhere");
   }
 
-  private String attemptId(int n) {
-    if (opId == null) {
-      return null;
-    }
-    String suffix = "/" + n;
-    // ids are at most 128 characters: keep the suffix, shorten the key's part if need be
-    return (opId.length() + suffix.length() <= 128 ? opId
-        : opId.substring(0, 128 - suffix.length())) + suffix;
-  }
-
   private ScheduledExecutorService waits() {
     if (root != this) {
       return root.waits();
@@ -651,18 +640,16 @@ public final class TallyApp implements AutoCloseable {
       throw new RequestException("no limit given: add one, e.g. {\"limit\": {\"tokenBucket\":"
           + " \"100/1m\"}} or --token-bucket 100/1m");
     }
-    Limit[] ls = new Limit[limits.size()];
-    for (int i = 0; i < ls.length; i++) {
-      ls[i] = limits.get(i).limit();
-    }
-    if (ls.length == 1 && limits.get(0).kind() == LimitSpec.Kind.QUOTA) {
-      // A Quota handle, so that top-up works; same state and key as a plain limiter.
-      LimitSpec s = limits.get(0);
-      RateLimiter quota = tally.quota(name, ls[0].limit(), s.period(), s.zone());
-      return limitsVersion == 0 ? quota : quota.withVersion(limitsVersion);
-    }
-    RateLimiter limiter = tally.limiter(name, ls);
+    LimitSpec first = limits.get(0);
+    // A Quota handle, so that top-up works; same state and key as a plain limiter.
+    RateLimiter limiter = limits.size() == 1 && first.kind() == LimitSpec.Kind.QUOTA
+        ? tally.quota(name, first.limit().limit(), first.period(), first.zone())
+        : tally.limiter(name, limits(limits));
     return limitsVersion == 0 ? limiter : limiter.withVersion(limitsVersion);
+  }
+
+  private static Limit[] limits(List<LimitSpec> specs) {
+    return specs.stream().map(LimitSpec::limit).toArray(Limit[]::new);
   }
 
   // ------------------------------------------------------------------ named limits

@@ -4,6 +4,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.TallyException;
+import dev.tally.server.app.Stages;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
@@ -28,12 +29,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -105,24 +102,16 @@ final class RateLimitService {
       fail(observer, start, Status.INVALID_ARGUMENT.withDescription(e.getMessage()));
       return;
     }
-    if (stage instanceof CompletableFuture<Outcome> f && f.isDone()) { // no dependent stage
-      Outcome outcome = null;
-      Throwable failure = null;
-      try {
-        outcome = f.join();
-      } catch (CompletionException | CancellationException e) {
-        failure = e;
-      }
+    Stages.handle(stage, (outcome, failure) -> { // answered at once if the stage is done
       answer(observer, start, outcome, failure);
-      return;
-    }
-    stage.whenComplete((outcome, failure) -> answer(observer, start, outcome, failure));
+      return null;
+    });
   }
 
   private void answer(StreamObserver<RateLimitResponse> observer, long start, Outcome outcome,
       Throwable failure) {
     if (failure != null) {
-      fail(observer, start, status(unwrap(failure)));
+      fail(observer, start, status(Stages.unwrap(failure)));
       return;
     }
     RateLimitResponse response = response(outcome);
@@ -234,15 +223,6 @@ final class RateLimitService {
         // cancelled meanwhile
       }
     }
-  }
-
-  private static Throwable unwrap(Throwable t) {
-    Throwable e = t;
-    while ((e instanceof CompletionException || e instanceof ExecutionException)
-        && e.getCause() != null) {
-      e = e.getCause();
-    }
-    return e;
   }
 
   private static Status status(Throwable e) {

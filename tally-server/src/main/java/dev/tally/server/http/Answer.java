@@ -31,8 +31,9 @@ final class Answer {
     return new Answer(status, null, contentType, body, body.length);
   }
 
-  static Answer of(Reply reply, byte[] body) {
-    Answer a = of(reply.status(), reply.contentType(), body);
+  /** {@code reply} as an answer, its integers as strings if {@code int64Strings}. */
+  static Answer of(Reply reply, boolean int64Strings) {
+    Answer a = of(reply.status(), reply.contentType(), reply.bytes(int64Strings));
     if (!reply.headers().isEmpty()) {
       reply.headers().forEach(a::header);
     }

@@ -291,8 +291,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
 
   /** Router answers everything; this is a bug's last resort. */
   private static Answer lastResort(Throwable failure) {
-    Reply reply = Reply.error(failure);
-    return Answer.of(reply, reply.bytes(false));
+    return Answer.of(Reply.error(failure), false);
   }
 
   private void answered(ChannelHandlerContext ctx, Answer a, boolean keepAlive) {
@@ -317,7 +316,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     } else {
       reply = Reply.error(Problem.BAD_REQUEST, "malformed HTTP request: " + cause.getMessage());
     }
-    return Answer.of(reply, reply.bytes(false));
+    return Answer.of(reply, false);
   }
 
   private void leaveGate() {
@@ -417,8 +416,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
       return; // closing already, after an answer
     }
     if (busy) {
-      Reply reply = Reply.shuttingDown();
-      write(c, Answer.of(reply, reply.bytes(false)), false);
+      write(c, Answer.of(Reply.shuttingDown(), false), false);
       return;
     }
     closing = true;

@@ -35,11 +35,9 @@ import dev.tally.server.ratelimit.NamedLimits.Status;
 import dev.tally.server.ratelimit.Rule;
 import dev.tally.server.ratelimit.Rules;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -77,7 +75,7 @@ final class Json {
 
   /** Parses a request body; an empty body is an empty object. */
   static ObjectNode parseObject(byte[] body, String example) {
-    if (body.length == 0 || isBlank(body)) {
+    if (body.length == 0) {
       return object();
     }
     JsonNode node;
@@ -95,22 +93,13 @@ final class Json {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    if (node == null || node.isMissingNode()) {
+    if (node == null || node.isMissingNode()) { // white space only
       return object();
     }
     if (!node.isObject()) {
       throw new RequestException("expected a JSON object like " + example);
     }
     return (ObjectNode) node;
-  }
-
-  private static boolean isBlank(byte[] body) {
-    for (byte b : body) {
-      if (b != ' ' && b != '\n' && b != '\r' && b != '\t') {
-        return false;
-      }
-    }
-    return true;
   }
 
   /** A value as JSON text, for messages. */
@@ -146,20 +135,11 @@ final class Json {
       if (reply.result() != null) {
         members(g, reply.result());
       }
-      for (Map.Entry<String, Object> e : reply.extra()) {
-        if (e.getValue() instanceof List<?> list) {
-          g.writeArrayFieldStart(e.getKey());
-          for (Object o : list) {
-            g.writeString(String.valueOf(o));
-          }
-          g.writeEndArray();
-        } else {
-          g.writeNumberField(e.getKey(), ((Number) e.getValue()).longValue());
-        }
-      }
       g.writeEndObject();
       raw.flush();
-      return w.out.take();
+      byte[] bytes = w.out.toByteArray();
+      w.out.reset(); // toByteArray resets only a builder that grew past its first block
+      return bytes;
     } catch (IOException e) {
       WRITERS.remove();
       throw new UncheckedIOException(e);
@@ -175,7 +155,8 @@ final class Json {
    * body is a root value of its own, written without a separator and taken out whole.
    */
   private static final class Writer {
-    final Output out = new Output();
+    /** Reset after each body; it keeps its last block (at most 128 KiB) for the next. */
+    final ByteArrayBuilder out = new ByteArrayBuilder(512);
     final JsonGenerator generator;
 
     Writer() {
@@ -189,40 +170,6 @@ final class Json {
   }
 
   private static final ThreadLocal<Writer> WRITERS = ThreadLocal.withInitial(Writer::new);
-
-  /** What a generator flushed, taken out as one array and forgotten; not synchronized. */
-  private static final class Output extends OutputStream {
-    /** A body larger than this is not kept between bodies: a key listing can be megabytes. */
-    private static final int KEEP = 16 * 1024;
-    private byte[] buf = new byte[512];
-    private int count;
-
-    @Override
-    public void write(int b) {
-      if (count == buf.length) {
-        buf = Arrays.copyOf(buf, count * 2);
-      }
-      buf[count++] = (byte) b;
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) {
-      if (len > buf.length - count) {
-        buf = Arrays.copyOf(buf, Math.max(count + len, buf.length * 2));
-      }
-      System.arraycopy(b, off, buf, count, len);
-      count += len;
-    }
-
-    byte[] take() {
-      byte[] bytes = Arrays.copyOf(buf, count);
-      count = 0;
-      if (buf.length > KEEP) {
-        buf = new byte[512];
-      }
-      return bytes;
-    }
-  }
 
   /** A body {@code dev.tally.http} wrote, its integers made strings if asked (but the status). */
   private static byte[] rendered(dev.tally.http.Problem problem, boolean int64Strings) {
@@ -264,11 +211,7 @@ final class Json {
       ttl(g, t);
     } else if (result instanceof KeyList k) {
       g.writeStringField("prefix", k.prefix());
-      g.writeArrayFieldStart("keys");
-      for (String key : k.keys()) {
-        g.writeString(key);
-      }
-      g.writeEndArray();
+      strings(g, "keys", k.keys());
       g.writeBooleanField("truncated", k.truncated());
       if (k.next() != null) {
         g.writeStringField("next", k.next());
@@ -302,16 +245,8 @@ final class Json {
     } else if (result instanceof NamedLimitResult n) {
       named(g, n);
     } else if (result instanceof Rules.Status s) {
-      g.writeArrayFieldStart("domains");
-      for (String d : s.domains()) {
-        g.writeString(d);
-      }
-      g.writeEndArray();
-      g.writeArrayFieldStart("files");
-      for (String f : s.files()) {
-        g.writeString(f);
-      }
-      g.writeEndArray();
+      strings(g, "domains", s.domains());
+      strings(g, "files", s.files());
       g.writeStringField("loadedAt", s.loadedAt().toString());
       g.writeNumberField("reloads", s.applied());
       g.writeNumberField("refusedReloads", s.refused());
@@ -319,6 +254,15 @@ final class Json {
     } else {
       throw new IllegalArgumentException("no JSON form for " + result.getClass());
     }
+  }
+
+  private static void strings(JsonGenerator g, String field, Iterable<String> values)
+      throws IOException {
+    g.writeArrayFieldStart(field);
+    for (String v : values) {
+      g.writeString(v);
+    }
+    g.writeEndArray();
   }
 
   private static void number(JsonGenerator g, String field, Number value) throws IOException {

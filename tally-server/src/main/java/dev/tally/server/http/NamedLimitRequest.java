@@ -33,11 +33,8 @@ record NamedLimitRequest(List<Descriptor> descriptors, long hitsAddend) {
     List<Descriptor> descriptors = new ArrayList<>(list.size());
     for (int i = 0; i < list.size(); i++) {
       String where = "descriptors[" + i + "]";
-      JsonNode d = list.get(i);
-      if (!d.isObject()) {
-        throw new RequestException("'" + where + "' must be an object {\"entries\": [...]}");
-      }
-      JsonNode entries = Body.of((ObjectNode) d, where + ".", DESCRIPTOR_FIELDS).raw("entries");
+      ObjectNode d = Requests.object(list.get(i), where, "{\"entries\": [...]}");
+      JsonNode entries = Body.of(d, where + ".", DESCRIPTOR_FIELDS).raw("entries");
       if (entries == null || !entries.isArray() || entries.isEmpty()) {
         throw new RequestException("'" + where + ".entries' must be a list of at least one"
             + " {\"key\": ..., \"value\": ...}");
@@ -45,11 +42,8 @@ record NamedLimitRequest(List<Descriptor> descriptors, long hitsAddend) {
       List<Entry> es = new ArrayList<>(entries.size());
       for (int j = 0; j < entries.size(); j++) {
         String at = where + ".entries[" + j + "]";
-        if (!entries.get(j).isObject()) {
-          throw new RequestException("'" + at + "' must be an object {\"key\": ..., \"value\":"
-              + " ...}");
-        }
-        Body e = Body.of((ObjectNode) entries.get(j), at + ".", ENTRY_FIELDS);
+        Body e = Body.of(Requests.object(entries.get(j), at, "{\"key\": ..., \"value\": ...}"),
+            at + ".", ENTRY_FIELDS);
         String key = e.requiredString("key", "\"remote_address\"");
         if (key.isEmpty()) {
           throw new RequestException("'" + at + ".key' is empty");

@@ -30,11 +30,8 @@ public final class Reply {
   private final Problem problem;
   /** A problem's {@code detail} (and {@code message}), or null. */
   private final String detail;
-  /** The result record, or null for a plain problem. */
   private final Object result;
   private Map<String, String> headers = Map.of();
-  /** Members written after the result's own: a long or a list of strings. */
-  private List<Map.Entry<String, Object>> extra = List.of();
   private String decidingPolicy;
   /** The body as {@code dev.tally.http} renders it (a limiter's refusal), or null. */
   private dev.tally.http.Problem rendered;
@@ -198,24 +195,6 @@ public final class Reply {
     return error(p, message);
   }
 
-  Reply withField(String name, long value) {
-    return with(name, value);
-  }
-
-  Reply withArray(String name, Iterable<String> values) {
-    List<String> list = new ArrayList<>();
-    values.forEach(list::add);
-    return with(name, list);
-  }
-
-  private Reply with(String name, Object value) {
-    if (extra.isEmpty()) {
-      extra = new ArrayList<>(2);
-    }
-    extra.add(Map.entry(name, value));
-    return this;
-  }
-
   Reply header(String name, String value) {
     if (headers.isEmpty()) {
       headers = new LinkedHashMap<>();
@@ -239,7 +218,6 @@ public final class Reply {
     return this;
   }
 
-  /** The HTTP status. */
   public int status() {
     return status;
   }
@@ -262,11 +240,6 @@ public final class Reply {
   /** A problem's message, or null. */
   public String message() {
     return detail;
-  }
-
-  /** Members written after the result's own. */
-  List<Map.Entry<String, Object>> extra() {
-    return extra;
   }
 
   /** The body {@code dev.tally.http} rendered, or null if {@link Json#body} writes it. */

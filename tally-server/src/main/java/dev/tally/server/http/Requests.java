@@ -124,11 +124,7 @@ final class Requests {
   }
 
   private static LimitSpec limit(JsonNode node, String where, int index) {
-    if (!node.isObject()) {
-      throw new RequestException("'" + where + "' must be an object like {\"tokenBucket\":"
-          + " \"100/1m\"}");
-    }
-    ObjectNode o = (ObjectNode) node;
+    ObjectNode o = object(node, where, "like {\"tokenBucket\": \"100/1m\"}");
     String policy = index == 0 ? "default" : "limit-" + (index + 1);
     LimitSpec.Kind kind = null;
     String text = null;
@@ -169,10 +165,17 @@ final class Requests {
     }
   }
 
+  /** {@code node} as an object, else an error: {@code 'WHERE' must be an object SHAPE}. */
+  static ObjectNode object(JsonNode node, String where, String shape) {
+    if (!node.isObject()) {
+      throw new RequestException("'" + where + "' must be an object " + shape);
+    }
+    return (ObjectNode) node;
+  }
+
   static final Set<String> OP_FIELDS =
       Set.of("op", "key", "delta", "default", "value", "ttl", "mustExist");
 
-  /** The {@code ops} of a transaction body. */
   /** The most limiters one joint decision takes over HTTP. */
   static final int MAX_JOINT_LIMITERS = 100;
 
@@ -193,11 +196,8 @@ final class Requests {
     List<TallyApp.JointLimiter> out = new ArrayList<>(list.size());
     for (int i = 0; i < list.size(); i++) {
       String where = "limiters[" + i + "].";
-      if (!list.get(i).isObject()) {
-        throw new RequestException("'limiters[" + i + "]' must be an object like {\"name\": \"user:42\","
-            + " \"limit\": {\"tokenBucket\": \"100/1m\"}}");
-      }
-      Body l = Body.of((ObjectNode) list.get(i), where, JOINT_LIMITER_FIELDS);
+      Body l = Body.of(object(list.get(i), "limiters[" + i + "]", "like {\"name\": \"user:42\","
+          + " \"limit\": {\"tokenBucket\": \"100/1m\"}}"), where, JOINT_LIMITER_FIELDS);
       long version = l.integer("version", 0);
       if (version < 0) {
         throw new RequestException("'" + where + "version' must be from 0 to 2^45 - 1, not " + version);
@@ -209,6 +209,7 @@ final class Requests {
 
   private static final Set<String> JOINT_LIMITER_FIELDS = Set.of("name", "limit", "limits", "version");
 
+  /** The {@code ops} of a transaction body. */
   static List<TxOp> ops(Body body) {
     JsonNode ops = body.raw("ops");
     if (ops == null || !ops.isArray()) {
@@ -221,11 +222,8 @@ final class Requests {
     List<TxOp> list = new ArrayList<>(ops.size());
     for (int i = 0; i < ops.size(); i++) {
       String where = "ops[" + i + "].";
-      if (!ops.get(i).isObject()) {
-        throw new RequestException("'ops[" + i + "]' must be an object like {\"op\": \"incr\","
-            + " \"key\": \"a\"}");
-      }
-      Body o = Body.of((ObjectNode) ops.get(i), where, OP_FIELDS);
+      ObjectNode item = object(ops.get(i), "ops[" + i + "]", "like {\"op\": \"incr\", \"key\": \"a\"}");
+      Body o = Body.of(item, where, OP_FIELDS);
       String op = o.requiredString("op", "\"incr\"");
       String key = o.requiredString("key", "\"views\"");
       Set<String> allowed = switch (op) {
@@ -235,7 +233,7 @@ final class Requests {
         default -> throw new RequestException("'" + where + "op' is '" + op
             + "'; expected incr, decr, put, delete or get");
       };
-      Body.of((ObjectNode) ops.get(i), where, allowed);
+      Body.of(item, where, allowed);
       Number value = null;
       if (op.equals("put")) {
         value = o.number("value", null);

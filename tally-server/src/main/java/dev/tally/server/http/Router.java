@@ -142,25 +142,8 @@ final class Router {
       c.empty();
       return json(c, c.app().delete(c.var()));
     });
-    Set<String> incr = Set.of("delta", "default", "mustExist", "min", "max", "onBound");
-    add(t, counter + "/incr", "POST", c -> {
-      Body b = c.body("{\"delta\": 1, \"default\": 0}", incr);
-      if (BoundsField.present(b)) {
-        return json(c, c.app().incrWithin(c.var(), b.integer("delta", 1L), b.integer("default", 0L),
-            BoundsField.of(b), false));
-      }
-      return json(c, c.app().incr(c.var(), b.number("delta", 1L), b.number("default", 0L),
-          b.bool("mustExist", false)));
-    });
-    add(t, counter + "/decr", "POST", c -> {
-      Body b = c.body("{\"delta\": 1, \"default\": 0}", incr);
-      if (BoundsField.present(b)) {
-        return json(c, c.app().incrWithin(c.var(), b.integer("delta", 1L), b.integer("default", 0L),
-            BoundsField.of(b), true));
-      }
-      return json(c, c.app().decr(c.var(), b.number("delta", 1L), b.number("default", 0L),
-          b.bool("mustExist", false)));
-    });
+    add(t, counter + "/incr", "POST", c -> increment(c, false));
+    add(t, counter + "/decr", "POST", c -> increment(c, true));
     add(t, counter + "/add", "POST", c -> {
       Body b = c.body("{\"value\": 1000, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
       return json(c, c.app().add(c.var(), value(b), b.duration("ttl")));
@@ -229,8 +212,26 @@ final class Router {
     });
   }
 
+  private static final Set<String> INCR_FIELDS =
+      Set.of("delta", "default", "mustExist", "min", "max", "onBound");
+
+  /** incr, or with {@code negate} decr: bounded if the body gives bounds. */
+  private CompletionStage<Answer> increment(Call c, boolean negate) {
+    Body b = c.body("{\"delta\": 1, \"default\": 0}", INCR_FIELDS);
+    if (BoundsField.present(b)) {
+      return json(c, c.app().incrWithin(c.var(), b.integer("delta", 1L), b.integer("default", 0L),
+          BoundsField.of(b), negate));
+    }
+    Number delta = b.number("delta", 1L);
+    Number dflt = b.number("default", 0L);
+    boolean mustExist = b.bool("mustExist", false);
+    return json(c, negate ? c.app().decr(c.var(), delta, dflt, mustExist)
+        : c.app().incr(c.var(), delta, dflt, mustExist));
+  }
+
   private CompletionStage<Answer> keys(Call c) {
-    Map<String, String> q = Requests.query(queryOf(c.request().uri()));
+    int at = c.request().uri().indexOf('?');
+    Map<String, String> q = Requests.query(at < 0 ? null : c.request().uri().substring(at + 1));
     int limit = 10_000;
     if (q.containsKey("limit")) {
       try {
@@ -262,12 +263,8 @@ final class Router {
     return Stages.handle(result, (value, failure) -> {
       Reply reply = failure != null ? Reply.error(failure) : Reply.of(value);
       countDecision(reply);
-      return answer(reply, c.int64Strings());
+      return Answer.of(reply, c.int64Strings());
     });
-  }
-
-  private static Answer answer(Reply reply, boolean strings) {
-    return Answer.of(reply, reply.bytes(strings));
   }
 
   // ------------------------------------------------------------------ around the handler
@@ -280,7 +277,7 @@ final class Router {
     long start = System.nanoTime();
     String method = KNOWN_METHODS.contains(r.method()) ? r.method() : "OTHER";
     if (!admitted) {
-      Answer a = answer(Reply.shuttingDown(), false).header("Connection", "close");
+      Answer a = Answer.of(Reply.shuttingDown(), false).header("Connection", "close");
       return done(finish(r, method, "shutdown", start, a));
     }
     String template = "unmatched";
@@ -295,7 +292,7 @@ final class Router {
       checkQuery(query, template.equals("/v1/counters") ? LIST_PARAMETERS : INT64, r.method());
       answer = guarded(r, to, strings);
     } catch (RuntimeException e) {
-      answer = done(answer(Reply.error(e), strings));
+      answer = done(Answer.of(Reply.error(e), strings));
     }
     if (answer instanceof CompletableFuture<Answer> f && f.isDone()) { // no stage to chain
       return done(finish(r, method, template, start, Stages.now(f, Router::failed)));
@@ -306,7 +303,7 @@ final class Router {
   }
 
   private static Answer failed(Throwable failure) {
-    return answer(Reply.error(failure), false);
+    return Answer.of(Reply.error(failure), false);
   }
 
   /** Browser safety, OPTIONS, the token, the method: then the call. */
@@ -327,7 +324,7 @@ final class Router {
       Reply refused = Reply.error(Problem.UNAUTHORIZED,
           "missing or wrong bearer token: send 'Authorization: Bearer <token>'")
           .header("WWW-Authenticate", "Bearer realm=\"tally\"");
-      return done(answer(refused, strings));
+      return done(Answer.of(refused, strings));
     }
     String m = r.method().equals("HEAD") ? "GET" : r.method();
     Handler handler = route.methods().get(m);
@@ -335,7 +332,7 @@ final class Router {
       Reply refused = Reply.error(Problem.METHOD_NOT_ALLOWED, r.method() + " is not allowed on "
           + route.template() + "; use " + route.allow())
           .header("Allow", allowHeader(route.allow()));
-      return done(answer(refused, strings));
+      return done(Answer.of(refused, strings));
     }
     TallyApp calls = app;
     if (!m.equals("GET")) {
@@ -419,11 +416,6 @@ final class Router {
     int semi = contentType.indexOf(';');
     String t = (semi < 0 ? contentType : contentType.substring(0, semi)).strip();
     return t.equalsIgnoreCase(JSON);
-  }
-
-  private static String queryOf(String uri) {
-    int q = uri.indexOf('?');
-    return q < 0 ? null : uri.substring(q + 1);
   }
 
   /** The route of {@code path}: a fixed path, or a template with one variable segment. */

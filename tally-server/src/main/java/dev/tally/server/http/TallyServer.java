@@ -1,7 +1,6 @@
 package dev.tally.server.http;
 
 import dev.tally.CircuitBreaker;
-import dev.tally.FailurePolicy;
 import dev.tally.server.app.FailurePolicies;
 import dev.tally.Tally;
 import dev.tally.TallyMetrics;
@@ -56,8 +55,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * bearer token whenever it listens beyond loopback, and a graceful {@link #close}.
  *
  * <pre>{@code
- * try (TallyServer server = TallyServer.start("file:./tally-data", FailurePolicy.THROW,
- *     TallyServer.Settings.defaults())) {
+ * try (TallyServer server = TallyServer.start("file:./tally-data",
+ *     FailurePolicies.both(FailurePolicy.THROW), TallyServer.Settings.defaults(), null)) {
  *   server.awaitClosed();
  * }
  * }</pre>
@@ -191,32 +190,11 @@ public final class TallyServer implements AutoCloseable {
   }
 
   /**
-   * Opens the store and starts serving it.
+   * Opens the store and starts serving it, limiters and counters each with its failure policy,
+   * with the named limits of {@code named} (null: none).
    *
    * @throws IllegalArgumentException if the settings are unsafe or invalid (a non-loopback
    *     address without a token, a short token, an unknown host), saying what to do
-   * @throws IOException if the address cannot be listened on
-   */
-  public static TallyServer start(String storeUri, FailurePolicy policy, Settings settings)
-      throws IOException {
-    return start(storeUri, policy, settings, null);
-  }
-
-  /**
-   * Opens the store and starts serving it, with the named limits of {@code named} (null: none).
-   *
-   * @throws IllegalArgumentException as {@link #start(String, FailurePolicy, Settings)}
-   * @throws IOException if the HTTP or the gRPC address cannot be listened on
-   */
-  public static TallyServer start(String storeUri, FailurePolicy policy, Settings settings,
-      NamedLimitSettings named) throws IOException {
-    return start(storeUri, FailurePolicies.both(policy), settings, named);
-  }
-
-  /**
-   * Opens the store and starts serving it, limiters and counters each with its failure policy.
-   *
-   * @throws IllegalArgumentException as {@link #start(String, FailurePolicy, Settings)}
    * @throws IOException if the HTTP or the gRPC address cannot be listened on
    */
   public static TallyServer start(String storeUri, FailurePolicies policies, Settings settings,

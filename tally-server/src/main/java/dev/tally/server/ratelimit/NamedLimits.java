@@ -266,8 +266,11 @@ public final class NamedLimits {
         "limit override", "the request");
   }
 
-  /** {@code ID/i}, shortened to the 128 characters an id may have by cutting the id's end. */
-  private static String partId(String id, int i) {
+  /**
+   * {@code ID/i}, shortened to the 128 characters an id may have by cutting the id's end; null
+   * for a null id. A descriptor's id, and an acquire's attempt's ({@code TallyApp}).
+   */
+  public static String partId(String id, int i) {
     if (id == null) {
       return null;
     }
