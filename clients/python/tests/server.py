@@ -92,11 +92,16 @@ class Tally:
         self.process.stop()
 
 
-def stores():
-    """Each store the suite runs on: (name, store URI, cleanup). Redis is required unless
-    TALLY_PY_SKIP_REDIS=1 says this machine has none."""
-    out = [("file", "file:" + tempfile.mkdtemp(prefix="tally-py-file-"), None)]
-    if os.environ.get("TALLY_PY_SKIP_REDIS") != "1":
-        redis = Redis()
-        out.append(("redis", redis.uri(), redis))
-    return out
+def store_names():
+    """The stores the suite runs on, without starting any: file, and redis unless
+    TALLY_PY_SKIP_REDIS=1 says this machine has none. Starting waits for start_store, so a
+    module that only imports this (a process the suite spawns) starts nothing."""
+    return ["file"] + ([] if os.environ.get("TALLY_PY_SKIP_REDIS") == "1" else ["redis"])
+
+
+def start_store(name):
+    """(store URI, what to stop afterwards, or None) for a name of store_names()."""
+    if name == "file":
+        return "file:" + tempfile.mkdtemp(prefix="tally-py-file-"), None
+    redis = Redis()
+    return redis.uri(), redis

@@ -197,11 +197,11 @@ class Contract:
         self.assertEqual(counter.increment("yetanotherkey", 1, 10), 11)
 
 
-def _suite_for(name, store):
+def _suite_for(name):
     class OnStore(Contract, unittest.TestCase):
         @classmethod
         def setUpClass(cls):
-            cls.tally = server.Tally(store)
+            cls.tally = server.Tally(_STARTED[name][0])
             cls.url = cls.tally.url
 
         @classmethod
@@ -211,13 +211,20 @@ def _suite_for(name, store):
     return OnStore
 
 
-_STORES = server.stores()
-for _name, _store, _ in _STORES:
-    globals()["On" + _name.capitalize()] = _suite_for(_name, _store)
+# The stores start in setUpModule, not on import: the processes the multi-process cases spawn
+# import this module too, and each would start (and never stop) a redis-server of its own.
+_STARTED = {}
+for _name in server.store_names():
+    globals()["On" + _name.capitalize()] = _suite_for(_name)
+
+
+def setUpModule():
+    for name in server.store_names():
+        _STARTED[name] = server.start_store(name)
 
 
 def tearDownModule():
-    for _, _, cleanup in _STORES:
+    for _, cleanup in _STARTED.values():
         if cleanup is not None:
             cleanup.stop()
 
