@@ -97,7 +97,8 @@ final class HotKeyProcesses {
           }
         }
         repeats.forEach((name, runs) -> table.add(summary(workload, processes, threads, name, runs)));
-        System.out.print(ratios(repeats, "Bucket4j batching"));
+        System.out.print(RedisLimiterComparison.pairedRatios(repeats, "Bucket4j batching", Run::rate,
+            "summed over processes, round by round"));
       }
     }
     System.out.println();
@@ -211,32 +212,6 @@ final class HotKeyProcesses {
     return String.format(Locale.ROOT, "| %s | %s | %d × %d | %,.0f (%s) | %s | %s |", workload.name(), name, processes,
         threads, sorted[(sorted.length - 1) / 2], all, runs.stream().allMatch(Run::withinBound) ? "yes" : "**NO**",
         name.endsWith("leased") ? (runs.stream().allMatch(Run::accounted) ? "yes" : "**NO**") : "n/a");
-  }
-
-  /** Each client's summed rate over the reference's in the same round, and their median. */
-  private static String ratios(Map<String, List<Run>> repeats, String reference) {
-    List<Run> base = repeats.get(reference);
-    if (base == null) {
-      return "";
-    }
-    StringBuilder out = new StringBuilder();
-    repeats.forEach((name, runs) -> {
-      if (name.equals(reference)) {
-        return;
-      }
-      double[] ratios = new double[Math.min(runs.size(), base.size())];
-      for (int i = 0; i < ratios.length; i++) {
-        ratios[i] = runs.get(i).rate() / base.get(i).rate();
-      }
-      double[] sorted = ratios.clone();
-      Arrays.sort(sorted);
-      double median = sorted.length % 2 == 1 ? sorted[sorted.length / 2]
-          : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-      out.append(String.format(Locale.ROOT, "# %s / %s, summed over processes, round by round: %s; median %.2f, lowest %.2f%n",
-          name, reference, String.join(" ", Arrays.stream(ratios).mapToObj(x -> String.format(Locale.ROOT, "%.2f", x))
-              .toList()), median, sorted[0]));
-    });
-    return out.toString();
   }
 
   /** A child: {@code name uri workload threads seconds key}. */

@@ -26,6 +26,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.ToDoubleFunction;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -201,7 +202,7 @@ public final class RedisLimiterComparison {
             }
             repeats.values().forEach(runs -> results.add(median(runs)));
             if (repeat > 1) {
-              System.out.println(pairedRatios(repeats, "Bucket4j batching"));
+              System.out.println(pairedRatios(repeats, "Bucket4j batching", Result::rate, "round by round"));
             }
           }
         }
@@ -253,8 +254,9 @@ public final class RedisLimiterComparison {
    * ratios. A round's turns run back to back, so its ratio is the one least moved by the drift of
    * a shared machine, which can shift every client's rate by a third within minutes.
    */
-  private static String pairedRatios(Map<String, List<Result>> repeats, String reference) {
-    List<Result> base = repeats.get(reference);
+  static <R> String pairedRatios(Map<String, List<R>> repeats, String reference, ToDoubleFunction<R> rate,
+      String what) {
+    List<R> base = repeats.get(reference);
     if (base == null) {
       return "";
     }
@@ -265,13 +267,13 @@ public final class RedisLimiterComparison {
       }
       double[] ratios = new double[Math.min(runs.size(), base.size())];
       for (int i = 0; i < ratios.length; i++) {
-        ratios[i] = runs.get(i).rate() / base.get(i).rate();
+        ratios[i] = rate.applyAsDouble(runs.get(i)) / rate.applyAsDouble(base.get(i));
       }
       double[] sorted = ratios.clone();
       Arrays.sort(sorted);
       double median = sorted.length % 2 == 1 ? sorted[sorted.length / 2]
           : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-      out.append(String.format(Locale.ROOT, "# %s / %s, round by round: %s; median %.2f, lowest %.2f%n", name, reference,
+      out.append(String.format(Locale.ROOT, "# %s / %s, %s: %s; median %.2f, lowest %.2f%n", name, reference, what,
           String.join(" ", Arrays.stream(ratios).mapToObj(r -> String.format(Locale.ROOT, "%.2f", r)).toList()), median,
           sorted[0]));
     });
