@@ -164,10 +164,38 @@ final class HotKeyProcesses {
         }
       }
       boolean accounted = !leased || results.stream().allMatch(ChildResult::accounted);
-      return new Run(name, threads, results, worst, worstExcess <= 0, accounted);
+      return new Run(name, threads, results, worst + underAdmission(workload, merged, leased, processes),
+          worstExcess <= 0, accounted);
     } finally {
       children.forEach(Process::destroyForcibly);
     }
+  }
+
+  /**
+   * Where demand always exceeds the rate (the denying workload), what the bucket would have
+   * granted from the first grant to the last (full at the start, since each run has a key of its
+   * own) less what was granted, beside the bound docs/limiters.md gives for permits parked in the
+   * stocks of P processes, at most two blocks of k each: {@code P × 2k}, k = min(maxBlock,
+   * capacity / 8). What exceeds it is time the processes did not run, on a loaded machine.
+   */
+  private static String underAdmission(Workload workload, long[] merged, boolean leased, int processes) {
+    if (!workload.name().equals("denying")) {
+      return "";
+    }
+    int first = -1;
+    int last = -1;
+    long granted = 0;
+    for (int i = 0; i < merged.length; i++) {
+      if (merged[i] > 0) {
+        first = first < 0 ? i : first;
+        last = i;
+      }
+      granted += merged[i];
+    }
+    double ideal = workload.capacity() + workload.ratePerSecond() * (last - first + 1) * (SLICE_NANOS / 1e9);
+    long k = leased ? Math.min(RedisLimiterComparison.LEASE_BLOCK, workload.capacity() / 8) : 0;
+    return String.format(Locale.ROOT, "; under-admission %,.0f of %,.0f, bound P × 2k = %d", ideal - granted, ideal,
+        2L * processes * k);
   }
 
   private static String expect(BufferedReader out, String word) throws IOException {
