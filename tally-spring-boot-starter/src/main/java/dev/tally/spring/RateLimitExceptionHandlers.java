@@ -1,5 +1,6 @@
 package dev.tally.spring;
 
+import dev.tally.http.Problem;
 import jakarta.servlet.http.HttpServletRequest;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
@@ -13,7 +14,9 @@ import org.springframework.web.server.ServerWebExchange;
 
 /**
  * Answers {@link RateLimitExceededException} from a controller (or a service it called) the way
- * the filters answer a denial: 429, the header fields, the RFC 9457 body. Ordered first, so that
+ * the filters answer a denial: 429, the header fields, the RFC 9457 body; and
+ * {@link ConcurrencyLimitExceededException}: 429 {@code Too Many Requests} with the limit's name and
+ * size, or 503 when the store failed and the limit fails closed. Ordered first, so that
  * an application's catch-all handler does not turn it into a 500; an application that wants
  * another answer declares its own bean of the same type.
  */
@@ -31,6 +34,19 @@ final class RateLimitExceptionHandlers {
     return new ResponseEntity<>(v.problemJson(path), headers, HttpStatus.valueOf(v.status()));
   }
 
+  /** The answer to {@code e}: no header fields, as a concurrency limit has no quota or reset to report. */
+  static ResponseEntity<String> answer(ConcurrencyLimitExceededException e) {
+    Problem body = e.storeFailed() ? Problem.storeUnavailable(e.getMessage())
+        : Problem.of(429, "about:blank", "Too Many Requests", e.getMessage());
+    HttpHeaders headers = new HttpHeaders();
+    headers.setContentType(PROBLEM_JSON);
+    if (e.storeFailed()) {
+      headers.set(HttpHeaders.RETRY_AFTER, "1");
+    }
+    return new ResponseEntity<>(body.member("name", e.name()).member("maxPermits", e.maxPermits()).toJson(), headers,
+        HttpStatus.valueOf(body.status()));
+  }
+
   /** For Spring MVC. */
   @RestControllerAdvice
   @Order(Ordered.HIGHEST_PRECEDENCE)
@@ -39,6 +55,11 @@ final class RateLimitExceptionHandlers {
     public ResponseEntity<String> rateLimitExceeded(RateLimitExceededException e, HttpServletRequest request) {
       return answer(e, WebRequests.attributes(request),
           request.getRequestURI().substring(request.getContextPath().length()));
+    }
+
+    @ExceptionHandler(ConcurrencyLimitExceededException.class)
+    public ResponseEntity<String> concurrencyLimitExceeded(ConcurrencyLimitExceededException e) {
+      return answer(e);
     }
   }
 
@@ -50,6 +71,11 @@ final class RateLimitExceptionHandlers {
     public ResponseEntity<String> rateLimitExceeded(RateLimitExceededException e, ServerWebExchange exchange) {
       return answer(e, ReactiveExchanges.attributes(exchange),
           exchange.getRequest().getPath().pathWithinApplication().value());
+    }
+
+    @ExceptionHandler(ConcurrencyLimitExceededException.class)
+    public ResponseEntity<String> concurrencyLimitExceeded(ConcurrencyLimitExceededException e) {
+      return answer(e);
     }
   }
 }

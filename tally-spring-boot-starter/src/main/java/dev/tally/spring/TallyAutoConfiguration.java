@@ -32,6 +32,7 @@ import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
 
 /**
  * Opens one {@link Tally} from {@code tally.store} (closed when the context closes) and offers
@@ -145,9 +146,24 @@ public class TallyAutoConfiguration {
   /** Applies {@link RateLimited}; static, as a post-processor must be, and lazy about the store. */
   @Bean
   @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
-  static RateLimitedPostProcessor tallyRateLimitedPostProcessor(ObjectProvider<TallyRateLimits> limits,
+  static AnnotatedMethodsPostProcessor tallyRateLimitedPostProcessor(ObjectProvider<TallyRateLimits> limits,
       ObjectProvider<KeyExpressions> expressions) {
-    return new RateLimitedPostProcessor(new RateLimitedInterceptor(limits::getObject, expressions::getObject));
+    RateLimitedInterceptor interceptor = new RateLimitedInterceptor(limits::getObject, expressions::getObject);
+    return new AnnotatedMethodsPostProcessor(RateLimited.class, RateLimitedInterceptor::annotated, interceptor::compile,
+        interceptor);
+  }
+
+  /** Applies {@link ConcurrencyLimited}, as the post-processor of {@link RateLimited}. */
+  @Bean
+  @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+  static AnnotatedMethodsPostProcessor tallyConcurrencyLimitedPostProcessor(ObjectProvider<Tally> tally,
+      ObjectProvider<KeyExpressions> expressions, Environment environment) {
+    // A post-processor is made before properties are bound: the prefix is read as the binder would.
+    String prefix = environment.getProperty("tally.key-prefix", TallyProperties.DEFAULT_KEY_PREFIX);
+    ConcurrencyLimitedInterceptor interceptor =
+        new ConcurrencyLimitedInterceptor(tally::getObject, expressions::getObject, prefix);
+    return new AnnotatedMethodsPostProcessor(ConcurrencyLimited.class, ConcurrencyLimitedInterceptor::annotated,
+        interceptor::compile, interceptor);
   }
 
   /** The store URI with {@code tally.store-options} added as query parameters. */

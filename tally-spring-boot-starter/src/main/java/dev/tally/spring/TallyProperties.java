@@ -46,7 +46,10 @@ public class TallyProperties {
    * Prefix of every limiter key the starter's rules create: PREFIX + rule + ':' + policy + ':' +
    * key.
    */
-  private String keyPrefix = "rl:";
+  /** The default of {@code tally.key-prefix}. */
+  static final String DEFAULT_KEY_PREFIX = "rl:";
+
+  private String keyPrefix = DEFAULT_KEY_PREFIX;
 
   /** Named rate-limit rules, used by @RateLimited("name") and by filter rules. */
   private Map<String, Rule> limits = new LinkedHashMap<>();

@@ -337,6 +337,15 @@ class TallyAutoConfigurationTest {
   }
 
   @Test
+  void aConcurrencyLimitWithoutPermitsStopsStartup() {
+    runner.withUserConfiguration(BadConcurrencyLimit.class).run(context -> {
+      assertThat(context).hasFailed();
+      assertThat(context.getStartupFailure()).rootCause()
+          .hasMessageContaining("@ConcurrencyLimited on").hasMessageContaining("maxPermits must be 1 or more, not 0");
+    });
+  }
+
+  @Test
   void anAnnotationConditionThatDoesNotParseStopsStartup() {
     runner.withUserConfiguration(BadCondition.class).run(context -> {
       assertThat(context).hasFailed();
@@ -390,6 +399,19 @@ class TallyAutoConfigurationTest {
 
     static class Service {
       @RateLimited("missing")
+      public void work() {}
+    }
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  static class BadConcurrencyLimit {
+    @Bean
+    Service service() {
+      return new Service();
+    }
+
+    static class Service {
+      @ConcurrencyLimited(name = "exports", maxPermits = 0)
       public void work() {}
     }
   }
