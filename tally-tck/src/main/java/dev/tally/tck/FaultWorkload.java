@@ -176,6 +176,20 @@ public final class FaultWorkload {
   }
 
   /**
+   * Checks, after {@link #stop}, that no call that failed after waiting its whole {@code timeout}
+   * failed as a bare {@link StoreException}: it timed out, so it says so
+   * ({@link dev.tally.StoreTimeoutException}, "may or may not have been applied"), or it never
+   * reached the server ({@link dev.tally.StoreUnavailableException}, e.g. no pooled connection in
+   * time). A bare failure hides which, as a rollback's error replacing the timeout once did.
+   */
+  public void assertTimedOutCallsFailAsTimeouts(Duration timeout) {
+    Worker<?> w = all().stream().max(Comparator.comparingLong(x -> x.longestOtherFailureNanos)).orElseThrow();
+    assertThat(Duration.ofNanos(w.longestOtherFailureNanos))
+        .as("the longest call that failed as a bare StoreException (%s, %s)", w.getName(), w.longestOtherFailure)
+        .isLessThan(timeout);
+  }
+
+  /**
    * Checks, after {@link #stop}, that the store kept the books of the increments and single
    * decisions: the counter holds every acknowledged increment and at most the failed ones
    * besides, and the limiter of {@code capacity} (adding nothing back meanwhile) has every
@@ -525,6 +539,9 @@ public final class FaultWorkload {
     long longestNanos;
     /** How the longest call ended: "answered", or the failure's message. */
     String longestOutcome = "none";
+    /** The longest call that failed as a bare StoreException (neither a timeout nor unreachable), and how. */
+    long longestOtherFailureNanos;
+    String longestOtherFailure = "none";
     Throwable unexpected;
     /** Read while the thread runs: when the last call succeeded, and the first after each failure. */
     volatile long lastSuccessAt = Long.MIN_VALUE;
@@ -569,6 +586,11 @@ public final class FaultWorkload {
           call.failed();
           failing = true;
           outcome = e.getClass().getSimpleName() + ": " + e.getMessage();
+          long took = System.nanoTime() - started;
+          if (e.getClass() == StoreException.class && took > longestOtherFailureNanos) {
+            longestOtherFailureNanos = took;
+            longestOtherFailure = outcome;
+          }
         } catch (Throwable t) {
           unexpected = t;
           return;

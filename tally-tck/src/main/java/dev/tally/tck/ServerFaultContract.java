@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Test;
  *
  * <ul>
  *   <li>every call ends within its timeout and {@link #SLACK}, answered or failed with a
- *       {@link dev.tally.StoreException}: none hangs;
+ *       {@link dev.tally.StoreException}: none hangs; and one that failed after its whole timeout
+ *       says why, a timeout or an unreachable server, never as a bare {@code StoreException};
  *   <li>every thread succeeds again within {@link #RECOVERY} of the resume;
  *   <li>nothing acknowledged is lost and nothing counted twice. A failed call's outcome is
  *       unknown ("may or may not have applied"), so each book is a range: the counter ends between
@@ -106,6 +107,7 @@ public abstract class ServerFaultContract extends TallyFixture {
 
     assertThat(hanging).as("threads whose call hangs").isEmpty();
     load.assertEveryCallEndedWithin(Duration.ofNanos(bound));
+    load.assertTimedOutCallsFailAsTimeouts(freezing.callTimeout());
     assertThat(load.allSucceededSince(resumedAt))
         .as("every thread succeeds again within %s of the resume (%s)", RECOVERY, load).isTrue();
     assertThat(load.acknowledged()).as("increments acknowledged").isPositive();
