@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Leased handles in several JVMs on one {@code file:} store, on a test clock all of them read
  * ({@link MappedTimeSource}): the guarantees docs/limiters.md states, checked exactly. The test
  * moves the clock a millisecond at a time and waits at each step until every thread of every
- * process has taken permits until denied (demand that never pauses), so each grant's instant is
+ * process has made its calls ({@link LeasedLimiterWorker#attempts}), so each grant's instant is
  * known to the nanosecond and nothing depends on how fast the machine is. Then:
  *
  * <ul>
@@ -27,8 +27,9 @@ import org.junit.jupiter.api.io.TempDir;
  *   <li>no permit granted twice: in every process, the permits the store leased to it are those
  *       it granted plus those it gave back; and the bucket's consumption, read from the store at
  *       the end, is the grants plus the permits dropped;
- *   <li>the under-admission, what the limiter would have granted to that demand less what was
- *       granted, at every step (bucket) and in every window, within {@code P × 2k}.
+ *   <li>the under-admission, what a plain limiter would have granted the same demand less what
+ *       was granted, at every step (buckets) and in every window, within {@code P × 2k} plus the
+ *       permits dropped (none, unless a lease's background tick came too late).
  * </ul>
  *
  * <p>See {@link LeasedLimiterWorker} for the children.
@@ -103,9 +104,10 @@ class LeasedLimiterProcessesTest {
     System.out.printf("leased, %d processes x %d threads, %d steps of 1 ms on a shared test clock (%.1f s of"
         + " wall time)%n", PROCESSES, THREADS, STEPS, seconds);
     long tEnd = t0 + (STEPS - 1) * STEP_NANOS;
-    checkBucket("lease-bucket", reports.get(0), true, data, clock, t0, tEnd);
-    checkWindow("lease-window", reports.get(1));
-    checkBucket("lease-bursty", reports.get(2), false, data, clock, t0, tEnd);
+    List<String> names = LeasedLimiterWorker.LIMITERS;
+    checkBucket("lease-bucket", reports.get(names.indexOf("lease-bucket")), true, data, clock, t0, tEnd);
+    checkWindow("lease-window", reports.get(names.indexOf("lease-window")));
+    checkBucket("lease-bursty", reports.get(names.indexOf("lease-bursty")), false, data, clock, t0, tEnd);
   }
 
   /**
@@ -197,7 +199,9 @@ class LeasedLimiterProcessesTest {
         + " under-admission at worst %d (step %d), bound P x 2k = %d%n", name, capacity, 1_000_000_000L / unit,
         d / 1_000_000, k, granted, totalDemand(name), processes.stream().map(Report::granted).toList(), book,
         leastSlack, tightest, overPlain, worst, worstStep, bound);
-    assertThat(worst).as("%s: under-admission at step %d", name, worstStep).isLessThanOrEqualTo(bound);
+    // Permits dropped (a tick too late to return them in time) under-admit beyond what is parked.
+    assertThat(worst).as("%s: under-admission at step %d, %d dropped", name, worstStep, book.dropped())
+        .isLessThanOrEqualTo(bound + book.dropped());
     assertThat(processes.stream().filter(r -> r.granted() > 0).count()).as("%s: processes granted permits", name)
         .isEqualTo(PROCESSES);
   }
@@ -230,7 +234,8 @@ class LeasedLimiterProcessesTest {
     System.out.printf("  %s: fixed window %d / %d ms, k = %d: %d granted of %d demanded in %d windows, at most %d in"
         + " one; %s; under-admission in a window at worst %d, bound P x 2k = %d%n", name, perWindow,
         limit.intervalNanos() / 1_000_000, k, granted, totalDemand(name), windows, most, book, worstUnder, bound);
-    assertThat(worstUnder).as("%s: under-admission in a window", name).isLessThanOrEqualTo(bound);
+    assertThat(worstUnder).as("%s: under-admission in a window, %d dropped", name, book.dropped())
+        .isLessThanOrEqualTo(bound + book.dropped());
   }
 
   /** Permits leased to the processes, refunded to the store, and dropped, summed. */
