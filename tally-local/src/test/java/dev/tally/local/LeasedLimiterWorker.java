@@ -52,6 +52,8 @@ public final class LeasedLimiterWorker {
   static final int CYCLE = 300;
   /** Longer than the bucket's refill time (32 ms) plus d: the bucket is full when the next phase starts. */
   static final int PAUSE = 60;
+  /** The step of a cycle at which everyone asks at once, after process 0 alone at its first. */
+  private static final int OVERTURE = 8;
   /** How many steps one level of a process's demand on "lease-bursty" lasts. */
   private static final int CHUNK = 5;
   /** A process's demand levels on "lease-bursty", per thread: idle half the time. */
@@ -70,8 +72,20 @@ public final class LeasedLimiterWorker {
     if (!name.equals("lease-bursty")) {
       return 1;
     }
-    if (s % CYCLE >= CYCLE - PAUSE) {
+    int c = s % CYCLE;
+    if (c >= CYCLE - PAUSE) {
       return 0;
+    }
+    // The cycle opens on a full bucket: process 0 leases a few blocks and uses part of them,
+    // the bucket refills what it took before those blocks' time is up, and everyone then asks
+    // for far more than the bucket holds: what is left of the blocks comes on top of a full
+    // bucket, the case the rate × d in the bound allows for (unless a tick saw the demand fall
+    // and returned the blocks first).
+    if (c < OVERTURE) {
+      return c == 0 && process == 0 ? 4 : 0;
+    }
+    if (c == OVERTURE) {
+      return 20;
     }
     long h = (process + 1) * 0x9E3779B97F4A7C15L + (s / CHUNK) * 0xC2B2AE3D27D4EB4FL;
     h ^= h >>> 31;
