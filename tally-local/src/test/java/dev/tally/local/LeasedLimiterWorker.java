@@ -14,12 +14,12 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /**
  * A child process of {@link LeasedLimiterProcessesTest}: opens {@code file:DIR} on the test clock
  * in the file CLOCK, a leased handle of each limiter of {@link #LIMITERS}, and prints READY. Then
- * THREADS threads (participants P × THREADS, P × THREADS + 1, ... of the clock) each run STEPS steps: at the
- * step's instant (the clock's start plus STEP_NANOS a step), for each limiter in turn, ask for
- * {@link #attempts} permits one at a time, count the grants, and publish the step done. The
- * clock does not move during a step, so every grant of the step was decided at its instant.
- * After the last step it closes the leases (at the last step's instant, returning their stocks)
- * and prints, for each limiter {@code name}:
+ * THREADS threads (participants P × THREADS, P × THREADS + 1, ... of the clock) each run STEPS
+ * steps: at the step's instant (the clock's start plus STEP_NANOS a step), for each limiter in
+ * turn, ask for {@link #attempts} permits one at a time, count the grants, and publish the step
+ * done. The clock does not move during a step, so every grant of the step was decided at its
+ * instant. After the last step it closes the leases (at the last step's instant, returning their
+ * stocks) and prints, for each limiter {@code name}:
  *
  * <pre>
  * GRANTS name g0 g1 ...                   grants at each step, all threads together
@@ -39,6 +39,11 @@ public final class LeasedLimiterWorker {
   static final Limit BUCKET = Limit.tokenBucket(128, 4_000, Duration.ofSeconds(1));
   /** 40 a window of 10 ms, aligned to the epoch: a block is at most 40 / 8 = 5. */
   static final Limit WINDOW = Limit.fixedWindow(40, Duration.ofMillis(10));
+  /** The most permits in one block. */
+  static final long MAX_BLOCK = 16;
+  /** The lease time d. */
+  static final Duration LEASE_TIME = Duration.ofMillis(20);
+
   /**
    * The limiters, by name: each process leases a handle of each. "lease-bucket" and
    * "lease-window" see the same demand, above their rate, at every step; "lease-bursty", the
@@ -93,11 +98,6 @@ public final class LeasedLimiterWorker {
     h ^= h >>> 29;
     return LEVELS[(int) Math.floorMod(h, (long) LEVELS.length)];
   }
-
-  /** The most permits in one block. */
-  static final long MAX_BLOCK = 16;
-  /** The lease time d. */
-  static final Duration LEASE_TIME = Duration.ofMillis(20);
 
   private static final int LEASED = 0;
   private static final int RETURNED = 1;
