@@ -435,15 +435,16 @@ final class LeasedLimiter implements LeasedRateLimiter {
       return;
     }
     List<Block> live = new ArrayList<>(blocks.length + 1);
-    long now = clock.nanos();
     for (Block old : blocks) {
-      if (now - old.end < 0 && old.left.get() > 0) {
+      // An ended block that still holds permits stays for retireExpired below to take them out
+      // and report them (refunded or dropped); left out here, they would vanish unreported.
+      if (old.left.get() > 0) {
         live.add(old);
       }
     }
     live.add(b);
     blocks = live.toArray(EMPTY);
-    retireExpired(now, 0);
+    retireExpired(clock.nanos(), 0);
   }
 
   // ------------------------------------------------------------------ returning stock

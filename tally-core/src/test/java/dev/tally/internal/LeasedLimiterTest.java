@@ -168,6 +168,37 @@ class LeasedLimiterTest {
     assertThat(plain.available()).isEqualTo(1_000 - 505);
   }
 
+  /**
+   * Every permit the store leased is granted, returned or expired, and reported once, over a
+   * random timeline where blocks end between calls (so a refill can land while an ended block
+   * still holds permits).
+   */
+  @Test
+  void everyLeasedPermitIsGrantedReturnedOrExpiredAndReportedOnce() {
+    RateLimiter plain = tally.limiter("book", Limit.tokenBucket(400, Duration.ofSeconds(40)));
+    LeasedLimiter lease = (LeasedLimiter) plain.leased(64, LEASE);
+    java.util.Random random = new java.util.Random(28);
+    long granted = 0;
+    for (int i = 0; i < 3_000; i++) {
+      now.addAndGet(random.nextInt(4) == 0 ? 0 : random.nextInt(2_000) * 1_000_000L);
+      for (int n = random.nextInt(7); n > 0; n--) {
+        granted += lease.tryAcquire() ? 1 : 0;
+      }
+      lease.awaitRefill();
+    }
+    lease.close();
+    assertThat(permits("leased")).as("leased = granted + returned + expired")
+        .isEqualTo(granted + permits("returned") + permits("expired"));
+  }
+
+  private long permits(String event) {
+    double sum = 0;
+    for (io.micrometer.core.instrument.Counter c : registry.find("tally.lease.permits").tag("event", event).counters()) {
+      sum += c.count();
+    }
+    return (long) sum;
+  }
+
   @Test
   void badSettingsAreRefusedClearly() {
     RateLimiter plain = tally.limiter("bad", Limit.tokenBucket(10, Duration.ofSeconds(1)));

@@ -23,8 +23,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Redis killed for 5 s under load while threads take permits through a leased limiter on one hot
  * key. The lease keeps granting from the stock the store had already granted, stops when that is
- * spent, and then the failure policy answers (fail-closed here: fail-open would grant without the
- * store by design); nothing beyond the stock is granted; once Redis is back, grants resume.
+ * spent, and then the failure policy answers: fail-closed denies, fail-open allows without the
+ * store, by design, and marks each such answer ({@link Decision#storeFailed()}). Either way
+ * nothing beyond the stock is granted from it; once Redis is back, grants resume.
  *
  * <p>Redis is killed (SIGKILL) rather than frozen: a stopped store is one that refuses
  * connections, and every refill then fails at once, so the outage is the stock's length and not a
@@ -78,6 +79,7 @@ class LeaseOutageTest {
 
   /** What one call observed, by the phase it started in. */
   private static final class Phase {
+    /** Granted by the store or from the stock: not a failure policy's answer. */
     final LongAdder granted = new LongAdder();
     final LongAdder policyAnswers = new LongAdder();
     final LongAdder otherDenials = new LongAdder();
@@ -86,9 +88,25 @@ class LeaseOutageTest {
   @Test
   void grantsContinueFromTheStockThenTheFailurePolicyAnswersAndNothingBeyondTheStockIsGranted()
       throws Exception {
+    outage(FailurePolicy.FAIL_CLOSED);
+  }
+
+  @Test
+  void failOpenAllowsOnceTheStockIsSpentMarkingEachAnswerAndTheStockGrantsNothingBeyondItself()
+      throws Exception {
+    outage(FailurePolicy.FAIL_OPEN);
+  }
+
+  /**
+   * Kills Redis under load and checks the outage: grants from the stock, at most the stock; once
+   * it is spent only {@code policy}'s answers (allowed for fail-open, denied for fail-closed,
+   * each marked {@link Decision#storeFailed()}); grants again after the restart.
+   */
+  private void outage(FailurePolicy policy) throws Exception {
+    boolean allows = policy == FailurePolicy.FAIL_OPEN;
     // A bucket the load cannot empty: every denial in this test is the outage's.
     Limit limit = Limit.tokenBucket(100_000_000, Duration.ofHours(1));
-    LeasedRateLimiter lease = tally.limiter("hot", limit).withFailurePolicy(FailurePolicy.FAIL_CLOSED)
+    LeasedRateLimiter lease = tally.limiter("hot", limit).withFailurePolicy(policy)
         .leased(MAX_BLOCK, Duration.ofSeconds(10));
     Phase before = new Phase();
     Phase outage = new Phase();
@@ -107,11 +125,14 @@ class LeaseOutageTest {
           }
           try {
             Decision d = lease.decide(1);
-            if (d.allowed()) {
-              p.granted.increment();
-            } else if (d.storeFailed()) {
+            if (d.storeFailed()) {
+              if (d.allowed() != allows) {
+                unexpected.compareAndSet(null, policy + " answered " + d);
+              }
               p.policyAnswers.increment();
               firstPolicyAnswerAt.compareAndSet(0, System.nanoTime());
+            } else if (d.allowed()) {
+              p.granted.increment();
             } else {
               p.otherDenials.increment();
             }
@@ -162,7 +183,7 @@ class LeaseOutageTest {
             + " %d failed refills; after restart %d granted",
         stockBefore, stockAtStart, leasedInOutage, outage.granted.sum(), spentAfterMillis, spent.granted.sum(),
         spent.policyAnswers.sum(), failedRefills.get(), after.granted.sum());
-    System.out.println("LeaseOutageTest: " + seen);
+    System.out.println("LeaseOutageTest, " + policy + ": " + seen);
     assertThat(unexpected.get()).as(seen).isNull();
     assertThat(stockAtStart).as("stock when Redis died: %s", seen).isPositive();
     assertThat(outage.granted.sum()).as("grants from the stock during the outage: %s", seen)
