@@ -56,11 +56,19 @@ OVERFLOW and NOT_FINITE add the value and the delta, OUT_OF_BOUNDS the value, th
 max, for CounterMath's message.
 ]]
 
+-- int64.lua's arithmetic, made on first use: an operation that reads no integer (a get, a put)
+-- never needs it.
+local add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN
+local function integers()
+  if not add then
+    add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN = int64()
+  end
+end
+
 -- The integer written in s, or nil if s is not a signed 64-bit decimal. Leading zeros are read
--- past, so that no length of them makes the exact arithmetic slow. The first call makes
--- int64.lua's arithmetic: an operation that reads no integer (a get, a put) never needs it.
+-- past, so that no length of them makes the exact arithmetic slow.
 local function int_parse(s)
-  int64()
+  integers()
   local sign, digits = string.match(s, '^(%-?)0*(%d+)$')
   if not digits or #digits > 19 then
     return nil
@@ -119,7 +127,7 @@ if ARGV[1] == 'once' then
   once = {k = tonumber(ARGV[2]), fingerprint = ARGV[3], shape = shape, pexpire = pexpire, now = now,
     exp = exp}
   local held = redis.call('HMGET', KEYS[once.k], 'r', 'exp')
-  int64()
+  integers()
   -- Live unless a caller's clock has reached its "exp" (Redis' expiry is only a day later then).
   if held[1] and not (now ~= '-' and held[2] and not dec_less(now, held[2])) then
     return {held[1]} -- a repeat: the first call's record, nothing applied

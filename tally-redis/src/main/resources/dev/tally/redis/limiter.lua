@@ -58,6 +58,9 @@ ns) need 61 bits and the sliding window multiplies counts by durations (up to 2^
 
 local GIGA = 1000000000
 
+-- int64.lua's arithmetic, made (int64()) where a call first needs it: never on the fast path.
+local add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN
+
 -- ------------------------------------------------------------------ the clock
 
 -- now = NOW_S * 10^9 + NOW_NS exactly, 0 <= NOW_NS < 10^9. A caller's clock that is not a plain
@@ -81,7 +84,7 @@ if KEYS[2] and ARGV[1] ~= 'joint' then
   local o = 4 + 4 * tonumber(ARGV[4])
   ONCE = {fingerprint = ARGV[o + 1], pexpire = ARGV[o + 2], now = ARGV[o + 3], exp = ARGV[o + 4]}
   local held = redis.call('HMGET', KEYS[2], 'r', 'exp')
-  int64()
+  add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN = int64()
   if held[1] and not (ONCE.now ~= '-' and held[2] and not dec_less(ONCE.now, held[2])) then
     return {held[1]}
   end
@@ -174,22 +177,12 @@ do
       end
     end
     if ok and MINE_T > 0 and MINE_C * MINE_T < 4503599627370496 and (not read or (T > 0 and C * T < 4503599627370496)) then
-      local function floor_div(a, b)
-        local q = math.floor(a / b)
-        local r = a - q * b
-        if r < 0 then
-          q = q - 1
-        elseif r >= b then
-          q = q + 1
-        end
-        return q
-      end
       local function dec(x)
         return x == 0 and '0' or string.format('%.0f', x)
       end
       local function epoch(v)
         local t = NOW_NS + v
-        local q = floor_div(t, 1000000000)
+        local q = math.floor(t / 1000000000) -- exact below 2^52 (int64.lua)
         return string.format('%.0f%09.0f', NOW_S + q, t - q * 1000000000)
       end
       local reply, fresh = {}, not read
@@ -224,7 +217,7 @@ do
         -- string.format (which made up most of a batch's run time).
         local n = #reply
         reply[n + 1] = allowed and 1 or 0
-        reply[n + 2] = room <= 0 and 0 or floor_div(room, T)
+        reply[n + 2] = room <= 0 and 0 or math.floor(room / T)
         reply[n + 3] = C
         reply[n + 4] = retry or '9223372036854775807'
         reply[n + 5] = S0 -- Gcra.resetAfter, S0 >= 0
@@ -262,7 +255,7 @@ do
         end
         if #changes > 0 then
           redis.call('HSET', KEYS[1], unpack(changes))
-          local ms = floor_div(S0, 1000000)
+          local ms = math.floor(S0 / 1000000)
           if ms * 1000000 < S0 then
             ms = ms + 1
           end
@@ -283,7 +276,9 @@ end
 
 -- ------------------------------------------------------------------ integers (int64.lua)
 
-int64()
+if not add then
+  add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN = int64()
+end
 
 -- The integer written in s, refused unless it is an optional minus and digits.
 local function parse(s)
@@ -332,13 +327,8 @@ end
 local function to_epoch(v)
   if type(v) == 'number' and v > -HALF and v < HALF then
     local t = NOW_NS + v
-    local q = math.floor(t / GIGA)
+    local q = math.floor(t / GIGA) -- exact: |t| + GIGA < 2^53 (int64.lua)
     local ns = t - q * GIGA
-    if ns < 0 then
-      q, ns = q - 1, ns + GIGA
-    elseif ns >= GIGA then
-      q, ns = q + 1, ns - GIGA
-    end
     local s = NOW_S + q
     if s >= 1 then
       return string.format('%.0f%09.0f', s, ns)
