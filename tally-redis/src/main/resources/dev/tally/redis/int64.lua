@@ -195,183 +195,183 @@ local function int64()
 
   -- ---------------------------------------------------------------- signed integers
 
-    local function add(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        local s = a + b
-        if s > -SAFE and s < SAFE then
-          return s
-        end
+  local function add(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
+      local s = a + b
+      if s > -SAFE and s < SAFE then
+        return s
       end
-      bigs()
-      a, b = big(a), big(b)
-      if a.neg == b.neg then
-        return make(a.neg, madd(a.m, b.m))
-      end
-      if mcmp(a.m, b.m) >= 0 then
-        return make(a.neg, msub(a.m, b.m))
-      end
-      return make(b.neg, msub(b.m, a.m))
     end
-
-    local function negate(a)
-      if type(a) == 'number' then
-        return 0 - a
-      end
-      return {neg = not a.neg, m = a.m}
+    bigs()
+    a, b = big(a), big(b)
+    if a.neg == b.neg then
+      return make(a.neg, madd(a.m, b.m))
     end
-
-    local function sub(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        local d = a - b
-        if d > -SAFE and d < SAFE then
-          return d
-        end
-      end
-      return add(a, negate(b))
+    if mcmp(a.m, b.m) >= 0 then
+      return make(a.neg, msub(a.m, b.m))
     end
+    return make(b.neg, msub(b.m, a.m))
+  end
 
-    local function mul(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        local p = a * b
-        if p > -SAFE and p < SAFE then
-          return p
-        end
-      end
-      bigs()
-      a, b = big(a), big(b)
-      return make(a.neg ~= b.neg, mmul(a.m, b.m))
+  local function negate(a)
+    if type(a) == 'number' then
+      return 0 - a
     end
+    return {neg = not a.neg, m = a.m}
+  end
 
-    -- A big is always at least 2^53 in magnitude, so against a number its sign decides.
-    local function cmp(a, b)
-      local na, nb = type(a) == 'number', type(b) == 'number'
-      if na and nb then
-        return a < b and -1 or (a > b and 1 or 0)
-      elseif nb then
-        return a.neg and -1 or 1
-      elseif na then
-        return b.neg and 1 or -1
-      elseif a.neg ~= b.neg then
-        return a.neg and -1 or 1
+  local function sub(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
+      local d = a - b
+      if d > -SAFE and d < SAFE then
+        return d
       end
-      bigs()
-      local c = mcmp(a.m, b.m)
-      return a.neg and -c or c
     end
+    return add(a, negate(b))
+  end
 
-    -- The comparisons, with the common case (two numbers) first.
-    local function lt(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        return a < b
+  local function mul(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
+      local p = a * b
+      if p > -SAFE and p < SAFE then
+        return p
       end
-      return cmp(a, b) < 0
     end
+    bigs()
+    a, b = big(a), big(b)
+    return make(a.neg ~= b.neg, mmul(a.m, b.m))
+  end
 
-    local function le(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        return a <= b
-      end
-      return cmp(a, b) <= 0
+  -- A big is always at least 2^53 in magnitude, so against a number its sign decides.
+  local function cmp(a, b)
+    local na, nb = type(a) == 'number', type(b) == 'number'
+    if na and nb then
+      return a < b and -1 or (a > b and 1 or 0)
+    elseif nb then
+      return a.neg and -1 or 1
+    elseif na then
+      return b.neg and 1 or -1
+    elseif a.neg ~= b.neg then
+      return a.neg and -1 or 1
     end
+    bigs()
+    local c = mcmp(a.m, b.m)
+    return a.neg and -c or c
+  end
 
-    local function eq(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        return a == b
-      end
-      return cmp(a, b) == 0
-    end
-
-    local function max(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        return a >= b and a or b
-      end
-      return cmp(a, b) >= 0 and a or b
-    end
-
-    local function min(a, b)
-      if type(a) == 'number' and type(b) == 'number' then
-        return a <= b and a or b
-      end
-      return cmp(a, b) <= 0 and a or b
-    end
-
-    -- floor(a / b) and the non-negative remainder, for b > 0 (Math.floorDiv, Math.floorMod).
-    local function fdivmod(a, b)
-      if type(a) == 'number' and type(b) == 'number' and a > -HALF and a < HALF and b < HALF then
-        local q = math.floor(a / b) -- exact: |a| + b < 2^53 (see the top)
-        return q, a - q * b
-      end
-      bigs()
-      local x, y = big(a), big(b)
-      local q, r = mdivmod(x.m, y.m)
-      if x.neg and #r > 0 then
-        return make(true, madd(q, {1})), make(false, msub(y.m, r))
-      end
-      return make(x.neg, q), make(false, r)
-    end
-
-
-    -- The integer written in s, which has been checked to be an optional minus and digits.
-    local function num(s)
-      if #s <= 15 then
-        return tonumber(s)
-      end
-      bigs()
-      local negative = string.sub(s, 1, 1) == '-'
-      local digits = negative and string.sub(s, 2) or s
-      local m, pos, len = {}, 1, (#digits - 1) % 7 + 1
-      while pos <= #digits do
-        m = madd(mmul(m, TEN7), limbs(tonumber(string.sub(digits, pos, pos + len - 1))))
-        pos, len = pos + len, 7
-      end
-      return make(negative, m)
-    end
-
-    local function fmt(v)
-      if type(v) == 'number' then
-        if v == 0 then
-          return '0'
-        end
-        return string.format('%.0f', v)
-      end
-      bigs()
-      local m, parts = v.m, {}
-      while #m > 0 do
-        local q, rem = {}, 0
-        for i = 1, #m do
-          q[i] = 0
-        end
-        for i = #m, 1, -1 do
-          local cur = rem * B + m[i] -- < 10^7 * 2^24 + 2^24 < 2^48
-          local d = math.floor(cur / 10000000) -- exact (see the top)
-          q[i], rem = d, cur - d * 10000000
-        end
-        parts[#parts + 1] = rem
-        m = trim(q)
-      end
-      local s = string.format('%.0f', parts[#parts])
-      for i = #parts - 1, 1, -1 do
-        s = s .. string.format('%07.0f', parts[i])
-      end
-      return (v.neg and '-' or '') .. s
-    end
-
-    local MAX = {neg = false, m = {16777215, 16777215, 32767}} -- 2^63 - 1
-    local MIN = {neg = true, m = {0, 0, 32768}}                -- -2^63
-
-    local function dec_less(a, b)
-      local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
-      if na ~= nb then
-        return na
-      end
-      if na then
-        a, b = string.sub(b, 2), string.sub(a, 2)
-      end
-      if #a ~= #b then
-        return #a < #b
-      end
+  -- The comparisons, with the common case (two numbers) first.
+  local function lt(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
       return a < b
     end
+    return cmp(a, b) < 0
+  end
+
+  local function le(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
+      return a <= b
+    end
+    return cmp(a, b) <= 0
+  end
+
+  local function eq(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
+      return a == b
+    end
+    return cmp(a, b) == 0
+  end
+
+  local function max(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
+      return a >= b and a or b
+    end
+    return cmp(a, b) >= 0 and a or b
+  end
+
+  local function min(a, b)
+    if type(a) == 'number' and type(b) == 'number' then
+      return a <= b and a or b
+    end
+    return cmp(a, b) <= 0 and a or b
+  end
+
+  -- floor(a / b) and the non-negative remainder, for b > 0 (Math.floorDiv, Math.floorMod).
+  local function fdivmod(a, b)
+    if type(a) == 'number' and type(b) == 'number' and a > -HALF and a < HALF and b < HALF then
+      local q = math.floor(a / b) -- exact: |a| + b < 2^53 (see the top)
+      return q, a - q * b
+    end
+    bigs()
+    local x, y = big(a), big(b)
+    local q, r = mdivmod(x.m, y.m)
+    if x.neg and #r > 0 then
+      return make(true, madd(q, {1})), make(false, msub(y.m, r))
+    end
+    return make(x.neg, q), make(false, r)
+  end
+
+
+  -- The integer written in s, which has been checked to be an optional minus and digits.
+  local function num(s)
+    if #s <= 15 then
+      return tonumber(s)
+    end
+    bigs()
+    local negative = string.sub(s, 1, 1) == '-'
+    local digits = negative and string.sub(s, 2) or s
+    local m, pos, len = {}, 1, (#digits - 1) % 7 + 1
+    while pos <= #digits do
+      m = madd(mmul(m, TEN7), limbs(tonumber(string.sub(digits, pos, pos + len - 1))))
+      pos, len = pos + len, 7
+    end
+    return make(negative, m)
+  end
+
+  local function fmt(v)
+    if type(v) == 'number' then
+      if v == 0 then
+        return '0'
+      end
+      return string.format('%.0f', v)
+    end
+    bigs()
+    local m, parts = v.m, {}
+    while #m > 0 do
+      local q, rem = {}, 0
+      for i = 1, #m do
+        q[i] = 0
+      end
+      for i = #m, 1, -1 do
+        local cur = rem * B + m[i] -- < 10^7 * 2^24 + 2^24 < 2^48
+        local d = math.floor(cur / 10000000) -- exact (see the top)
+        q[i], rem = d, cur - d * 10000000
+      end
+      parts[#parts + 1] = rem
+      m = trim(q)
+    end
+    local s = string.format('%.0f', parts[#parts])
+    for i = #parts - 1, 1, -1 do
+      s = s .. string.format('%07.0f', parts[i])
+    end
+    return (v.neg and '-' or '') .. s
+  end
+
+  local MAX = {neg = false, m = {16777215, 16777215, 32767}} -- 2^63 - 1
+  local MIN = {neg = true, m = {0, 0, 32768}}                -- -2^63
+
+  local function dec_less(a, b)
+    local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+    if na ~= nb then
+      return na
+    end
+    if na then
+      a, b = string.sub(b, 2), string.sub(a, 2)
+    end
+    if #a ~= #b then
+      return #a < #b
+    end
+    return a < b
+  end
 
   return add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN
 end
