@@ -1,5 +1,6 @@
 package dev.tally.redis;
 
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
@@ -25,7 +26,10 @@ import java.util.concurrent.CompletionException;
 final class ScriptRunner {
   private ScriptRunner() {}
 
-  /** Runs {@code script} on {@code commands}; the stage fails with Lettuce's exception, untranslated. */
+  /**
+   * Runs {@code script} on {@code commands}; the stage fails with Lettuce's exception, untranslated
+   * but for the lines of the script a Lua error names ({@link Script#locate}).
+   */
   static <T> CompletableFuture<T> run(RedisClusterAsyncCommands<String, String> commands, Script script,
       ScriptOutputType type, String[] keys, String... args) {
     CompletableFuture<T> result = new CompletableFuture<>();
@@ -37,14 +41,25 @@ final class ScriptRunner {
           if (f == null) {
             result.complete(v);
           } else {
-            result.completeExceptionally(f);
+            result.completeExceptionally(located(script, f));
           }
         });
       } else {
-        result.completeExceptionally(failure);
+        result.completeExceptionally(located(script, failure));
       }
     });
     return result;
+  }
+
+  /** A Redis error naming lines of the script's whole text, as files and their own lines. */
+  private static Throwable located(Script script, Throwable failure) {
+    Throwable t = unwrap(failure);
+    // only the plain error reply: its subclasses (NOSCRIPT, BUSY, ...) never name a line
+    if (t.getClass() == RedisCommandExecutionException.class && t.getMessage() != null
+        && t.getMessage().contains("user_script:")) {
+      return new RedisCommandExecutionException(script.locate(t.getMessage()), t);
+    }
+    return failure;
   }
 
   private static Throwable unwrap(Throwable t) {

@@ -1,3 +1,4 @@
+-- requires: int64.lua
 --[[
 Tally counters: applies a list of operations to KEYS atomically, all or none, and returns one
 result per operation.
@@ -55,43 +56,25 @@ OVERFLOW and NOT_FINITE add the value and the delta, OUT_OF_BOUNDS the value, th
 max, for CounterMath's message.
 ]]
 
--- 64-bit integers. Lua 5.1 numbers are doubles, exact only up to 2^53, so an integer is kept as
--- a sign and three base-10^7 limbs (lowest first): every limb sum or difference stays exact.
-local BASE = 10000000
-local MAX_POSITIVE = {4775807, 7203685, 92233} -- 9223372036854775807
-local MAX_NEGATIVE = {4775808, 7203685, 92233} -- 9223372036854775808
-
-local function compare(a, b)
-  for i = 3, 1, -1 do
-    if a[i] ~= b[i] then
-      return a[i] < b[i] and -1 or 1
-    end
+-- int64.lua's arithmetic, made on first use: an operation that reads no integer (a get, a put)
+-- never needs it.
+local add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN
+local function integers()
+  if not add then
+    add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN = int64()
   end
-  return 0
 end
 
-local function in_range(n)
-  return compare(n.limbs, n.negative and MAX_NEGATIVE or MAX_POSITIVE) <= 0
-end
-
--- The integer written in s, or nil if s is not a signed 64-bit decimal.
+-- The integer written in s, or nil if s is not a signed 64-bit decimal. Leading zeros are read
+-- past, so that no length of them makes the exact arithmetic slow.
 local function int_parse(s)
-  local sign, digits = string.match(s, '^(%-?)(%d+)$')
-  if not digits then
+  integers()
+  local sign, digits = string.match(s, '^(%-?)0*(%d+)$')
+  if not digits or #digits > 19 then
     return nil
   end
-  digits = string.gsub(digits, '^0+', '')
-  if #digits > 19 then
-    return nil
-  end
-  local limbs = {0, 0, 0}
-  local i, n = #digits, 1
-  while i >= 1 do
-    limbs[n] = tonumber(string.sub(digits, math.max(1, i - 6), i))
-    i, n = i - 7, n + 1
-  end
-  local v = {negative = sign == '-' and #digits > 0, limbs = limbs}
-  if not in_range(v) then
+  local v = num(sign .. digits)
+  if lt(v, MIN) or lt(MAX, v) then
     return nil
   end
   return v
@@ -99,43 +82,11 @@ end
 
 -- a + b, or nil if the sum leaves the signed 64-bit range.
 local function int_add(a, b)
-  local x, y, negative = a.limbs, b.limbs, a.negative
-  local sign = 1
-  if a.negative ~= b.negative then
-    sign = -1
-    if compare(x, y) < 0 then
-      x, y, negative = y, x, b.negative
-    end
-  end
-  local limbs, carry = {}, 0
-  for i = 1, 3 do
-    local d = x[i] + sign * y[i] + carry
-    carry = 0
-    if d >= BASE then
-      d, carry = d - BASE, 1
-    elseif d < 0 then
-      d, carry = d + BASE, -1
-    end
-    limbs[i] = d
-  end
-  local sum = {negative = negative and (limbs[1] + limbs[2] + limbs[3]) > 0, limbs = limbs}
-  if not in_range(sum) then
+  local sum = add(a, b)
+  if lt(sum, MIN) or lt(MAX, sum) then
     return nil
   end
   return sum
-end
-
-local function int_format(n)
-  local l = n.limbs
-  local s
-  if l[3] > 0 then
-    s = string.format('%d%07d%07d', l[3], l[2], l[1])
-  elseif l[2] > 0 then
-    s = string.format('%d%07d', l[2], l[1])
-  else
-    s = string.format('%d', l[1])
-  end
-  return (n.negative and '-' or '') .. s
 end
 
 -- The shortest of %.15g, %.16g, %.17g that reads back as x (%.17g always does), with ".0"
@@ -170,29 +121,13 @@ local function fail(what, k)
   return redis.error_reply('TALLY_' .. what .. ' ' .. k)
 end
 
--- Working copy: per key, its value (false when missing), how to write its expiry ('keep' the
--- live key's, 'none', or milliseconds) and whether it changed.
--- Integers written as decimals, compared exactly at any length: a < b.
-local function dec_less(a, b)
-  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
-  if na ~= nb then
-    return na
-  end
-  if na then
-    a, b = string.sub(b, 2), string.sub(a, 2)
-  end
-  if #a ~= #b then
-    return #a < #b
-  end
-  return a < b
-end
-
 local once, first = nil, 1
 if ARGV[1] == 'once' then
   local shape, pexpire, now, exp = string.match(ARGV[4], '^(%a+) (%d+) (%S+) (%S+)$')
   once = {k = tonumber(ARGV[2]), fingerprint = ARGV[3], shape = shape, pexpire = pexpire, now = now,
     exp = exp}
   local held = redis.call('HMGET', KEYS[once.k], 'r', 'exp')
+  integers()
   -- Live unless a caller's clock has reached its "exp" (Redis' expiry is only a day later then).
   if held[1] and not (now ~= '-' and held[2] and not dec_less(now, held[2])) then
     return {held[1]} -- a repeat: the first call's record, nothing applied
@@ -201,6 +136,8 @@ if ARGV[1] == 'once' then
   first = 2
 end
 
+-- Working copy: per key, its value (false when missing), how to write its expiry ('keep' the
+-- live key's, 'none', or milliseconds) and whether it changed.
 local keys = {}
 for k = 1, #KEYS do
   if not (once and k == once.k) then
@@ -230,7 +167,7 @@ for op = first, #ARGV / 4 do
       if not sum then
         return fail('OVERFLOW', k .. ' ' .. key.value .. ' ' .. a)
       end
-      key.value = int_format(sum)
+      key.value = fmt(sum)
     end
     key.dirty = true
     result = key.value
@@ -247,23 +184,21 @@ for op = first, #ARGV / 4 do
     else
       current = int_parse(dflt)
     end
-    -- Decimals from int_format and Long.toString are canonical, so dec_less orders them.
-    local sum = int_add(current, int_parse(a))
+    -- Exact at any size: a sum beyond the 64-bit range is beyond a bound too.
+    local sum = add(current, int_parse(a))
     local beyond
-    if not sum then
-      beyond = string.sub(a, 1, 1) == '-' and lo or hi
-    elseif dec_less(hi, int_format(sum)) then
+    if lt(num(hi), sum) then
       beyond = hi
-    elseif dec_less(int_format(sum), lo) then
+    elseif lt(sum, num(lo)) then
       beyond = lo
     end
     if beyond and on == 'r' then
-      return fail('OUT_OF_BOUNDS', k .. ' ' .. int_format(current) .. ' ' .. a .. ' ' .. lo .. ' ' .. hi)
+      return fail('OUT_OF_BOUNDS', k .. ' ' .. fmt(current) .. ' ' .. a .. ' ' .. lo .. ' ' .. hi)
     end
     if not key.value then
       key.ttl = 'none'
     end
-    key.value, key.dirty = beyond or int_format(sum), true
+    key.value, key.dirty = beyond or fmt(sum), true
     result = key.value
   elseif code == 'incrf' then
     local base

@@ -1,3 +1,4 @@
+-- requires: int64.lua
 --[[
 Tally rate limiters: runs a limiter's state machine once, atomically, on KEYS[1]. This is
 tally-core's LimiterMachine with its algorithms (Gcra.java, FixedWindow.java, SlidingWindow.java,
@@ -46,20 +47,19 @@ Errors   TALLY_BAD_STATE <why>, TALLY_NO_QUOTA, TALLY_CLOCK_SKEW <the instant de
 
 Arithmetic. Lua numbers are doubles, exact for integers below 2^53, while instants (about 1.8e18
 ns) need 61 bits and the sliding window multiplies counts by durations (up to 2^124). So:
-  * every integer is a Lua number while its magnitude is below 2^53, otherwise a "big": a sign and
-    base-2^24 limbs; add, sub, mul, cmp and floor division take either and are exact, with a fast
-    path when both operands and the result are small;
+  * every integer is a Lua number while its magnitude is below 2^53, otherwise a big, with
+    int64.lua's exact arithmetic (prepended to this file by Script.load), which keeps two numbers
+    on a fast path;
   * the machine runs in a frame where now is 0: instants are read as (stored - now) and written
     back as (now + value). Differences of instants are small for any realistic limit, so the
     arithmetic stays on the fast path; absolute nanoseconds are only ever split as seconds and
     nanoseconds (as TIME gives them) or handled as bigs.
 ]]
 
-local B = 16777216               -- 2^24, the limb base
-local B2 = 281474976710656       -- 2^48
-local SAFE = 9007199254740992    -- 2^53
-local HALF = 4503599627370496    -- 2^52
 local GIGA = 1000000000
+
+-- int64.lua's arithmetic, made (int64()) where a call first needs it: never on the fast path.
+local add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN
 
 -- ------------------------------------------------------------------ the clock
 
@@ -77,21 +77,6 @@ end
 
 -- ------------------------------------------------------------------ an operation id
 
--- Integers written as decimals, compared exactly at any length: a < b.
-local function dec_less(a, b)
-  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
-  if na ~= nb then
-    return na
-  end
-  if na then
-    a, b = string.sub(b, 2), string.sub(a, 2)
-  end
-  if #a ~= #b then
-    return #a < #b
-  end
-  return a < b
-end
-
 -- A repeat of an id answers from its record and decides nothing; a first call takes the
 -- general path below and records its decision at the end, in this same script.
 local ONCE
@@ -99,6 +84,7 @@ if KEYS[2] and ARGV[1] ~= 'joint' then
   local o = 4 + 4 * tonumber(ARGV[4])
   ONCE = {fingerprint = ARGV[o + 1], pexpire = ARGV[o + 2], now = ARGV[o + 3], exp = ARGV[o + 4]}
   local held = redis.call('HMGET', KEYS[2], 'r', 'exp')
+  add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN = int64()
   if held[1] and not (ONCE.now ~= '-' and held[2] and not dec_less(ONCE.now, held[2])) then
     return {held[1]}
   end
@@ -191,22 +177,12 @@ do
       end
     end
     if ok and MINE_T > 0 and MINE_C * MINE_T < 4503599627370496 and (not read or (T > 0 and C * T < 4503599627370496)) then
-      local function floor_div(a, b)
-        local q = math.floor(a / b)
-        local r = a - q * b
-        if r < 0 then
-          q = q - 1
-        elseif r >= b then
-          q = q + 1
-        end
-        return q
-      end
       local function dec(x)
         return x == 0 and '0' or string.format('%.0f', x)
       end
       local function epoch(v)
         local t = NOW_NS + v
-        local q = floor_div(t, 1000000000)
+        local q = math.floor(t / 1000000000) -- exact below 2^52 (int64.lua)
         return string.format('%.0f%09.0f', NOW_S + q, t - q * 1000000000)
       end
       local reply, fresh = {}, not read
@@ -241,7 +217,7 @@ do
         -- string.format (which made up most of a batch's run time).
         local n = #reply
         reply[n + 1] = allowed and 1 or 0
-        reply[n + 2] = room <= 0 and 0 or floor_div(room, T)
+        reply[n + 2] = room <= 0 and 0 or math.floor(room / T)
         reply[n + 3] = C
         reply[n + 4] = retry or '9223372036854775807'
         reply[n + 5] = S0 -- Gcra.resetAfter, S0 >= 0
@@ -279,7 +255,7 @@ do
         end
         if #changes > 0 then
           redis.call('HSET', KEYS[1], unpack(changes))
-          local ms = floor_div(S0, 1000000)
+          local ms = math.floor(S0 / 1000000)
           if ms * 1000000 < S0 then
             ms = ms + 1
           end
@@ -298,299 +274,13 @@ local function bad(why)
   return error({err = 'TALLY_BAD_STATE ' .. why})
 end
 
--- ------------------------------------------------------------------ magnitudes (limb arrays)
+-- ------------------------------------------------------------------ integers (int64.lua)
 
--- Defined on first use: Redis runs this file's body, making each function anew, on every call,
--- and most calls never meet a number of 2^53 or more.
-local trim, limbs, mcmp, madd, msub, mmul, mdouble, mdivmod, make, big, TEN7
-
-local function bigs()
-  if make then
-    return
-  end
-  function trim(m)
-    local n = #m
-    while n > 0 and m[n] == 0 do
-      m[n] = nil
-      n = n - 1
-    end
-    return m
-  end
-
-  -- The limbs of a non-negative integer-valued double (exact at any size: fmod and division by a
-  -- power of two are exact).
-  function limbs(x)
-    local m, i = {}, 0
-    while x > 0 do
-      i = i + 1
-      local l = math.fmod(x, B)
-      m[i] = l
-      x = (x - l) / B
-    end
-    return m
-  end
-
-  function mcmp(a, b)
-    local na, nb = #a, #b
-    if na ~= nb then
-      return na < nb and -1 or 1
-    end
-    for i = na, 1, -1 do
-      if a[i] ~= b[i] then
-        return a[i] < b[i] and -1 or 1
-      end
-    end
-    return 0
-  end
-
-  function madd(a, b)
-    local r, carry = {}, 0
-    for i = 1, math.max(#a, #b) do
-      local s = (a[i] or 0) + (b[i] or 0) + carry
-      if s >= B then
-        r[i], carry = s - B, 1
-      else
-        r[i], carry = s, 0
-      end
-    end
-    if carry > 0 then
-      r[#r + 1] = carry
-    end
-    return r
-  end
-
-  function msub(a, b) -- a >= b
-    local r, borrow = {}, 0
-    for i = 1, #a do
-      local s = a[i] - (b[i] or 0) - borrow
-      if s < 0 then
-        r[i], borrow = s + B, 1
-      else
-        r[i], borrow = s, 0
-      end
-    end
-    return trim(r)
-  end
-
-  function mmul(a, b)
-    local na, nb = #a, #b
-    local r = {}
-    for k = 1, na + nb do
-      r[k] = 0
-    end
-    for i = 1, na do
-      local ai, carry = a[i], 0
-      if ai ~= 0 then
-        for j = 1, nb do
-          local s = r[i + j - 1] + ai * b[j] + carry -- < 2^24 + 2^48 + 2^25: exact
-          local l = math.fmod(s, B)
-          r[i + j - 1], carry = l, (s - l) / B
-        end
-        local k = i + nb
-        while carry > 0 do
-          local s = r[k] + carry
-          local l = math.fmod(s, B)
-          r[k], carry = l, (s - l) / B
-          k = k + 1
-        end
-      end
-    end
-    return trim(r)
-  end
-
-  function mdouble(m)
-    local v = 0
-    for i = #m, 1, -1 do
-      v = v * B + m[i]
-    end
-    return v
-  end
-
-  -- floor(a / b) and a mod b, b not zero. Each round subtracts an underestimate of the quotient
-  -- taken from doubles (relative error far below the 1e-10 margin), so the remainder never goes
-  -- negative and shrinks by about 2^-33 per round.
-  function mdivmod(a, b)
-    local q, r = {}, a
-    local db = mdouble(b)
-    while mcmp(r, b) >= 0 do
-      local est = math.floor(mdouble(r) / db * 0.9999999999)
-      if est < 1 then
-        est = 1
-      end
-      local e = limbs(est)
-      r = msub(r, mmul(e, b))
-      q = madd(q, e)
-    end
-    return trim(q), r
-  end
-
-  -- A value from a sign and limbs: a Lua number when below 2^53 in magnitude, else a big.
-  function make(negative, m)
-    trim(m)
-    local n = #m
-    if n <= 2 or (n == 3 and m[3] < 32) then
-      local v = (m[3] or 0) * B2 + (m[2] or 0) * B + (m[1] or 0)
-      if negative and v ~= 0 then
-        return -v
-      end
-      return v
-    end
-    return {neg = negative, m = m}
-  end
-
-  function big(x)
-    if type(x) == 'table' then
-      return x
-    end
-    if x < 0 then
-      return {neg = true, m = limbs(-x)}
-    end
-    return {neg = false, m = limbs(x)}
-  end
-
-  TEN7 = limbs(10000000)
+if not add then
+  add, negate, sub, mul, cmp, lt, le, eq, max, min, fdivmod, num, fmt, dec_less, MAX, MIN = int64()
 end
 
--- ------------------------------------------------------------------ signed integers
-
-local function add(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    local s = a + b
-    if s > -SAFE and s < SAFE then
-      return s
-    end
-  end
-  bigs()
-  a, b = big(a), big(b)
-  if a.neg == b.neg then
-    return make(a.neg, madd(a.m, b.m))
-  end
-  if mcmp(a.m, b.m) >= 0 then
-    return make(a.neg, msub(a.m, b.m))
-  end
-  return make(b.neg, msub(b.m, a.m))
-end
-
-local function negate(a)
-  if type(a) == 'number' then
-    return 0 - a
-  end
-  return {neg = not a.neg, m = a.m}
-end
-
-local function sub(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    local d = a - b
-    if d > -SAFE and d < SAFE then
-      return d
-    end
-  end
-  return add(a, negate(b))
-end
-
-local function mul(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    local p = a * b
-    if p > -SAFE and p < SAFE then
-      return p
-    end
-  end
-  bigs()
-  a, b = big(a), big(b)
-  return make(a.neg ~= b.neg, mmul(a.m, b.m))
-end
-
--- A big is always at least 2^53 in magnitude, so against a number its sign decides.
-local function cmp(a, b)
-  local na, nb = type(a) == 'number', type(b) == 'number'
-  if na and nb then
-    return a < b and -1 or (a > b and 1 or 0)
-  elseif nb then
-    return a.neg and -1 or 1
-  elseif na then
-    return b.neg and 1 or -1
-  elseif a.neg ~= b.neg then
-    return a.neg and -1 or 1
-  end
-  bigs()
-  local c = mcmp(a.m, b.m)
-  return a.neg and -c or c
-end
-
--- The comparisons, with the common case (two numbers) first.
-local function lt(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    return a < b
-  end
-  return cmp(a, b) < 0
-end
-
-local function le(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    return a <= b
-  end
-  return cmp(a, b) <= 0
-end
-
-local function eq(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    return a == b
-  end
-  return cmp(a, b) == 0
-end
-
-local function max(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    return a >= b and a or b
-  end
-  return cmp(a, b) >= 0 and a or b
-end
-
-local function min(a, b)
-  if type(a) == 'number' and type(b) == 'number' then
-    return a <= b and a or b
-  end
-  return cmp(a, b) <= 0 and a or b
-end
-
--- floor(a / b) and the non-negative remainder, for b > 0 (Math.floorDiv, Math.floorMod).
-local function fdivmod(a, b)
-  if type(a) == 'number' and type(b) == 'number' and a > -HALF and a < HALF and b < HALF then
-    local q = math.floor(a / b)
-    local r = a - q * b -- |q * b| <= |a| + b < 2^53: exact
-    if r < 0 then
-      q, r = q - 1, r + b
-    elseif r >= b then
-      q, r = q + 1, r - b
-    end
-    return q, r
-  end
-  bigs()
-  local x, y = big(a), big(b)
-  local q, r = mdivmod(x.m, y.m)
-  if x.neg and #r > 0 then
-    return make(true, madd(q, {1})), make(false, msub(y.m, r))
-  end
-  return make(x.neg, q), make(false, r)
-end
-
-
--- The integer written in s, which has been checked to be an optional minus and digits.
-local function num(s)
-  if #s <= 15 then
-    return tonumber(s)
-  end
-  bigs()
-  local negative = string.sub(s, 1, 1) == '-'
-  local digits = negative and string.sub(s, 2) or s
-  local m, pos, len = {}, 1, (#digits - 1) % 7 + 1
-  while pos <= #digits do
-    m = madd(mmul(m, TEN7), limbs(tonumber(string.sub(digits, pos, pos + len - 1))))
-    pos, len = pos + len, 7
-  end
-  return make(negative, m)
-end
-
+-- The integer written in s, refused unless it is an optional minus and digits.
 local function parse(s)
   if not string.find(s, '^%-?%d+$') then
     bad('not an integer: ' .. s)
@@ -598,43 +288,7 @@ local function parse(s)
   return num(s)
 end
 
-local function fmt(v)
-  if type(v) == 'number' then
-    if v == 0 then
-      return '0'
-    end
-    return string.format('%.0f', v)
-  end
-  bigs()
-  local m, parts = v.m, {}
-  while #m > 0 do
-    local q, rem = {}, 0
-    for i = 1, #m do
-      q[i] = 0
-    end
-    for i = #m, 1, -1 do
-      local cur = rem * B + m[i] -- < 10^7 * 2^24 + 2^24: exact
-      local d = math.floor(cur / 10000000)
-      local r = cur - d * 10000000
-      if r < 0 then
-        d, r = d - 1, r + 10000000
-      elseif r >= 10000000 then
-        d, r = d + 1, r - 10000000
-      end
-      q[i], rem = d, r
-    end
-    parts[#parts + 1] = rem
-    m = trim(q)
-  end
-  local s = string.format('%.0f', parts[#parts])
-  for i = #parts - 1, 1, -1 do
-    s = s .. string.format('%07.0f', parts[i])
-  end
-  return (v.neg and '-' or '') .. s
-end
-
-local MAX = {neg = false, m = {16777215, 16777215, 32767}} -- Long.MAX_VALUE = 2^63 - 1
-local NEVER = MAX                         -- Decision.NEVER
+local NEVER = MAX -- Decision.NEVER
 
 -- ------------------------------------------------------------------ the clock and the frame
 
@@ -673,13 +327,8 @@ end
 local function to_epoch(v)
   if type(v) == 'number' and v > -HALF and v < HALF then
     local t = NOW_NS + v
-    local q = math.floor(t / GIGA)
+    local q = math.floor(t / GIGA) -- exact: |t| + GIGA < 2^53 (int64.lua)
     local ns = t - q * GIGA
-    if ns < 0 then
-      q, ns = q - 1, ns + GIGA
-    elseif ns >= GIGA then
-      q, ns = q + 1, ns - GIGA
-    end
     local s = NOW_S + q
     if s >= 1 then
       return string.format('%.0f%09.0f', s, ns)

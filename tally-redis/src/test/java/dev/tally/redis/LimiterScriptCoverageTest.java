@@ -17,9 +17,9 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Which blocks of {@code limiter.lua} the limiter vectors reach: the vectors replayed, in a child
- * JVM whose class path finds an instrumented copy of the script first ({@link LuaCoverage}), on
- * a real Redis that counts each block entered. Run on demand, as it doubles the replay's time:
+ * Which blocks of {@code limiter.lua} and of the {@code int64.lua} it requires the limiter vectors
+ * reach: the vectors replayed, in a child JVM whose class path finds instrumented copies of both
+ * first ({@link LuaCoverage}), on a real Redis that counts each block entered. Run on demand, as it doubles the replay's time:
  *
  * <pre>mvn -B verify -pl tally-redis -Dtally.coverage=true -Dtest=LimiterScriptCoverageTest</pre>
  *
@@ -30,13 +30,20 @@ class LimiterScriptCoverageTest {
 
   @Test
   void vectorsReachTheScriptsBlocks(@TempDir Path dir) throws Exception {
-    LuaCoverage coverage;
-    try (InputStream in = LimiterScript.class.getResourceAsStream("limiter.lua")) {
-      coverage = LuaCoverage.instrument(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+    // every file Script.load puts into limiter.lua's text, each instrumented on its own
+    List<LuaCoverage> files = new ArrayList<>();
+    for (String name : List.of("int64.lua", "limiter.lua")) {
+      LuaCoverage coverage;
+      try (InputStream in = LimiterScript.class.getResourceAsStream(name)) {
+        coverage = LuaCoverage.instrument(name, new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      }
+      Path script = dir.resolve("dev/tally/redis/" + name);
+      Files.createDirectories(script.getParent());
+      Files.writeString(script, coverage.instrumented());
+      files.add(coverage);
     }
-    Path script = dir.resolve("dev/tally/redis/limiter.lua");
-    Files.createDirectories(script.getParent());
-    Files.writeString(script, coverage.instrumented());
+    assertThat(LimiterScript.SCRIPT.body()).as("limiter.lua is int64.lua and itself")
+        .isEqualTo(files.get(0).source() + files.get(1).source());
 
     RedisServer server = SharedServers.standalone();
     server.call("DEL", LuaCoverage.HASH);
@@ -51,17 +58,19 @@ class LimiterScriptCoverageTest {
     for (int i = 0; i + 1 < flat.size(); i += 2) {
       hits.put((String) flat.get(i), (String) flat.get(i + 1));
     }
-    List<String> unreached = coverage.unreached(hits);
     List<String> report = new ArrayList<>();
-    report.add(String.format("limiter.lua: %d of %d blocks reached by the vectors; never entered:",
-        coverage.blocks() - unreached.size(), coverage.blocks()));
-    unreached.forEach(u -> report.add("  " + u));
+    for (LuaCoverage coverage : files) {
+      List<String> unreached = coverage.unreached(hits);
+      report.add(String.format("%s: %d of %d blocks reached by the vectors; never entered:", coverage.name(),
+          coverage.blocks() - unreached.size(), coverage.blocks()));
+      unreached.forEach(u -> report.add("  " + u));
+    }
     report.forEach(System.out::println);
     Files.write(Path.of("target", "limiter-lua-coverage.txt"), report);
     assertThat(hits).as("the instrumented script counted").isNotEmpty();
   }
 
-  /** The child: the vectors on the Redis given, with whichever limiter.lua its class path finds first. */
+  /** The child: the vectors on the Redis given, with whichever limiter.lua and int64.lua its class path finds first. */
   static final class Replay {
     private Replay() {}
 

@@ -15,21 +15,26 @@ import java.util.TreeMap;
  * standalone Redis allows: the instrumented script is for a coverage run only, never shipped.
  */
 final class LuaCoverage {
-  /** The hash the instrumented script counts in: field {@code line:n}, value the hits. */
+  /** The hash the instrumented script counts in: field {@code file:line:n}, value the hits. */
   static final String HASH = "tally:coverage:lua";
 
+  private final String name;
   private final String source;
   private final String instrumented;
-  private final Map<String, String> points; // "line:n" -> the source line, for the report
+  private final Map<String, String> points; // "file:line:n" -> the source line, for the report
 
-  private LuaCoverage(String source, String instrumented, Map<String, String> points) {
+  private LuaCoverage(String name, String source, String instrumented, Map<String, String> points) {
+    this.name = name;
     this.source = source;
     this.instrumented = instrumented;
     this.points = points;
   }
 
-  /** {@code source} with a counter at the start of each block. */
-  static LuaCoverage instrument(String source) {
+  /**
+   * {@code source}, the file {@code name}, with a counter at the start of each block. The counters
+   * are named after the file, so that the files Script.load puts together count apart.
+   */
+  static LuaCoverage instrument(String name, String source) {
     String[] lines = source.split("\n", -1);
     StringBuilder out = new StringBuilder(source.length() * 2);
     Map<String, String> points = new TreeMap<>(LuaCoverage::byLine);
@@ -98,7 +103,7 @@ final class LuaCoverage {
             blockStart = true;
           }
           if (blockStart) {
-            String point = lineNo + ":" + (++n);
+            String point = name + ":" + lineNo + ":" + (++n);
             points.put(point, line.strip());
             b.append(" redis.call('HINCRBY', '").append(HASH).append("', '").append(point).append("', 1) ");
           }
@@ -112,7 +117,7 @@ final class LuaCoverage {
         out.append('\n');
       }
     }
-    return new LuaCoverage(source, out.toString(), points);
+    return new LuaCoverage(name, source, out.toString(), points);
   }
 
   private static int byLine(String a, String b) {
@@ -120,10 +125,15 @@ final class LuaCoverage {
     return c != 0 ? c : Integer.compare(part(a, 1), part(b, 1));
   }
 
-  /** The line (0) or the block's number on it (1) of a point "line:n". */
+  /** The line (0) or the block's number on it (1) of a point "file:line:n". */
   private static int part(String point, int which) {
-    int colon = point.indexOf(':');
-    return Integer.parseInt(which == 0 ? point.substring(0, colon) : point.substring(colon + 1));
+    String[] parts = point.split(":", -1);
+    return Integer.parseInt(parts[parts.length - 2 + which]);
+  }
+
+  /** The file's name, as the counters and the report give it. */
+  String name() {
+    return name;
   }
 
   String source() {
@@ -140,12 +150,12 @@ final class LuaCoverage {
     return points.size();
   }
 
-  /** The blocks the run never entered, as "line: source line", given the hash's fields. */
+  /** The blocks the run never entered, as "file:line: source line", given the hash's fields. */
   List<String> unreached(Map<String, String> hits) {
     List<String> out = new ArrayList<>();
     points.forEach((point, text) -> {
       if (!hits.containsKey(point)) {
-        out.add(point.substring(0, point.indexOf(':')) + ": " + text);
+        out.add(point.substring(0, point.lastIndexOf(':')) + ": " + text);
       }
     });
     return out;

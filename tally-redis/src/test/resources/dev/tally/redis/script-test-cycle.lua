@@ -1,0 +1,2 @@
+-- requires: script-test-cycle.lua
+return 1
