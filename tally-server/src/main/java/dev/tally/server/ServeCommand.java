@@ -137,6 +137,12 @@ final class ServeCommand implements Callable<Integer> {
           + " gRPC answers carry for Envoy to add to its responses.")
   boolean noRlsHeaders;
 
+  @Option(names = "--rls-all-or-nothing",
+      description = "Decide a request's descriptors all or nothing: the enforced ones in one joint"
+          + " decision, so a refused request takes nothing from the others (default: each counted"
+          + " alone, as envoyproxy/ratelimit does). Not on Redis Cluster.")
+  boolean rlsAllOrNothing;
+
   static final class BreakerConverter implements ITypeConverter<CircuitBreaker> {
     @Override
     public CircuitBreaker convert(String value) throws Exception {
@@ -190,7 +196,7 @@ final class ServeCommand implements Callable<Integer> {
     TallyServer server;
     try {
       server = TallyServer.start(root.store, failurePolicy, settings, named == null ? null
-          : new TallyServer.NamedLimitSettings(named, grpcPort, !noRlsHeaders));
+          : new TallyServer.NamedLimitSettings(named, grpcPort, !noRlsHeaders, rlsAllOrNothing));
     } catch (IOException e) {
       if (named != null) {
         named.close();
