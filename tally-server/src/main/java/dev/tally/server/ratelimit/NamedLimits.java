@@ -322,7 +322,7 @@ public final class NamedLimits {
         Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
             ? failure.getCause() : failure;
         if (cause != null && !(cause instanceof dev.tally.WrongKindException)) {
-          throw failure instanceof RuntimeException r ? r : new java.util.concurrent.CompletionException(failure);
+          throw failure instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(failure);
         }
         for (int j = 0; j < joint.size(); j++) {
           Rule r = matched[joint.get(j)];
