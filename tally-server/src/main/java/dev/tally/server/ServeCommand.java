@@ -5,6 +5,7 @@ import dev.tally.server.app.FailurePolicies;
 import dev.tally.server.app.Problem;
 import dev.tally.server.app.Specs;
 import dev.tally.server.http.TallyServer;
+import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;
 import java.io.IOException;
@@ -181,6 +182,14 @@ final class ServeCommand implements Callable<Integer> {
       err.println("tally serve: --grpc-port serves the named limits of rules files: add"
           + " --rules FILE_OR_DIR (see docs/envoy.md)");
       return Problem.BAD_REQUEST.exitCode();
+    }
+    if (rlsAllOrNothing && rules.isEmpty()) {
+      err.println("tally serve: --rls-all-or-nothing decides the named limits of rules files: add"
+          + " --rules FILE_OR_DIR (see docs/envoy.md)");
+      return Problem.BAD_REQUEST.exitCode();
+    }
+    if (rlsAllOrNothing) {
+      NamedLimits.requireJointDecisions(root.store); // before the rules are watched
     }
     Rules loaded = null;
     if (!rules.isEmpty()) {
