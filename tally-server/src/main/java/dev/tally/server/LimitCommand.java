@@ -35,7 +35,7 @@ final class LimitCommand {
   TallyCommand root;
 
   /** The limit options, shared by every limit subcommand. */
-  static final class Limits {
+  static class Limits {
     @Option(names = "--token-bucket", paramLabel = "[CAP:]N/PERIOD",
         description = "Token bucket: 100/1m (100, refilled at 100 a minute) or 10:1/1s.")
     List<String> tokenBucket = new ArrayList<>();
@@ -58,7 +58,8 @@ final class LimitCommand {
         description = "Calendar quota: 1000/month or 50/day@Europe/Paris (UTC by default).")
     List<String> quota = new ArrayList<>();
 
-    @Option(names = "--limits-version", paramLabel = "N", defaultValue = "0",
+    // No defaultValue: picocli cannot print the help of a group (tally decide) holding one.
+    @Option(names = "--limits-version", paramLabel = "N",
         description = {"The version of these limits (default 0: none). Stored limits of an older",
             "version are replaced by these, keeping what was consumed; of a newer or the same",
             "version, they decide. A note on stderr says when they differed."})
@@ -120,22 +121,31 @@ final class LimitCommand {
     quietLimitsLog = java.util.logging.Logger.getLogger("dev.tally.limits");
     quietLimitsLog.setLevel(java.util.logging.Level.OFF);
     return root.runEach(name, StdinArgument.What.NAMES, call, d -> {
-      String mismatch = versionNote(d);
-      if (mismatch != null) { // the answer's limitsMismatch and storedVersion
-        root.spec.commandLine().getErr().println(mismatch);
-        root.spec.commandLine().getErr().flush();
-      } else if (noteDiffering && d.storedLimitsDiffer()) { // the answer's storedLimits
-        root.spec.commandLine().getErr().println("tally: note: limiter '" + d.name()
-            + "' has stored limits that decided, not the ones given; 'tally limit reconfigure'"
-            + " changes them");
+      String note = note(d, noteDiffering);
+      if (note != null) {
+        root.spec.commandLine().getErr().println(note);
         root.spec.commandLine().getErr().flush();
       }
       return plain(d);
     }, Reply::exitCode);
   }
 
+  /**
+   * What the stored limits did to this decision, for stderr: their version's note (the answer's
+   * limitsMismatch and storedVersion), else with {@code noteDiffering} that other stored limits
+   * decided (its storedLimits); null if neither.
+   */
+  static String note(LimiterDecision d, boolean noteDiffering) {
+    String mismatch = versionNote(d);
+    if (mismatch != null || !noteDiffering || !d.storedLimitsDiffer()) {
+      return mismatch;
+    }
+    return "tally: note: limiter '" + d.name() + "' has stored limits that decided, not the ones"
+        + " given; 'tally limit reconfigure' changes them";
+  }
+
   /** What the stored limits' version did to this decision, or null if they agreed. */
-  static String versionNote(LimiterDecision d) {
+  private static String versionNote(LimiterDecision d) {
     String m = d.limitsMismatch();
     if (m == null) {
       return null;

@@ -45,6 +45,7 @@ public final class Main {
     // After the counter commands (the @Command methods), so --help lists those first.
     cli.addSubcommand(new TransactionCommand());
     cli.addSubcommand(new LimitCommand());
+    cli.addSubcommand(new DecideCommand());
     cli.addSubcommand(new RateLimitCommand());
     cli.addSubcommand(new ServeCommand());
     cli.addSubcommand(new BenchCommand());

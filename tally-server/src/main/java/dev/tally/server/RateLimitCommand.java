@@ -59,6 +59,10 @@ final class RateLimitCommand implements Callable<Integer> {
       description = "Units each matching limit takes (Envoy's hits_addend; default 1).")
   long hits;
 
+  @Option(names = "--all-or-nothing",
+      description = "Decide the descriptors all or nothing, as tally serve --rls-all-or-nothing.")
+  boolean allOrNothing;
+
   @Override
   public Integer call() {
     PrintWriter err = spec.commandLine().getErr();
@@ -81,7 +85,7 @@ final class RateLimitCommand implements Callable<Integer> {
       parsed.add(descriptor(d));
     }
     try (Tally tally = Tally.open(root.store);
-        TallyApp app = new TallyApp(tally, null, null, new NamedLimits(tally, loaded))) {
+        TallyApp app = new TallyApp(tally, null, null, new NamedLimits(tally, loaded, allOrNothing))) {
       TallyApp calls = root.opId == null ? app : app.withOperationId(root.opId);
       return root.print(TallyCommand.reply(calls.rateLimit(domain, parsed, hits)),
           RateLimitCommand::plain);

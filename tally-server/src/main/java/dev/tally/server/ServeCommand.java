@@ -5,6 +5,7 @@ import dev.tally.server.app.FailurePolicies;
 import dev.tally.server.app.Problem;
 import dev.tally.server.app.Specs;
 import dev.tally.server.http.TallyServer;
+import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;
 import java.io.IOException;
@@ -137,6 +138,12 @@ final class ServeCommand implements Callable<Integer> {
           + " gRPC answers carry for Envoy to add to its responses.")
   boolean noRlsHeaders;
 
+  @Option(names = "--rls-all-or-nothing",
+      description = "Decide a request's descriptors all or nothing: the enforced ones in one joint"
+          + " decision, so a refused request takes nothing from the others (default: each counted"
+          + " alone, as envoyproxy/ratelimit does). Not on Redis Cluster.")
+  boolean rlsAllOrNothing;
+
   static final class BreakerConverter implements ITypeConverter<CircuitBreaker> {
     @Override
     public CircuitBreaker convert(String value) throws Exception {
@@ -176,6 +183,14 @@ final class ServeCommand implements Callable<Integer> {
           + " --rules FILE_OR_DIR (see docs/envoy.md)");
       return Problem.BAD_REQUEST.exitCode();
     }
+    if (rlsAllOrNothing && rules.isEmpty()) {
+      err.println("tally serve: --rls-all-or-nothing decides the named limits of rules files: add"
+          + " --rules FILE_OR_DIR (see docs/envoy.md)");
+      return Problem.BAD_REQUEST.exitCode();
+    }
+    if (rlsAllOrNothing) {
+      NamedLimits.requireJointDecisions(root.store); // before the rules are watched
+    }
     Rules loaded = null;
     if (!rules.isEmpty()) {
       try {
@@ -190,7 +205,7 @@ final class ServeCommand implements Callable<Integer> {
     TallyServer server;
     try {
       server = TallyServer.start(root.store, failurePolicy, settings, named == null ? null
-          : new TallyServer.NamedLimitSettings(named, grpcPort, !noRlsHeaders));
+          : new TallyServer.NamedLimitSettings(named, grpcPort, !noRlsHeaders, rlsAllOrNothing));
     } catch (IOException e) {
       if (named != null) {
         named.close();

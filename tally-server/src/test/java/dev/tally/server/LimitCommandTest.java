@@ -45,6 +45,37 @@ class LimitCommandTest {
   }
 
   @Test
+  void decideTakesFromEveryLimiterOrFromNone() {
+    Run granted = tally.run("decide", "--limiter", "user:1", "--token-bucket", "10/1h",
+        "--limiter", "tenant:1", "--fixed-window", "3/1h", "--permits", "2");
+    assertThat(granted.exit()).isZero();
+    assertThat(decision(granted)).isEqualTo("allowed\nuser:1 allowed remaining=8 limit=10\n"
+        + "tenant:1 allowed remaining=1 limit=3\n");
+    Run refused = tally.run("decide", "--limiter", "user:1", "--token-bucket", "10/1h",
+        "--limiter", "tenant:1", "--fixed-window", "3/1h", "--permits", "2");
+    assertThat(refused.exit()).isEqualTo(1);
+    assertThat(decision(refused)).isEqualTo("denied refused-by=tenant:1\nuser:1 allowed remaining=8 limit=10\n"
+        + "tenant:1 denied remaining=1 limit=3\n");
+    assertThat(decision(tally.run("limit", "peek", "user:1", "--token-bucket", "10/1h")))
+        .as("the refused decision took nothing").isEqualTo("allowed remaining=8 limit=10\n");
+    Run json = tally.run("--json", "decide", "--limiter", "user:1", "--token-bucket", "10/1h",
+        "--limiter", "tenant:1", "--fixed-window", "3/1h", "--permits", "2");
+    assertThat(json.exit()).isEqualTo(1);
+    assertThat(json.out()).contains("\"allowed\":false", "\"refusedBy\":\"tenant:1\"", "\"limiters\":[");
+  }
+
+  @Test
+  void decideNeedsALimitForEachLimiterAndNoOperationId() {
+    Run noLimit = tally.run("decide", "--limiter", "a", "--token-bucket", "1/1h", "--limiter", "b");
+    assertThat(noLimit.exit()).isEqualTo(2);
+    assertThat(noLimit.err()).isEqualTo("tally: --limiter b: give a limit, e.g. --token-bucket 100/1m\n");
+    Run opId = tally.run("--op-id", "x1", "decide", "--limiter", "a", "--token-bucket", "1/1h");
+    assertThat(opId.exit()).isEqualTo(2);
+    assertThat(opId.err()).contains("a joint decision takes no operation id");
+    assertThat(tally.run("decide", "--help").exit()).isZero();
+  }
+
+  @Test
   void reconfigureNeedsLimits() {
     Run r = tally.run("limit", "reconfigure", "api");
     assertThat(r.exit()).isEqualTo(2);

@@ -39,6 +39,23 @@ class MainTest {
   }
 
   @Test
+  void serveRefusesAllOrNothingWithoutRulesOrOnRedisCluster() {
+    StringWriter err = new StringWriter();
+    int code = Main.run(new String[] {"--store", "mem:", "serve", "--port", "0", "--rls-all-or-nothing"},
+        new PrintWriter(new StringWriter(), true), new PrintWriter(err, true));
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).contains("--rls-all-or-nothing decides the named limits of rules files");
+    // refused before the store is opened: nothing listens on port 1
+    err = new StringWriter();
+    code = Main.run(new String[] {"--store", "redis-cluster://127.0.0.1:1", "serve", "--port", "0",
+        "--rules", "no-such-rules.yaml", "--rls-all-or-nothing"},
+        new PrintWriter(new StringWriter(), true), new PrintWriter(err, true));
+    assertThat(code).isEqualTo(2);
+    assertThat(err.toString()).contains("on Redis Cluster their limiters (rls:DOMAIN:...) hash to"
+        + " different slots");
+  }
+
+  @Test
   void withJsonEveryErrorIsTheHttpErrorBodyOnStdout() {
     for (String[] args : List.of(
         new String[] {"--json", "--store", "mem:", "limit", "try", "api"}, // no limit: found running

@@ -134,7 +134,7 @@ public class TallyAutoConfiguration {
   public TallyRateLimits tallyRateLimits(Tally tally, TallyProperties properties,
       ObjectProvider<TallyRateLimits.DecisionListener> listeners) {
     return new TallyRateLimits(tally, properties.getKeyPrefix(), TallyRateLimits.rules(properties),
-        listeners.orderedStream().toList());
+        listeners.orderedStream().toList(), properties.isJointDecisions());
   }
 
   @Bean

@@ -69,6 +69,23 @@ public class TallyProperties {
   /** The tally health indicator. */
   private Health health = new Health();
 
+  /**
+   * Whether the policies one request is checked against (every policy of the filter rules that
+   * match it, of the {@link dev.tally.spring.RateLimited} annotations of one method, of one
+   * {@code check}) are decided as one joint decision ({@code Tally.decide}): a refused request
+   * takes nothing from any of them, instead of units taken in turn and given back. On Redis
+   * Cluster every key must then share a hash slot: give {@code key-prefix} a hash tag.
+   */
+  private boolean jointDecisions;
+
+  public boolean isJointDecisions() {
+    return jointDecisions;
+  }
+
+  public void setJointDecisions(boolean jointDecisions) {
+    this.jointDecisions = jointDecisions;
+  }
+
   public String getStore() {
     return store;
   }

@@ -34,6 +34,11 @@ import java.util.TreeSet;
  * and the units already taken from those before it are given back. So no policy ever grants more
  * than its limit, and a request denied by one policy costs no other; two concurrent requests
  * may, for an instant, see units that one of them is about to give back as taken.
+ *
+ * <p>With {@code tally.joint-decisions}, a request's policies are instead decided as one joint
+ * decision ({@link Tally#decide}): all take their units or none does, so nothing is ever taken to
+ * be given back. A check of zero permits (a peek, refused when nothing is left) and one whose
+ * targets take different permits or name one limiter twice are decided in turn, as above.
  */
 public class TallyRateLimits {
   /** Keys longer than this (in UTF-8 bytes) are replaced by their SHA-256, to stay well inside Tally's 1024. */
@@ -45,12 +50,31 @@ public class TallyRateLimits {
   private final String prefix;
   private final Map<String, Rule> rules;
   private final List<DecisionListener> listeners;
+  private final boolean joint;
 
   TallyRateLimits(Tally tally, String prefix, Map<String, Rule> rules, List<DecisionListener> listeners) {
+    this(tally, prefix, rules, listeners, false);
+  }
+
+  /**
+   * @param joint whether a request's policies are decided as one joint decision
+   * @throws IllegalArgumentException for joint decisions on Redis Cluster without a hash tag in
+   *     the prefix: their keys would hash to several slots, and every such request would fail
+   */
+  TallyRateLimits(Tally tally, String prefix, Map<String, Rule> rules, List<DecisionListener> listeners,
+      boolean joint) {
     this.tally = Objects.requireNonNull(tally, "tally");
     this.prefix = prefix == null ? "" : prefix;
     this.rules = Map.copyOf(rules);
     this.listeners = List.copyOf(listeners);
+    this.joint = joint;
+    String uri = tally.uri();
+    if (joint && (uri.startsWith("redis-cluster:") || uri.startsWith("rediss-cluster:"))
+        && !this.prefix.matches("[^{]*\\{[^}]+}.*")) {
+      throw new IllegalArgumentException("tally.joint-decisions on Redis Cluster needs every key of a"
+          + " request in one hash slot: give tally.key-prefix a hash tag (e.g. '{rl}:', which puts"
+          + " every limiter on one node), or leave joint decisions off");
+    }
   }
 
   /** Builds the named rules from properties, failing at startup on any bad one. */
@@ -159,6 +183,12 @@ public class TallyRateLimits {
   /** Applies every target's policies in order; see the class comment for how a denial unwinds. */
   RateLimitVerdict check(List<Target> targets) {
     Instant now = Instant.ofEpochSecond(0, tally.timeSource().nanos());
+    if (joint) {
+      RateLimitVerdict v = jointly(targets, now);
+      if (v != null) {
+        return v;
+      }
+    }
     List<PolicyOutcome> outcomes = new ArrayList<>();
     List<Integer> granted = new ArrayList<>();
     List<RateLimiter> grantedLimiters = new ArrayList<>();
@@ -199,6 +229,43 @@ public class TallyRateLimits {
           outcomes.set(at, new PolicyOutcome(o.rule(), o.policy(), o.key(), o.limiter(), o.permits(), back,
               o.windowSeconds()));
         }
+      }
+    }
+    return new RateLimitVerdict(outcomes);
+  }
+
+  /**
+   * Every target's policies in one joint decision, or null if they cannot be: zero permits (a
+   * peek), targets that take different permits, or one limiter named twice.
+   */
+  private RateLimitVerdict jointly(List<Target> targets, Instant now) {
+    long permits = targets.isEmpty() ? 0 : targets.get(0).permits();
+    List<RateLimiter> limiters = new ArrayList<>();
+    Set<String> names = new java.util.HashSet<>();
+    for (Target t : targets) {
+      if (t.permits() != permits || permits == 0) {
+        return null;
+      }
+      for (Policy p : t.rule().policies()) {
+        String name = limiterName(t.rule(), p, key(t.key()));
+        if (!names.add(name)) {
+          return null;
+        }
+        limiters.add(tally.limiter(name, p.limit()).withVersion(t.rule().version())
+            .withFailurePolicy(t.rule().failurePolicy()));
+      }
+    }
+    dev.tally.JointDecision d = tally.decide(limiters, permits);
+    List<PolicyOutcome> outcomes = new ArrayList<>(limiters.size());
+    for (Target t : targets) {
+      for (Policy p : t.rule().policies()) {
+        Decision each = d.decision(outcomes.size());
+        // as in turn: a policy that took nothing for a refused request decided nothing to report
+        for (DecisionListener l : d.allowed() || !each.allowed() ? listeners : List.<DecisionListener>of()) {
+          l.onDecision(t.rule().name(), p.id(), each);
+        }
+        outcomes.add(new PolicyOutcome(t.rule().name(), p.id(), key(t.key()), limiters.get(outcomes.size()).name(),
+            permits, each, p.windowSeconds(now)));
       }
     }
     return new RateLimitVerdict(outcomes);

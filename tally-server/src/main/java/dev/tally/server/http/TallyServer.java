@@ -157,8 +157,11 @@ public final class TallyServer implements AutoCloseable {
    * @param rules the rules in force (the caller watches and closes them)
    * @param grpcPort the gRPC port (0: any free one), or null for no gRPC
    * @param responseHeaders whether gRPC answers carry x-ratelimit-limit, -remaining, -reset
+   * @param allOrNothing whether a request's descriptors are decided all or nothing
+   *     ({@link NamedLimits#NamedLimits(Tally, Rules, boolean)})
    */
-  public record NamedLimitSettings(Rules rules, Integer grpcPort, boolean responseHeaders) {}
+  public record NamedLimitSettings(Rules rules, Integer grpcPort, boolean responseHeaders,
+      boolean allOrNothing) {}
 
   private final Tally tally;
   private final TallyApp app;
@@ -216,6 +219,9 @@ public final class TallyServer implements AutoCloseable {
     if (settings.maxBodyBytes() < 1) {
       throw new IllegalArgumentException("the body limit must be positive");
     }
+    if (named != null && named.allOrNothing()) {
+      NamedLimits.requireJointDecisions(storeUri); // before the store is opened
+    }
     BrowserGuard guard = new BrowserGuard(settings.allowedHosts(), settings.corsOrigins());
     SslContext sslContext = settings.tlsCertificate() == null ? null : ServerTls.http(settings);
     SslContext grpcSsl = sslContext == null || named == null || named.grpcPort() == null ? null
@@ -236,7 +242,7 @@ public final class TallyServer implements AutoCloseable {
     EventLoopGroup boss = null;
     EventLoopGroup workers = null;
     try {
-      NamedLimits namedLimits = named == null ? null : new NamedLimits(tally, named.rules());
+      NamedLimits namedLimits = named == null ? null : new NamedLimits(tally, named.rules(), named.allOrNothing());
       TallyApp app = new TallyApp(tally, metrics.store(), registry, namedLimits, policies.counters());
       Gate gate = new Gate();
       Gauge.builder("tally.http.inflight", gate, Gate::inFlight)

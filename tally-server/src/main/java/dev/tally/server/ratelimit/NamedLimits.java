@@ -49,6 +49,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * counter counts refused hits too). The request is over limit when any descriptor is, except
  * one whose rule is in shadow mode: its status says {@code OVER_LIMIT}, and the request still
  * passes. Limiters are called through Tally's asynchronous API: no thread waits for the store.
+ *
+ * <p>{@linkplain #NamedLimits(Tally, Rules, boolean) All or nothing} (opt-in): the descriptors
+ * that can refuse the request on their own (an enforced limit, not in quota mode) take their hits
+ * in one joint decision ({@link Tally#decideAsync}), so a refused request takes nothing from any of
+ * them; the other descriptors (shadow mode, quota mode, one whose own {@code hits_addend} differs
+ * from the first one's, a limiter already in the decision) are decided after it, each alone,
+ * taking their hits only if it granted and only checking otherwise.
  */
 public final class NamedLimits {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
@@ -108,6 +115,7 @@ public final class NamedLimits {
 
   private final Tally tally;
   private final Rules rules;
+  private final boolean allOrNothing;
   private final Set<String> warned = ConcurrentHashMap.newKeySet();
   /**
    * The limit of each rule of the set in force, made once rather than on every decision (making
@@ -126,8 +134,39 @@ public final class NamedLimits {
    * @param rules the rules in force, read on each request
    */
   public NamedLimits(Tally tally, Rules rules) {
+    this(tally, rules, false);
+  }
+
+  /**
+   * @param allOrNothing whether a request's descriptors are decided all or nothing (see the class
+   *     comment) rather than each counted alone, as envoyproxy/ratelimit counts them
+   * @throws IllegalArgumentException if all or nothing is asked of a store that cannot decide a
+   *     request's limiters together ({@link #requireJointDecisions})
+   */
+  public NamedLimits(Tally tally, Rules rules, boolean allOrNothing) {
     this.tally = Objects.requireNonNull(tally, "tally");
     this.rules = Objects.requireNonNull(rules, "rules");
+    this.allOrNothing = allOrNothing;
+    if (allOrNothing) {
+      requireJointDecisions(tally.uri());
+    }
+  }
+
+  /**
+   * Refuses a store on which the limiters of one request cannot be decided together: Redis
+   * Cluster, where a joint decision needs every key in one hash slot and limiter names carry no
+   * hash tag (one tag for every name would put all the rules' counts on one node). Refused at
+   * startup rather than on each request, which Envoy, failing open, would let through.
+   *
+   * @throws IllegalArgumentException for a {@code redis-cluster:} or {@code rediss-cluster:} URI
+   */
+  public static void requireJointDecisions(String storeUri) {
+    if (storeUri.startsWith("redis-cluster:") || storeUri.startsWith("rediss-cluster:")) {
+      throw new IllegalArgumentException("all-or-nothing named limits decide a request's"
+          + " descriptors in one script, and on Redis Cluster their limiters (rls:DOMAIN:...) hash"
+          + " to different slots; serve them from one Redis server (or Sentinel), or leave out"
+          + " --rls-all-or-nothing to count each descriptor alone");
+    }
   }
 
   /** The rules this checks against. */
@@ -201,6 +240,9 @@ public final class NamedLimits {
         }
       }
     }
+    if (allOrNothing && n > 1) {
+      return allOrNothing(domain, known, descriptors, hits, operationId, set, matched, overridden, counted);
+    }
     if (n == 1) {
       CompletionStage<Status> one = status(overridden[0] ? null : set, domain, counted.get(0), matched[0],
           hits(descriptors.get(0), hits), partId(operationId, 0));
@@ -220,6 +262,89 @@ public final class NamedLimits {
         statuses.add(p.join());
       }
       return outcome(domain, known, statuses);
+    });
+  }
+
+  /**
+   * The all-or-nothing decision (see the class comment): one joint decision over the descriptors
+   * that can refuse alone, then the others, each alone, counted only if it granted.
+   */
+  private CompletionStage<Outcome> allOrNothing(String domain, boolean known,
+      List<Descriptor> descriptors, long hits, String operationId, RuleSet set, Rule[] matched,
+      boolean[] overridden, List<List<Entry>> counted) {
+    if (operationId != null) {
+      throw new IllegalArgumentException("all-or-nothing named limits take no operation id"
+          + " (Idempotency-Key): a request is decided once, all or nothing, and a repeat is a new"
+          + " request");
+    }
+    int n = descriptors.size();
+    List<Integer> joint = new ArrayList<>(n);
+    List<String> names = new ArrayList<>(n);
+    List<RateLimiter> limiters = new ArrayList<>(n);
+    long jointHits = -1;
+    boolean refused = false;
+    try {
+      for (int i = 0; i < n; i++) {
+        Rule r = matched[i];
+        long h = hits(descriptors.get(i), hits);
+        if (r == null || r.unlimited() || r.shadowMode() || r.quotaMode()) {
+          continue;
+        }
+        // a limit of 0 refuses the request whatever the others say: then nobody takes anything
+        refused |= r.requestsPerUnit() == 0;
+        if (refused || h == 0 || (jointHits >= 0 && h != jointHits)) {
+          continue;
+        }
+        String name = limiterName(domain, counted.get(i), r);
+        if (names.contains(name)) { // a joint decision holds each key once
+          continue;
+        }
+        jointHits = h;
+        joint.add(i);
+        names.add(name);
+        limiters.add(tally.limiter(name, limit(overridden[i] ? null : set, r)));
+      }
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    Status[] statuses = new Status[n];
+    CompletionStage<Boolean> first;
+    if (refused || limiters.isEmpty()) {
+      first = CompletableFuture.completedFuture(!refused);
+    } else {
+      CompletionStage<dev.tally.JointDecision> decided;
+      try {
+        decided = tally.decideAsync(limiters, jointHits);
+      } catch (RuntimeException e) {
+        return CompletableFuture.failedFuture(e);
+      }
+      first = decided.handle((d, failure) -> {
+        Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+            ? failure.getCause() : failure;
+        if (cause != null && !(cause instanceof dev.tally.WrongKindException)) {
+          throw failure instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(failure);
+        }
+        for (int j = 0; j < joint.size(); j++) {
+          Rule r = matched[joint.get(j)];
+          statuses[joint.get(j)] = cause == null ? decided(names.get(j), r, d.decision(j))
+              : new Status(Code.OVER_LIMIT, r, 0, windowLeft(r.unit()), names.get(j), -1);
+        }
+        if (cause != null) { // as a descriptor alone: refused, not a failure Envoy lets through
+          warnOnce("refused " + names, "the limiters " + names + " cannot decide (" + cause.getMessage()
+              + "); their requests are answered OVER_LIMIT until that is fixed");
+        }
+        return cause == null && d.allowed();
+      });
+    }
+    return first.thenCompose(granted -> {
+      List<CompletableFuture<Status>> rest = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        rest.add(statuses[i] != null ? CompletableFuture.completedFuture(statuses[i])
+            : status(overridden[i] ? null : set, domain, counted.get(i), matched[i],
+                granted ? hits(descriptors.get(i), hits) : 0, null).toCompletableFuture());
+      }
+      return CompletableFuture.allOf(rest.toArray(CompletableFuture[]::new))
+          .thenApply(v -> outcome(domain, known, rest.stream().map(CompletableFuture::join).toList()));
     });
   }
 

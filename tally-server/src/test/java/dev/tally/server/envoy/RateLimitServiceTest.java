@@ -114,13 +114,17 @@ class RateLimitServiceTest {
     final EventLoopGroup loops = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
 
     Env(String store, Path dir, String yaml, String token) throws Exception {
+      this(store, dir, yaml, token, false);
+    }
+
+    Env(String store, Path dir, String yaml, String token, boolean allOrNothing) throws Exception {
       String uri = store.equals("file:") ? "file:" + dir.resolve("data") : store;
       tally = Tally.builder(uri).timeSource(clock).build();
       Path rulesDir = Files.createDirectories(dir.resolve("rules"));
       rulesFile = rulesDir.resolve("edge.yaml");
       Files.writeString(rulesFile, yaml);
       rules = Rules.load(List.of(rulesDir));
-      endpoint = GrpcEndpoint.start(new NamedLimits(tally, rules),
+      endpoint = GrpcEndpoint.start(new NamedLimits(tally, rules, allOrNothing),
           new GrpcEndpoint.Loops(loops, loops, NioServerSocketChannel.class),
           new GrpcEndpoint.Options(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
               null, h -> token == null || ("Bearer " + token).equals(h), 64 * 1024, true, 100, 10),
@@ -303,6 +307,87 @@ class RateLimitServiceTest {
       assertThat(atTheLimit.getStatuses(0).getLimitRemaining()).isZero();
       assertThat(env.call(1, d("quota", "q")).getOverallCode()).isEqualTo(Code.OVER_LIMIT);
     }
+  }
+
+  /**
+   * By default each descriptor counts alone, as envoyproxy/ratelimit counts: a request refused by
+   * one descriptor still takes from the others that have room. All or nothing, it takes nothing
+   * from any, and each status still says what its own limit has left and when it resets.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void allOrNothingARefusedRequestTakesNothingFromItsOtherDescriptors(String store, @TempDir Path dir)
+      throws Exception {
+    for (boolean allOrNothing : new boolean[] {false, true}) {
+      try (Env env = new Env(store, dir.resolve(String.valueOf(allOrNothing)), RULES, null, allOrNothing)) {
+        Descriptor address = d("remote_address", "10.0.0.1");
+        Descriptor path = d("path", "/api/x");
+        assertThat(env.call(address, path).getStatusesList()).containsExactly(
+            status(Code.OK, limit(2, Unit.MINUTE), 1, Duration.ofMinutes(1)),
+            status(Code.OK, limit(3, Unit.HOUR), 2, Duration.ofHours(1)));
+        env.clock.advance(Duration.ofSeconds(20));
+        assertThat(env.call(address, path).getOverallCode()).isEqualTo(Code.OK);
+        for (int i = 0; i < 2; i++) {
+          RateLimitResponse refused = env.call(address, path);
+          assertThat(refused.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+          assertThat(refused.getStatusesList()).containsExactly(
+              status(Code.OVER_LIMIT, limit(2, Unit.MINUTE), 0, Duration.ofSeconds(40)),
+              allOrNothing
+                  ? status(Code.OK, limit(3, Unit.HOUR), 1, Duration.ofMinutes(59).plusSeconds(40))
+                  : i == 0 ? status(Code.OK, limit(3, Unit.HOUR), 0, Duration.ofMinutes(59).plusSeconds(40))
+                  : status(Code.OVER_LIMIT, limit(3, Unit.HOUR), 0, Duration.ofMinutes(59).plusSeconds(40)));
+        }
+        // what the path's limiter holds, read by a check (hits_addend 0) that takes nothing
+        Descriptor peek = new Descriptor(path.entries(), null, 0L);
+        assertThat(env.call(peek).getStatuses(0).getLimitRemaining()).as("all or nothing: " + allOrNothing)
+            .isEqualTo(allOrNothing ? 1 : 0);
+        assertThat(env.call(path).getOverallCode()).isEqualTo(allOrNothing ? Code.OK : Code.OVER_LIMIT);
+      }
+    }
+  }
+
+  /**
+   * All or nothing keeps hits_addend: the request's is taken from each descriptor at once, a
+   * descriptor's own 0 checks without taking, and a limit of 0 refuses the request before anything
+   * is taken; shadow mode still never refuses, and counts only when the request is granted.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void allOrNothingKeepsHitsAddendAndShadowMode(String store, @TempDir Path dir) throws Exception {
+    try (Env env = new Env(store, dir, RULES, null, true)) {
+      Descriptor address = d("remote_address", "10.0.0.1");
+      Descriptor path = d("path", "/api/x");
+      Descriptor canary = d("canary", "c");
+      RateLimitResponse two = env.call(2, address, path, canary);
+      assertThat(two.getOverallCode()).isEqualTo(Code.OK);
+      assertThat(two.getStatusesList()).extracting(s -> s.getLimitRemaining()).containsExactly(0, 1, 0);
+      assertThat(two.getStatuses(2).getCode()).as("shadow mode counts 2 of its 1").isEqualTo(Code.OVER_LIMIT);
+
+      Descriptor checkAddress = new Descriptor(address.entries(), null, 0L);
+      RateLimitResponse checked = env.call(1, checkAddress, path);
+      assertThat(checked.getOverallCode()).as("a check at the limit is not over it").isEqualTo(Code.OK);
+      assertThat(checked.getStatusesList()).extracting(s -> s.getLimitRemaining()).containsExactly(0, 0);
+
+      RateLimitResponse blocked = env.call(1, d("path", "/api/y"), d("remote_address", "50.0.0.5"));
+      assertThat(blocked.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+      assertThat(blocked.getStatuses(0)).as("refused by the limit of 0: nothing taken")
+          .isEqualTo(status(Code.OK, limit(3, Unit.HOUR), 3, Duration.ofHours(1)));
+
+      env.clock.advance(Duration.ofMinutes(1)); // the address and the canary start again; the path does not
+      RateLimitResponse refused = env.call(1, d("remote_address", "10.0.0.1"), path, d("canary", "d"));
+      assertThat(refused.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+      assertThat(refused.getStatusesList()).extracting(s -> s.getLimitRemaining()).containsExactly(2, 0, 1);
+      assertThat(env.call(new Descriptor(List.of(new Entry("canary", "d")), null, 0L)).getStatuses(0)
+          .getLimitRemaining()).as("the refused request's shadow descriptor took nothing").isEqualTo(1);
+    }
+  }
+
+  @org.junit.jupiter.api.Test
+  void allOrNothingIsRefusedAtStartupOnRedisClusterWhereTheKeysAreInSeveralSlots() {
+    assertThatThrownBy(() -> NamedLimits.requireJointDecisions("redis-cluster://127.0.0.1:7000"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Redis Cluster").hasMessageContaining("--rls-all-or-nothing");
+    NamedLimits.requireJointDecisions("redis://127.0.0.1:6379");
   }
 
   /**
