@@ -1,6 +1,7 @@
 package dev.tally.tck;
 
 import dev.tally.Tally;
+import dev.tally.spi.OperationId;
 import dev.tally.spi.Store;
 import dev.tally.tck.LimiterVectors.Call;
 import dev.tally.tck.LimiterVectors.Expected;
@@ -21,7 +22,8 @@ import java.util.function.Function;
  * Replays {@link LimiterVectors} against a store: each vector's calls in order, on a store
  * opened on a {@link ManualTimeSource} set to each call's instant (so a store that decides on a
  * server, a Lua script or a SQL function, is handed the caller's clock), straight on the
- * store's SPI ({@link Store#limit}: no key prefix, validation or failure policy in between).
+ * store's SPI ({@link Store#limit}, or {@link Store#applyOnce} for a call with an operation id:
+ * no key prefix, validation or failure policy in between).
  * Every field of every decision must equal the machine's, or the exception thrown be of the
  * machine's class; and where the store can be read ({@link StateReader}), the words, decision
  * instant and expiry it holds after each call must be the expected ones.
@@ -117,7 +119,8 @@ public final class LimiterVectorReplay {
       clock.advanceNanos(call.now() - clock.nanos());
       Object actual;
       try {
-        actual = store.limit(call.limiter(), call.operation(), call.permits());
+        actual = call.operationId() == null ? store.limit(call.limiter(), call.operation(), call.permits())
+            : store.applyOnce(OperationId.of(call.operationId()), call.step());
       } catch (RuntimeException e) {
         actual = e.getClass();
       }

@@ -5,12 +5,17 @@ import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
 import dev.tally.spi.LimiterRecord;
+import dev.tally.spi.Mutation;
+import dev.tally.spi.OperationId;
+import dev.tally.spi.OperationRecord;
 import java.math.BigInteger;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
@@ -26,9 +31,17 @@ import java.util.SplittableRandom;
  * algorithm (token and leaky buckets, GCRA, fixed and sliding windows, calendar quotas in zones
  * with odd offsets and daylight saving), several limits per key, handles of other limits and
  * versions on one key (upgrades, adoptions, conflicts), reconfigurations, refunds, top-ups,
- * resets, warm-ups (cold starts, the ramp, idling back to cold, turning it on and off), counts and spans near 2^53, 2^61 and {@link Long#MAX_VALUE}, permits of 0, the limit
- * and one past it, starts on day, month, daylight-saving and leap-year boundaries, and a clock
- * that stands still, creeps by a nanosecond, jumps to just before a wait ends, or steps back.
+ * resets, warm-ups (cold starts, the ramp, idling back to cold, turning it on and off), counts
+ * and spans near 2^53, 2^61 and {@link Long#MAX_VALUE}, permits of 0, the limit and one past it,
+ * starts on day, month, daylight-saving and leap-year boundaries, and a clock that stands still,
+ * creeps by a nanosecond, jumps to just before a wait ends, or steps back.
+ *
+ * <p>Some calls carry an {@link OperationId} ({@link dev.tally.spi.Store#applyOnce}), and some
+ * repeat an earlier call's id, right after it or later in the timeline (within the retention
+ * window): an exact retry is answered with the first decision as {@link OperationRecord} keeps it
+ * and changes no state; the id for another operation is refused
+ * ({@link dev.tally.OperationIdConflictException}); the id of a call that threw records nothing,
+ * so its repeat is decided afresh.
  *
  * <p><b>What the store keeps decides the answer too.</b> The machine decides at
  * {@code max(now, decidedAt)} over the record the store hands it, so a clock that steps back
@@ -49,6 +62,15 @@ public final class LimiterVectors {
   /** Calls per vector. */
   public static final int LENGTH = 40;
 
+  /** In 100 calls, about how many repeat an earlier call's operation id (a quarter of them for another operation). */
+  static final int REPEATS = 10;
+
+  /** In 100 calls, about how many (peeks aside) carry an operation id of their own. */
+  static final int WITH_ID = 12;
+
+  /** The shortest retention of operation ids a replaying store may have: the default. */
+  static final long RETENTION_NANOS = OperationId.DEFAULT_RETENTION.toNanos();
+
   /** Starting instants: boundaries of days, months, daylight saving, years and long windows. */
   public static final List<Instant> STARTS = List.of(
       Instant.parse("2026-11-08T00:00:00Z"),
@@ -64,11 +86,20 @@ public final class LimiterVectors {
 
   private LimiterVectors() {}
 
-  /** One call of a vector, at {@code now} on the caller's clock (epoch nanoseconds). */
-  public record Call(LimiterCall limiter, LimiterOperation operation, long permits, long now) {
+  /**
+   * One call of a vector, at {@code now} on the caller's clock (epoch nanoseconds), with an
+   * {@link OperationId} or none (null): a call with an id goes to {@link dev.tally.spi.Store#applyOnce}.
+   */
+  public record Call(LimiterCall limiter, LimiterOperation operation, long permits, long now, String operationId) {
+    /** The call as the mutation a store applies once per id. */
+    public Mutation.LimiterStep step() {
+      return new Mutation.LimiterStep(limiter, operation, permits);
+    }
+
     @Override
     public String toString() {
-      return operation + " " + permits + " with " + limiter.limits() + " version " + limiter.version() + " at " + now;
+      return operation + " " + permits + " with " + limiter.limits() + " version " + limiter.version() + " at " + now
+          + (operationId == null ? "" : " with operation id " + operationId);
     }
   }
 
@@ -176,40 +207,36 @@ public final class LimiterVectors {
     Instant start = STARTS.get(rnd.nextInt(STARTS.size()));
     long now = start.getEpochSecond() * NS + start.getNano() - rnd.nextInt(3);
     String key = prefix + Long.toHexString(seed);
+    Timeline t = new Timeline(seed, key, keeping.start(), length);
     if (rnd.nextInt(4) == 0) {
-      return warmUpVector(rnd, seed, key, now, length, keeping);
+      warmUp(rnd, t, now, length);
+    } else {
+      mixed(rnd, t, now, length);
     }
+    return t.vector();
+  }
+
+  /**
+   * A timeline of every algorithm: handles of other limits and versions on the key, every
+   * operation, permits near the edges, and a clock that favours them too.
+   */
+  private static void mixed(SplittableRandom rnd, Timeline t, long now, int length) {
     List<LimiterCall> handles = new ArrayList<>();
-    handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
-    Keeper keeper = keeping.start();
-    List<Call> calls = new ArrayList<>(length);
-    List<Expected> expected = new ArrayList<>(length);
-    Decision last = null;
+    handles.add(Internals.referenceLimiter(t.key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
     for (int step = 0; step < length; step++) {
       if (rnd.nextInt(6) == 0) {
-        handles.add(Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
+        handles.add(Internals.referenceLimiter(t.key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd)));
       }
       LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
       LimiterOperation op = RandomTimelines.operation(rnd);
       long permits = RandomTimelines.permits(rnd, handle.limits());
       if (op == LimiterOperation.RECONFIGURE) {
-        handle = Internals.referenceLimiter(key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
+        handle = Internals.referenceLimiter(t.key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
         handles.add(handle);
       }
-      Object answer;
-      try {
-        answer = keeper.decide(handle, op, permits, now).decision();
-      } catch (RuntimeException e) {
-        answer = e.getClass();
-      }
-      calls.add(new Call(handle, op, permits, now));
-      expected.add(new Expected(answer, keeper.state(now)));
-      if (answer instanceof Decision d) {
-        last = d;
-      }
-      now += Math.min(RandomTimelines.advance(rnd, last, now), Math.max(0, (1L << 62) - now));
+      t.call(rnd, handle, op, permits, now);
+      now += Math.min(RandomTimelines.advance(rnd, t.last, now), Math.max(0, (1L << 62) - now));
     }
-    return new Vector(seed, key, List.copyOf(calls), List.copyOf(expected));
   }
 
   /**
@@ -218,16 +245,11 @@ public final class LimiterVectors {
    * the limiter is cold again: cold starts, the ramp, idling back to cold, and reconfiguring the
    * warm-up on and off.
    */
-  private static Vector warmUpVector(SplittableRandom rnd, long seed, String key, long now, int length,
-      Keeping keeping) {
+  private static void warmUp(SplittableRandom rnd, Timeline t, long now, int length) {
     List<List<dev.tally.Limit>> variants = RandomTimelines.warmUpLimits(rnd);
     dev.tally.Limit warm = variants.get(0).get(0);
     List<LimiterCall> handles = new ArrayList<>();
-    handles.add(Internals.referenceLimiter(key, variants.get(0), RandomTimelines.version(rnd)));
-    Keeper keeper = keeping.start();
-    List<Call> calls = new ArrayList<>(length);
-    List<Expected> expected = new ArrayList<>(length);
-    Decision last = null;
+    handles.add(Internals.referenceLimiter(t.key, variants.get(0), RandomTimelines.version(rnd)));
     for (int step = 0; step < length; step++) {
       LimiterOperation op;
       int x = rnd.nextInt(100);
@@ -244,24 +266,97 @@ public final class LimiterVectors {
       }
       LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
       if (op == LimiterOperation.RECONFIGURE || rnd.nextInt(10) == 0) {
-        handle = Internals.referenceLimiter(key, variants.get(rnd.nextInt(variants.size())), RandomTimelines.version(rnd));
+        handle = Internals.referenceLimiter(t.key, variants.get(rnd.nextInt(variants.size())), RandomTimelines.version(rnd));
         handles.add(handle);
       }
       long permits = rnd.nextInt(3) == 0 ? RandomTimelines.permits(rnd, handle.limits()) : 1 + rnd.nextInt(3);
-      Object answer;
-      try {
-        answer = keeper.decide(handle, op, permits, now).decision();
-      } catch (RuntimeException e) {
-        answer = e.getClass();
+      t.call(rnd, handle, op, permits, now);
+      now += RandomTimelines.warmUpAdvance(rnd, warm, t.last, now);
+    }
+  }
+
+  /**
+   * A vector being written: each call decided by the store's keeping alongside the machine, or,
+   * for a call repeating an operation id, answered as {@link OperationRecord} says a repeat is
+   * (the first decision as recorded; another operation under the id is a conflict), leaving the
+   * state as it was. Ids are the vector's own, so vectors replayed at once never share one.
+   */
+  private static final class Timeline {
+    private final long seed;
+    private final String key;
+    private final Keeper keeper;
+    private final List<Call> calls;
+    private final List<Expected> expected;
+    /** Each id used so far: its first call, and the record of its answer (null: it threw, recording nothing). */
+    private final Map<String, Once> ids = new LinkedHashMap<>();
+    private final List<String> order = new ArrayList<>();
+    private Decision last;
+
+    private record Once(Call first, String record) {}
+
+    Timeline(long seed, String key, Keeper keeper, int length) {
+      this.seed = seed;
+      this.key = key;
+      this.keeper = keeper;
+      this.calls = new ArrayList<>(length);
+      this.expected = new ArrayList<>(length);
+    }
+
+    /**
+     * Adds {@code op} of {@code permits} by {@code handle} at {@code now}: as drawn, or, now and
+     * then, with an id of its own, or in its place a repeat of an earlier call's id.
+     */
+    void call(SplittableRandom rnd, LimiterCall handle, LimiterOperation op, long permits, long now) {
+      int x = rnd.nextInt(100);
+      if (x < REPEATS && !order.isEmpty()) {
+        // the latest id half the time (a retry right after its call), else any earlier one
+        String id = order.get(rnd.nextBoolean() ? order.size() - 1 : rnd.nextInt(order.size()));
+        Call first = ids.get(id).first();
+        if (Math.abs(now - first.now()) < RETENTION_NANOS / 2) { // well inside every store's window
+          if (rnd.nextInt(4) == 0) { // the id again, for another operation: a conflict
+            step(new Call(handle, op, permits, now, id));
+          } else {
+            step(new Call(first.limiter(), first.operation(), first.permits(), now, id));
+          }
+          return;
+        }
       }
-      calls.add(new Call(handle, op, permits, now));
-      expected.add(new Expected(answer, keeper.state(now)));
+      String id = x < REPEATS + WITH_ID && op != LimiterOperation.PEEK ? key + "#" + calls.size() : null;
+      step(new Call(handle, op, permits, now, id));
+    }
+
+    private void step(Call c) {
+      Once prior = c.operationId() == null ? null : ids.get(c.operationId());
+      Object answer;
+      if (prior != null && prior.record() != null) {
+        try {
+          answer = OperationRecord.decode(prior.record()).replay(OperationId.of(c.operationId()), c.step());
+        } catch (RuntimeException e) {
+          answer = e.getClass();
+        }
+      } else {
+        try {
+          answer = keeper.decide(c.limiter(), c.operation(), c.permits(), c.now()).decision();
+        } catch (RuntimeException e) {
+          answer = e.getClass();
+        }
+        if (c.operationId() != null) {
+          if (prior == null) {
+            order.add(c.operationId());
+          }
+          ids.put(c.operationId(), new Once(c, answer instanceof Decision d ? OperationRecord.of(c.step(), d).encode() : null));
+        }
+      }
+      calls.add(c);
+      expected.add(new Expected(answer, keeper.state(c.now())));
       if (answer instanceof Decision d) {
         last = d;
       }
-      now += RandomTimelines.warmUpAdvance(rnd, warm, last, now);
     }
-    return new Vector(seed, key, List.copyOf(calls), List.copyOf(expected));
+
+    Vector vector() {
+      return new Vector(seed, key, List.copyOf(calls), List.copyOf(expected));
+    }
   }
 
   /** A store's keeping, run alongside the machine; throws what the machine throws, keeping nothing then. */
@@ -451,7 +546,9 @@ public final class LimiterVectors {
         if ((op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK || op == LimiterOperation.REFUND)
             && holds(call)) {
           LimiterOutcome out = call.apply(new LimiterRecord(now, words.clone()), now, op, permits);
-          if (out.record() != null) {
+          if (op == LimiterOperation.REFUND) { // the cell's own arithmetic: full is "full at now"
+            words[3] = Math.max(now, words[3] - Math.min(permits, words[1]) * words[2]);
+          } else if (out.record() != null) {
             words = out.record().clone();
           } else {
             words[3] = Math.min(words[3], now); // full: the bucket stays, full at the latest now
@@ -501,7 +598,9 @@ public final class LimiterVectors {
 
     @Override
     Stored state(long now) {
-      return words == null ? null : new Stored(decidedAt, words.clone(), null);
+      // a bucket's cell expires when it is full again; a record's, when the machine said
+      return words == null ? null
+          : new Stored(decidedAt, words.clone(), BigInteger.valueOf(bucket ? words[3] : expiresAt));
     }
   }
 }
