@@ -1,6 +1,7 @@
 package dev.tally.tck;
 
 import dev.tally.Decision;
+import dev.tally.spi.JointLimit;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.LimiterOutcome;
@@ -68,6 +69,9 @@ public final class LimiterVectors {
   /** In 100 calls, about how many (peeks aside) carry an operation id of their own. */
   static final int WITH_ID = 12;
 
+  /** In 100 calls, about how many are joint decisions over the vector's key and one or two others. */
+  static final int JOINT = 6;
+
   /** The shortest retention of operation ids a replaying store may have: the default. */
   static final long RETENTION_NANOS = OperationId.DEFAULT_RETENTION.toNanos();
 
@@ -90,7 +94,18 @@ public final class LimiterVectors {
    * One call of a vector, at {@code now} on the caller's clock (epoch nanoseconds), with an
    * {@link OperationId} or none (null): a call with an id goes to {@link dev.tally.spi.Store#applyOnce}.
    */
-  public record Call(LimiterCall limiter, LimiterOperation operation, long permits, long now, String operationId) {
+  public record Call(LimiterCall limiter, LimiterOperation operation, long permits, long now, String operationId,
+      List<LimiterCall> joint) {
+    /** A call on one key. */
+    public Call(LimiterCall limiter, LimiterOperation operation, long permits, long now, String operationId) {
+      this(limiter, operation, permits, now, operationId, null);
+    }
+
+    /** A joint decision ({@link dev.tally.spi.Store#limitAll}) of {@code permits} from each of {@code joint}. */
+    static Call joint(List<LimiterCall> joint, long permits, long now) {
+      return new Call(joint.get(0), LimiterOperation.ACQUIRE, permits, now, null, List.copyOf(joint));
+    }
+
     /** The call as the mutation a store applies once per id. */
     public Mutation.LimiterStep step() {
       return new Mutation.LimiterStep(limiter, operation, permits);
@@ -98,6 +113,13 @@ public final class LimiterVectors {
 
     @Override
     public String toString() {
+      if (joint != null) {
+        StringBuilder b = new StringBuilder("JOINT ").append(permits).append(" each of");
+        for (LimiterCall c : joint) {
+          b.append(' ').append(c.key()).append(' ').append(c.limits()).append(" version ").append(c.version()).append(';');
+        }
+        return b.append(" at ").append(now).toString();
+      }
       return operation + " " + permits + " with " + limiter.limits() + " version " + limiter.version() + " at " + now
           + (operationId == null ? "" : " with operation id " + operationId);
     }
@@ -127,10 +149,17 @@ public final class LimiterVectors {
   }
 
   /**
-   * What the machine answers to a call: a {@link Decision}, or the class of the exception it
-   * throws; and the state the store then holds ({@code null}: none live).
+   * What the machine answers to a call: a {@link Decision} (a list of them, in the calls' order,
+   * for a joint decision), or the class of the exception it throws; and the state the store then
+   * holds ({@code null}: none live), under the vector's key and, after a joint decision, under
+   * each of its other keys ({@code others}, in the calls' order).
    */
-  public record Expected(Object answer, Stored state) {}
+  public record Expected(Object answer, Stored state, List<Stored> others) {
+    /** After a call on the vector's key alone. */
+    public Expected(Object answer, Stored state) {
+      this(answer, state, List.of());
+    }
+  }
 
   /** One key's timeline: its calls and the machine's answers, in order. */
   public record Vector(long seed, String key, List<Call> calls, List<Expected> expected) {
@@ -207,7 +236,7 @@ public final class LimiterVectors {
     Instant start = STARTS.get(rnd.nextInt(STARTS.size()));
     long now = start.getEpochSecond() * NS + start.getNano() - rnd.nextInt(3);
     String key = prefix + Long.toHexString(seed);
-    Timeline t = new Timeline(seed, key, keeping.start(), length);
+    Timeline t = new Timeline(seed, key, keeping, length);
     if (rnd.nextInt(4) == 0) {
       warmUp(rnd, t, now, length);
     } else {
@@ -284,7 +313,11 @@ public final class LimiterVectors {
   private static final class Timeline {
     private final long seed;
     private final String key;
+    private final Keeping keeping;
     private final Keeper keeper;
+    /** The handles on the other keys of joint decisions, and their keeping; drawn at the first. */
+    private final List<LimiterCall> others = new ArrayList<>();
+    private final List<Keeper> otherKeepers = new ArrayList<>();
     private final List<Call> calls;
     private final List<Expected> expected;
     /** Each id used so far: its first call, and the record of its answer (null: it threw, recording nothing). */
@@ -294,10 +327,11 @@ public final class LimiterVectors {
 
     private record Once(Call first, String record) {}
 
-    Timeline(long seed, String key, Keeper keeper, int length) {
+    Timeline(long seed, String key, Keeping keeping, int length) {
       this.seed = seed;
       this.key = key;
-      this.keeper = keeper;
+      this.keeping = keeping;
+      this.keeper = keeping.start();
       this.calls = new ArrayList<>(length);
       this.expected = new ArrayList<>(length);
     }
@@ -307,6 +341,10 @@ public final class LimiterVectors {
      * then, with an id of its own, or in its place a repeat of an earlier call's id.
      */
     void call(SplittableRandom rnd, LimiterCall handle, LimiterOperation op, long permits, long now) {
+      if (rnd.nextInt(100) < JOINT) {
+        joint(rnd, handle, now);
+        return;
+      }
       int x = rnd.nextInt(100);
       if (x < REPEATS && !order.isEmpty()) {
         // the latest id half the time (a retry right after its call), else any earlier one
@@ -354,6 +392,53 @@ public final class LimiterVectors {
       }
     }
 
+    /**
+     * A joint decision of {@code handle} and the handles of one or two other keys, of at least one
+     * permit each, decided as {@link JointLimit} decides over what each store's joint path reads,
+     * and kept as that path writes.
+     */
+    private void joint(SplittableRandom rnd, LimiterCall handle, long now) {
+      while (others.size() < 2) {
+        others.add(Internals.referenceLimiter(key + ":" + (others.size() + 1), RandomTimelines.limits(rnd),
+            RandomTimelines.version(rnd)));
+        otherKeepers.add(keeping.start());
+      }
+      int n = rnd.nextInt(3) == 0 ? 3 : 2;
+      List<LimiterCall> joint = new ArrayList<>(n);
+      List<Keeper> keepers = new ArrayList<>(n);
+      joint.add(handle);
+      keepers.add(keeper);
+      for (int i = 0; i < n - 1; i++) {
+        joint.add(others.get(i));
+        keepers.add(otherKeepers.get(i));
+      }
+      long permits = rnd.nextInt(4) == 0 ? Math.max(1, RandomTimelines.permits(rnd, handle.limits())) : 1 + rnd.nextInt(3);
+      LimiterRecord[] stored = new LimiterRecord[n];
+      for (int i = 0; i < n; i++) {
+        stored[i] = keepers.get(i).jointRecord(now);
+      }
+      Object answer;
+      JointLimit.Result r = null;
+      try {
+        r = JointLimit.decide(joint, stored, now, permits);
+        answer = List.of(r.decisions());
+      } catch (RuntimeException e) {
+        answer = e.getClass();
+      }
+      List<Stored> states = new ArrayList<>(n - 1);
+      for (int i = 0; i < n; i++) {
+        keepers.get(i).jointKeep(r == null ? null : r.outcomes()[i], r != null && r.allowed(), now);
+        if (i > 0) {
+          states.add(keepers.get(i).state(now));
+        }
+      }
+      calls.add(Call.joint(joint, permits, now));
+      expected.add(new Expected(answer, keeper.state(now), java.util.Collections.unmodifiableList(states)));
+      if (r != null) {
+        last = r.decisions()[0];
+      }
+    }
+
     Vector vector() {
       return new Vector(seed, key, List.copyOf(calls), List.copyOf(expected));
     }
@@ -365,6 +450,15 @@ public final class LimiterVectors {
 
     /** The state a reader finds after the last call, or null for none live at {@code now}. */
     abstract Stored state(long now);
+
+    /** The record the store's joint decision reads for this key at {@code now} (null: none). */
+    abstract LimiterRecord jointRecord(long now);
+
+    /**
+     * What the store keeps after a joint decision: {@code out} is this key's outcome, written if
+     * {@code allowed} (every key allowed); null if the machine threw.
+     */
+    abstract void jointKeep(LimiterOutcome out, boolean allowed, long now);
 
     static BigInteger sum(long a, long b) {
       return BigInteger.valueOf(a).add(BigInteger.valueOf(b));
@@ -378,19 +472,35 @@ public final class LimiterVectors {
 
     @Override
     LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
-      LimiterRecord stored = null;
-      if (kept != null) {
-        boolean live = !kept.isTombstone()
-            && expiry.compareTo(BigInteger.valueOf(Math.max(now, kept.decidedAt()))) > 0;
-        stored = live ? new LimiterRecord(kept.decidedAt(), kept.words().clone()) : LimiterRecord.tombstone(kept.decidedAt());
-      }
-      LimiterOutcome out = call.apply(stored, now, op, permits);
+      LimiterOutcome out = call.apply(jointRecord(now), now, op, permits);
       if (!(out.record() == null && kept == null && op == LimiterOperation.PEEK)) { // such a peek writes nothing
-        kept = out.next();
-        // keepNanos counts from the store's now; a tombstone expires at once
-        expiry = out.record() == null ? BigInteger.valueOf(out.decidedAt()) : sum(now, out.keepNanos());
+        keep(out, now);
       }
       return out;
+    }
+
+    private void keep(LimiterOutcome out, long now) {
+      kept = out.next();
+      // keepNanos counts from the store's now; a tombstone expires at once
+      expiry = out.record() == null ? BigInteger.valueOf(out.decidedAt()) : sum(now, out.keepNanos());
+    }
+
+    /** limit_all runs limit_step on each key, rolled back unless every one allowed. */
+    @Override
+    LimiterRecord jointRecord(long now) {
+      if (kept == null) {
+        return null;
+      }
+      boolean live = !kept.isTombstone()
+          && expiry.compareTo(BigInteger.valueOf(Math.max(now, kept.decidedAt()))) > 0;
+      return live ? new LimiterRecord(kept.decidedAt(), kept.words().clone()) : LimiterRecord.tombstone(kept.decidedAt());
+    }
+
+    @Override
+    void jointKeep(LimiterOutcome out, boolean allowed, long now) {
+      if (allowed) {
+        keep(out, now);
+      }
     }
 
     @Override
@@ -409,8 +519,12 @@ public final class LimiterVectors {
 
     @Override
     LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
-      long[] stored = record != null && expiresAt - now > 0 ? record.clone() : null;
-      LimiterOutcome out = call.apply(stored == null ? null : new LimiterRecord(decidedAt, stored), now, op, permits);
+      LimiterOutcome out = call.apply(jointRecord(now), now, op, permits);
+      keep(out, now);
+      return out;
+    }
+
+    private void keep(LimiterOutcome out, long now) {
       // limiter.lua compares the words with the hash's text, live or past its "exp"
       if (!Arrays.equals(out.record(), record)) {
         decidedAt = out.decidedAt();
@@ -418,7 +532,19 @@ public final class LimiterVectors {
       record = out.record();
       expiresAt = now + out.keepNanos();
       expiry = sum(now, out.keepNanos());
-      return out;
+    }
+
+    /** The script's joint branch runs each key's step dry, and writes them only if every one allowed. */
+    @Override
+    LimiterRecord jointRecord(long now) {
+      return record != null && expiresAt - now > 0 ? new LimiterRecord(decidedAt, record.clone()) : null;
+    }
+
+    @Override
+    void jointKeep(LimiterOutcome out, boolean allowed, long now) {
+      if (allowed) {
+        keep(out, now);
+      }
     }
 
     @Override
@@ -441,15 +567,21 @@ public final class LimiterVectors {
         present = false;
         return out;
       }
-      LimiterRecord stored = present
-          ? new LimiterRecord(lastNow, expiresAt - Math.max(now, lastNow) > 0 ? words.clone() : new long[0]) : null;
+      LimiterRecord stored = jointRecord(now);
       LimiterOutcome out = call.apply(stored, now, op, permits);
       boolean changes = switch (op) {
         case PEEK -> false;
         case ACQUIRE -> permits > 0 && out.decision().allowed();
         default -> true;
       } || LimiterRecord.startsWarmUp(stored == null ? null : stored.words(), out.record());
-      if (changes && (out.record() != null || present)) {
+      if (changes) {
+        keep(out);
+      }
+      return out;
+    }
+
+    private void keep(LimiterOutcome out) {
+      if (out.record() != null || present) {
         long at = out.decidedAt();
         long keep = Math.max(1, out.keepNanos());
         present = true;
@@ -457,7 +589,24 @@ public final class LimiterVectors {
         words = out.record() == null ? new long[0] : out.record().clone();
         expiresAt = out.record() == null ? at : keep > Long.MAX_VALUE - at ? Long.MAX_VALUE : at + keep;
       }
-      return out;
+    }
+
+    /**
+     * One snapshot of every item, decided as a single call reads it; written, every item as a
+     * single changing call writes it, only if every key allowed (the vectors' joint decisions
+     * take at least one permit, so each is a change).
+     */
+    @Override
+    LimiterRecord jointRecord(long now) {
+      return present
+          ? new LimiterRecord(lastNow, expiresAt - Math.max(now, lastNow) > 0 ? words.clone() : new long[0]) : null;
+    }
+
+    @Override
+    void jointKeep(LimiterOutcome out, boolean allowed, long now) {
+      if (allowed) {
+        keep(out);
+      }
     }
 
     @Override
@@ -472,6 +621,48 @@ public final class LimiterVectors {
     private long lastNow;
     private long[] words;
     private long expiresAt;
+    private boolean jointLive;
+
+    /**
+     * Every slot locked, the records read at one clock reading: a live one as it is, an expired
+     * one or a tombstone as its instant alone.
+     */
+    @Override
+    LimiterRecord jointRecord(long now) {
+      jointLive = false;
+      if (!present) {
+        return null;
+      }
+      long at = Math.max(now, lastNow);
+      jointLive = !(expiresAt != 0 && at - expiresAt >= 0) && words.length > 0;
+      return jointLive ? new LimiterRecord(lastNow, words.clone()) : LimiterRecord.tombstone(lastNow);
+    }
+
+    /** Written if every key allowed: decided at the outcome's instant, kept from the clock reading. */
+    @Override
+    void jointKeep(LimiterOutcome out, boolean allowed, long now) {
+      if (!allowed) {
+        return;
+      }
+      long[] next = out.record();
+      long at = out.decidedAt();
+      if (next == null) {
+        if (jointLive) {
+          present = true;
+          lastNow = at;
+          words = new long[0];
+          expiresAt = at == 0 ? 1 : at;
+        }
+      } else {
+        long exp = now + Math.max(1, out.keepNanos());
+        if (!jointLive || exp != expiresAt || !Arrays.equals(next, words)) {
+          present = true;
+          lastNow = at;
+          words = next.clone();
+          expiresAt = exp == 0 ? 1 : exp;
+        }
+      }
+    }
 
     @Override
     LimiterOutcome decide(LimiterCall call, LimiterOperation op, long permits, long now) {
@@ -574,6 +765,34 @@ public final class LimiterVectors {
         expiresAt = now + out.keepNanos();
       }
       return out;
+    }
+
+    /**
+     * Every cell taken over in key order: a bucket's is replaced by a record cell of its state,
+     * expiring when the bucket is full again, whatever the decision; each is read as a record.
+     */
+    @Override
+    LimiterRecord jointRecord(long now) {
+      if (words == null) {
+        return null;
+      }
+      if (bucket) {
+        bucket = false;
+        expiresAt = words[3];
+      }
+      return new LimiterRecord(decidedAt, expiresAt - now <= 0 ? new long[0] : words.clone());
+    }
+
+    /** If every key allowed, each cell is replaced by its outcome's (or removed, full); else left as read. */
+    @Override
+    void jointKeep(LimiterOutcome out, boolean allowed, long now) {
+      if (allowed) {
+        if (out.record() == null) {
+          words = null;
+        } else {
+          cell(out, now);
+        }
+      }
     }
 
     /** The cell a new state takes: a bucket for one bucket limit not yet full, else a record. */
