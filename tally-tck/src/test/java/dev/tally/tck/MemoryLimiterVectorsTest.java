@@ -110,7 +110,7 @@ class MemoryLimiterVectorsTest {
     assertThat(hugeLimits).isGreaterThan(1_000);
     assertThat(withIds).isGreaterThan(10_000);
     assertThat(repeats).isGreaterThan(3_000);
-    assertThat(repeatedAtOnce).isGreaterThan(1_000);
+    assertThat(repeatedAtOnce).isGreaterThan(500);
     assertThat(conflicts).isGreaterThan(500);
     assertThat(joint).isGreaterThan(3_000);
     assertThat(jointOfThree).isGreaterThan(1_000);
