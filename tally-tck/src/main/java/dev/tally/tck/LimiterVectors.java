@@ -188,8 +188,9 @@ public final class LimiterVectors {
     REDIS,
     /**
      * DynamoDB: the record and its instant are written by a call that changes something (not a
-     * peek nor a refused or empty acquisition, unless it starts a warm-up); a limiter full again leaves a tombstone that
-     * expires at once but keeps the instant; a reset deletes it.
+     * peek nor a refused or empty acquisition, unless it starts a warm-up), and by every first
+     * call of an operation id (whose record the item holds); a limiter full again leaves a
+     * tombstone that expires at once but keeps the instant; a reset deletes it.
      */
     DYNAMODB,
     /**
@@ -374,7 +375,8 @@ public final class LimiterVectors {
         }
       } else {
         try {
-          answer = keeper.decide(c.limiter(), c.operation(), c.permits(), c.now()).decision();
+          answer = (c.operationId() == null ? keeper.decide(c.limiter(), c.operation(), c.permits(), c.now())
+              : keeper.decideOnce(c.limiter(), c.operation(), c.permits(), c.now())).decision();
         } catch (RuntimeException e) {
           answer = e.getClass();
         }
@@ -450,6 +452,11 @@ public final class LimiterVectors {
 
     /** The state a reader finds after the last call, or null for none live at {@code now}. */
     abstract Stored state(long now);
+
+    /** {@link #decide} for the first call of an operation id, which the store records with it. */
+    LimiterOutcome decideOnce(LimiterCall call, LimiterOperation op, long permits, long now) {
+      return decide(call, op, permits, now);
+    }
 
     /** The record the store's joint decision reads for this key at {@code now} (null: none). */
     abstract LimiterRecord jointRecord(long now);
@@ -577,6 +584,21 @@ public final class LimiterVectors {
       if (changes) {
         keep(out);
       }
+      return out;
+    }
+
+    /**
+     * The id's record lives on the limiter's item, so the call writes the item whatever it
+     * decided: a tombstone at its instant if there is no state to keep.
+     */
+    @Override
+    LimiterOutcome decideOnce(LimiterCall call, LimiterOperation op, long permits, long now) {
+      if (op == LimiterOperation.RESET) {
+        return decide(call, op, permits, now); // the item keeps the id's record, and no state
+      }
+      LimiterOutcome out = call.apply(jointRecord(now), now, op, permits);
+      present = true;
+      keep(out);
       return out;
     }
 
