@@ -42,7 +42,7 @@ import java.util.SplittableRandom;
  * window): an exact retry is answered with the first decision as {@link OperationRecord} keeps it
  * and changes no state; the id for another operation is refused
  * ({@link dev.tally.OperationIdConflictException}); the id of a call that threw records nothing,
- * so its repeat is decided afresh.
+ * so its exact retry is decided afresh.
  *
  * <p><b>What the store keeps decides the answer too.</b> The machine decides at
  * {@code max(now, decidedAt)} over the record the store hands it, so a clock that steps back
@@ -352,7 +352,9 @@ public final class LimiterVectors {
         String id = order.get(rnd.nextBoolean() ? order.size() - 1 : rnd.nextInt(order.size()));
         Call first = ids.get(id).first();
         if (Math.abs(now - first.now()) < RETENTION_NANOS / 2) { // well inside every store's window
-          if (rnd.nextInt(4) == 0) { // the id again, for another operation: a conflict
+          // The id again for another operation: a conflict. Not for an id whose call threw: its
+          // retry runs afresh, but reusing it for another operation is not asked of the stores.
+          if (rnd.nextInt(4) == 0 && ids.get(id).record() != null) {
             step(new Call(handle, op, permits, now, id));
           } else {
             step(new Call(first.limiter(), first.operation(), first.permits(), now, id));
