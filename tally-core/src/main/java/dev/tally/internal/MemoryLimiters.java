@@ -510,6 +510,40 @@ final class MemoryLimiters {
     return false;
   }
 
+  /**
+   * The state under {@code key} as its cell holds it, full or not: its decision instant, its
+   * expiry (a bucket's: when it is full again), then its words; null if no limiter's cell is
+   * there. For the kit's limiter vectors, which compare it with the machine's.
+   */
+  long[] state(String key) {
+    MemoryCell c = cells.get(key);
+    long[] words;
+    long[] head = new long[2];
+    if (c instanceof BucketCell b) {
+      long f = b.fullAt;
+      if (f == SEALED) {
+        return null;
+      }
+      head[0] = b.decidedAt;
+      head[1] = f;
+      words = b.record(f);
+    } else if (c instanceof RecordCell rc) {
+      synchronized (rc) {
+        if (rc.removed) {
+          return null;
+        }
+        head[0] = rc.decidedAt;
+        head[1] = rc.expiresAt;
+        words = rc.record;
+      }
+    } else {
+      return null;
+    }
+    long[] r = Arrays.copyOf(head, 2 + words.length);
+    System.arraycopy(words, 0, r, 2, words.length);
+    return r;
+  }
+
   /** Removes every full limiter now; returns how many. For tests. */
   int sweep() {
     long now = time.nanos();

@@ -620,6 +620,11 @@ final class MemoryStore implements Store {
     }
   }
 
+  /** Turns the sweep of {@link #sweepAfterInsert} off for good: it finds a sweep always under way. */
+  void stopSweeping() {
+    sweeping.set(true);
+  }
+
   /** Removes an expired counter or a full limiter; returns whether it did. */
   private boolean removeIfLapsed(String key, MemoryCell m, long now) {
     return m instanceof Cell c ? c.removeIfExpired(cells, key, now) : limiters.removeIfFull(key, m, now);

@@ -1,5 +1,6 @@
 package dev.tally.internal;
 
+import dev.tally.Decision;
 import dev.tally.TimeSource;
 import dev.tally.spi.Mutation;
 import dev.tally.spi.OperationId;
@@ -67,7 +68,7 @@ final class OperationLog {
       if (e != null && e.expiresAt - now > 0) {
         Object r = await(e);
         if (r != FAILED) {
-          return copy(new OperationRecord(e.fingerprint, r).replay(id, mutation)); // another operation throws
+          return copy(asRecorded(new OperationRecord(e.fingerprint, r)).replay(id, mutation)); // another operation throws
         }
         continue; // the first call failed and recorded nothing: start afresh
       }
@@ -100,6 +101,14 @@ final class OperationLog {
       }
     }
     return r;
+  }
+
+  /**
+   * What a repeat answers: the result as its record keeps it, as every store that writes the
+   * record returns it. A decision loses its mismatch, which the repeat did not decide.
+   */
+  private static OperationRecord asRecorded(OperationRecord r) {
+    return r.result() instanceof Decision ? OperationRecord.decode(r.encode()) : r;
   }
 
   /** A transaction's results are an array: each caller gets its own. */

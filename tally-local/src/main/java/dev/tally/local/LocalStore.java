@@ -706,6 +706,36 @@ final class LocalStore implements Store {
   }
 
   /**
+   * Stops this store's daemon thread (flushes, recovery of dead processes' leftovers, sweeps),
+   * for tests that compare the file with a model that does not sweep.
+   */
+  void stopMaintenance() {
+    maintenance.stop();
+  }
+
+  /**
+   * The limiter state under {@code key} as the file holds it, expired or full again (a
+   * tombstone): its last now, its expiry, then its words; null if none. Read under the slot's
+   * lock, changing nothing. For the limiter vectors, which compare it with the machine's.
+   */
+  long[] limiterState(String key) {
+    checkOpen();
+    Key k = new Key(key);
+    try (Op op = begin()) { // closed uncommitted: nothing to write
+      Table.Held h = op.lockRecord(k, false);
+      KeyHeap.State st = h == null ? null : storedState(h, k, LimiterOperation.PEEK);
+      if (st == null) {
+        return null;
+      }
+      long[] r = new long[2 + st.words().length];
+      r[0] = st.lastNow();
+      r[1] = h.expiresAt;
+      System.arraycopy(st.words(), 0, r, 2, st.words().length);
+      return r;
+    }
+  }
+
+  /**
    * The checked state a held limiter's slot points at (live, expired, or a tombstone), or null if
    * it has none.
    *

@@ -508,7 +508,9 @@ final class AsyncRedisStore implements AsyncStore {
     String expText = clockOverridden ? Long.toString(operationKeys.expiry(now)) : "-";
     CompletableFuture<Object> result = runLimiter(true, keys, at -> LimiterScript.once(
         LimiterScript.args(call, op, step.permits(), now, clockOverridden, at), fingerprint, pexpire, nowText, expText), now)
-        .thenApply(r -> OperationRecord.decode((String) r.get(0)).replay(id, step));
+        // applied now: the record, then the decision as a call without an id answers it
+        .thenApply(r -> r.size() > 1 ? LimiterScript.decision(r.subList(1, r.size()))
+            : OperationRecord.decode((String) r.get(0)).replay(id, step));
     if (invalidates) {
       result = result.whenComplete((r, failure) -> denyCache.invalidate(key));
     }

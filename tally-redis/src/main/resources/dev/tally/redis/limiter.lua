@@ -1157,4 +1157,10 @@ else
   end
 end
 redis.call('PEXPIRE', KEYS[2], ONCE.pexpire)
-return {record}
+-- The record, then the decision itself: the first call answers with its mismatch, which a
+-- repeat (answered from the record alone) did not decide.
+local out = {record}
+for i = 1, #reply do
+  out[i + 1] = reply[i]
+end
+return out

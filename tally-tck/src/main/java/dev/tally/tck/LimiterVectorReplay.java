@@ -1,6 +1,7 @@
 package dev.tally.tck;
 
 import dev.tally.Tally;
+import dev.tally.spi.OperationId;
 import dev.tally.spi.Store;
 import dev.tally.tck.LimiterVectors.Call;
 import dev.tally.tck.LimiterVectors.Expected;
@@ -21,10 +22,13 @@ import java.util.function.Function;
  * Replays {@link LimiterVectors} against a store: each vector's calls in order, on a store
  * opened on a {@link ManualTimeSource} set to each call's instant (so a store that decides on a
  * server, a Lua script or a SQL function, is handed the caller's clock), straight on the
- * store's SPI ({@link Store#limit}: no key prefix, validation or failure policy in between).
+ * store's SPI ({@link Store#limit}; {@link Store#applyOnce} for a call with an operation id;
+ * {@link Store#limitAll} for a joint decision: no key prefix, validation or failure policy in
+ * between).
  * Every field of every decision must equal the machine's, or the exception thrown be of the
  * machine's class; and where the store can be read ({@link StateReader}), the words, decision
- * instant and expiry it holds after each call must be the expected ones.
+ * instant and expiry it holds after each call must be the expected ones (after a joint decision,
+ * under each of its keys).
  *
  * <p>Vectors are on keys of their own, so several threads replay them at once, each on its own
  * store instance and clock: a port that decides over the network is bound by round trips, not
@@ -117,7 +121,13 @@ public final class LimiterVectorReplay {
       clock.advanceNanos(call.now() - clock.nanos());
       Object actual;
       try {
-        actual = store.limit(call.limiter(), call.operation(), call.permits());
+        if (call.joint() != null) {
+          actual = List.of(store.limitAll(call.joint(), call.permits()));
+        } else if (call.operationId() != null) {
+          actual = store.applyOnce(OperationId.of(call.operationId()), call.step());
+        } else {
+          actual = store.limit(call.limiter(), call.operation(), call.permits());
+        }
       } catch (RuntimeException e) {
         actual = e.getClass();
       }
@@ -127,19 +137,28 @@ public final class LimiterVectorReplay {
         return where + "\n    expected " + describe(expected.answer()) + "\n    but got  " + describe(actual);
       }
       if (reader != null) {
-        Stored held;
-        try {
-          held = reader.read(v.key());
-        } catch (Exception e) {
-          throw new IllegalStateException("reading " + v.key() + " failed", e);
-        }
-        String differs = compare(expected.state(), held, call.now());
+        String differs = compare(expected.state(), read(reader, v.key()), call.now());
         if (differs != null) {
           return where + ", answered as expected, but the stored state " + differs;
+        }
+        for (int k = 0; k < expected.others().size(); k++) {
+          String key = call.joint().get(k + 1).key();
+          differs = compare(expected.others().get(k), read(reader, key), call.now());
+          if (differs != null) {
+            return where + ", answered as expected, but the stored state of " + key + " " + differs;
+          }
         }
       }
     }
     return null;
+  }
+
+  private static Stored read(StateReader reader, String key) {
+    try {
+      return reader.read(key);
+    } catch (Exception e) {
+      throw new IllegalStateException("reading " + key + " failed", e);
+    }
   }
 
   /** Null if {@code held} is what {@code expected} says (null: nothing live at {@code now}). */
