@@ -315,13 +315,17 @@ public final class NamedLimits {
       CompletionStage<dev.tally.JointDecision> decided;
       try {
         decided = tally.decideAsync(limiters, jointHits);
-      } catch (RuntimeException e) {
-        return CompletableFuture.failedFuture(e);
+      } catch (IllegalArgumentException e) { // more keys than the store decides at once, say
+        decided = CompletableFuture.failedFuture(e);
       }
       first = decided.handle((d, failure) -> {
         Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
             ? failure.getCause() : failure;
-        if (cause != null && !(cause instanceof dev.tally.WrongKindException)) {
+        // A name that holds a counter, or a set the store cannot decide jointly (too many keys):
+        // refused, never the error that Envoy, failing open, would let through. Store failures are
+        // the request's.
+        if (cause != null && !(cause instanceof dev.tally.WrongKindException)
+            && !(cause instanceof IllegalArgumentException)) {
           throw failure instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(failure);
         }
         for (int j = 0; j < joint.size(); j++) {

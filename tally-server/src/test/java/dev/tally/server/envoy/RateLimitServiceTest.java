@@ -382,6 +382,25 @@ class RateLimitServiceTest {
     }
   }
 
+  /**
+   * More descriptors than the store decides in one joint decision (the file store: 255) are refused
+   * OVER_LIMIT, never answered with an error that Envoy, failing open, would let through.
+   */
+  @org.junit.jupiter.api.Test
+  void allOrNothingRefusesARequestOfMoreDescriptorsThanTheStoreDecidesAtOnce(@TempDir Path dir) throws Exception {
+    try (Env env = new Env("file:", dir, RULES, null, true)) {
+      Descriptor[] many = new Descriptor[300];
+      for (int i = 0; i < many.length; i++) {
+        many[i] = d("path", "/api/p" + i);
+      }
+      RateLimitResponse refused = env.call(1, many);
+      assertThat(refused.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+      assertThat(refused.getStatusesList()).extracting(s -> s.getCode()).containsOnly(Code.OVER_LIMIT);
+      assertThat(env.call(1, d("path", "/api/p0")).getStatuses(0).getLimitRemaining())
+          .as("nothing was taken").isEqualTo(2);
+    }
+  }
+
   @org.junit.jupiter.api.Test
   void allOrNothingIsRefusedAtStartupOnRedisClusterWhereTheKeysAreInSeveralSlots() {
     assertThatThrownBy(() -> NamedLimits.requireJointDecisions("redis-cluster://127.0.0.1:7000"))
