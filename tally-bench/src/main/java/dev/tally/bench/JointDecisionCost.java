@@ -3,7 +3,6 @@ package dev.tally.bench;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -44,32 +43,9 @@ public final class JointDecisionCost {
     System.out.printf(Locale.ROOT, "%-12s %7s %16s %16s %8s%n", "store", "threads", "separate (3)/s", "joint/s",
         "joint/sep");
     for (String store : stores) {
-      AutoCloseable server = null;
-      String uri = store;
-      if (store.equals("redis")) {
-        LocalRedis redis = LocalRedis.start();
-        server = redis;
-        uri = redis.uri();
-      } else if (store.equals("postgresql")) {
-        PostgresComparison.LocalServer pg = PostgresComparison.LocalServer.start("on");
-        server = pg::stop;
-        uri = pg.uri();
-        String jdbc = "jdbc:" + uri.replaceFirst("^postgres(ql)?://([^@/]*)@", "postgresql://").replaceFirst("\\?.*", "")
-            + "?user=" + uri.replaceFirst("^postgres(ql)?://", "").replaceFirst("@.*", "");
-        try (java.sql.Connection c = java.sql.DriverManager.getConnection(jdbc);
-            java.sql.Statement st = c.createStatement()) {
-          st.execute(dev.tally.jdbc.PostgresSchema.storeDdl("tally"));
-        }
-      } else if (store.equals("file:")) {
-        uri = "file:" + Files.createTempDirectory("tally-joint").resolve("data");
-      }
-      try (Tally tally = Tally.open(uri)) {
+      try (BenchStore s = BenchStore.start(store); Tally tally = Tally.open(s.uri())) {
         for (int n : threads) {
           measure(tally, store, n, seconds, rounds);
-        }
-      } finally {
-        if (server != null) {
-          server.close();
         }
       }
     }
@@ -109,12 +85,12 @@ public final class JointDecisionCost {
         joint / separate);
   }
 
-  private interface Call {
+  interface Call {
     void run(int thread);
   }
 
   /** Requests per second (a request: three separate decisions, or one joint one). */
-  private static double rate(int threads, double seconds, Call call) throws InterruptedException {
+  static double rate(int threads, double seconds, Call call) throws InterruptedException {
     LongAdder done = new LongAdder();
     long deadline = System.nanoTime() + (long) (seconds * 1e9);
     Thread[] workers = new Thread[threads];

@@ -5,11 +5,6 @@ import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
 import dev.tally.TallyListener;
-import dev.tally.dynamodb.DynamoDbTables;
-import java.io.BufferedReader;
-import java.io.File;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -57,36 +52,10 @@ public final class LeasedHotKey {
     System.out.println("# uptime: " + LocalRedis.load());
     List<String> table = new ArrayList<>();
     for (String store : stores) {
-      AutoCloseable server;
-      String uri;
-      if (store.equals("dynamodb")) {
-        Process dynalite = startDynalite();
-        server = () -> {
-          dynalite.toHandle().descendants().forEach(ProcessHandle::destroyForcibly);
-          dynalite.destroyForcibly();
-        };
-        uri = "dynamodb://hot?endpoint=http://127.0.0.1:" + dynalitePort
-            + "&accessKey=test&secretKey=test%2Bsecret&region=us-east-1";
-        DynamoDbTables.create(uri);
-      } else if (store.equals("postgresql")) {
-        PostgresComparison.LocalServer pg = PostgresComparison.LocalServer.start("on");
-        server = pg::stop;
-        uri = pg.uri();
-        String jdbc = "jdbc:" + uri.replaceFirst("^postgres(ql)?://([^@/]*)@", "postgresql://").replaceFirst("\\?.*", "")
-            + "?user=" + uri.replaceFirst("^postgres(ql)?://", "").replaceFirst("@.*", "");
-        try (java.sql.Connection c = java.sql.DriverManager.getConnection(jdbc);
-            java.sql.Statement st = c.createStatement()) {
-          st.execute(dev.tally.jdbc.PostgresSchema.storeDdl("tally"));
-        }
-      } else {
-        throw new IllegalArgumentException("unknown store " + store + "; use dynamodb or postgresql");
-      }
-      try {
+      try (BenchStore s = BenchStore.start(store)) {
         for (int n : threads) {
-          table.add(measure(uri, store, n, seconds, rounds));
+          table.add(measure(s.uri(), store, n, seconds, rounds));
         }
-      } finally {
-        server.close();
       }
     }
     System.out.println();
@@ -94,32 +63,6 @@ public final class LeasedHotKey {
     System.out.println("|---|---:|---:|---:|---|---|");
     table.forEach(System.out::println);
     System.out.println("# uptime after: " + LocalRedis.load());
-  }
-
-  private static int dynalitePort;
-
-  private static Process startDynalite() throws Exception {
-    File cli = new File("tally-dynamodb/node_modules/dynalite/cli.js").getAbsoluteFile();
-    if (!cli.isFile()) {
-      throw new IllegalStateException("dynalite is not installed at " + cli
-          + ": run `(cd tally-dynamodb && npm ci --no-audit --no-fund)` first, from the repository's root");
-    }
-    dynalitePort = LocalRedis.freePort();
-    Process p = new ProcessBuilder("node", cli.getPath(), "--host", "127.0.0.1", "--port",
-        Integer.toString(dynalitePort), "--createTableMs", "0").redirectErrorStream(true).start();
-    BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-    for (String line = out.readLine(); ; line = out.readLine()) {
-      if (line == null) {
-        throw new IllegalStateException("dynalite exited before listening");
-      }
-      if (line.contains("listening")) {
-        break;
-      }
-    }
-    Thread drain = new Thread(() -> out.lines().forEach(l -> { }), "dynalite-output");
-    drain.setDaemon(true);
-    drain.start();
-    return p;
   }
 
   /** One row: plain and leased in alternating rounds, after a round of each to warm up. */
