@@ -46,6 +46,7 @@ public final class Main {
     cli.addSubcommand(new TransactionCommand());
     cli.addSubcommand(new LimitCommand());
     cli.addSubcommand(new RateLimitCommand());
+    cli.addSubcommand(new ConcurrencyCommand());
     cli.addSubcommand(new ServeCommand());
     cli.addSubcommand(new BenchCommand());
     cli.addSubcommand(new SchemaCommand());
