@@ -33,11 +33,13 @@ type Lease struct {
 }
 
 func (l *ConcurrencyLimit) call(ctx context.Context, method, action string, body map[string]any, out any) error {
+	var data any // a nil map would be sent as null
 	if body != nil {
 		body["maxPermits"] = l.maxPermits
+		data = body
 	}
 	// The routes take no idempotency key: never retried with one.
-	return l.c.call(ctx, method, "/v1/concurrency/"+url.PathEscape(l.name)+action, body, noIdempotencyKey, out)
+	return l.c.call(ctx, method, "/v1/concurrency/"+url.PathEscape(l.name)+action, data, noIdempotencyKey, out)
 }
 
 // Acquire leases weight permits for ttl, waiting on the server up to maxWait (at most 5m); a
