@@ -328,9 +328,16 @@ func decode(answer []byte, out any) error {
 
 // do sends one request, retrying as the client is configured, and returns the body of a 200;
 // any other status is an error.
+// noIdempotencyKey marks a call whose route takes no key: none is made up for its retries.
+const noIdempotencyKey = "\x00"
+
 func (c *Client) do(ctx context.Context, method, path string, data []byte, idem string) ([]byte, error) {
 	changing := method != http.MethodGet
-	if changing && idem == "" && c.retries > 0 {
+	keyless := idem == noIdempotencyKey
+	if keyless {
+		idem = ""
+	}
+	if changing && idem == "" && c.retries > 0 && !keyless {
 		idem = newIdempotencyKey()
 	}
 	for attempt := 0; ; attempt++ {

@@ -160,6 +160,35 @@ func TestLimiter(t *testing.T) {
 	})
 }
 
+func TestConcurrencyLeases(t *testing.T) {
+	each(t, func(t *testing.T, _ string, c *tally.Client, key func(string) string) {
+		ctx := context.Background()
+		exports := c.Concurrency(key("exports"), 2)
+		first := must(exports.Acquire(ctx, 2, time.Minute, 0))
+		mustEqual(t, first.Weight, int64(2))
+		mustEqual(t, must(exports.InUse(ctx)), int64(2))
+		if _, err := exports.Acquire(ctx, 1, time.Minute, 50*time.Millisecond); !errors.Is(err, tally.ErrDenied) {
+			t.Fatalf("want ErrDenied, got %v", err)
+		}
+		if renewed := must(exports.Renew(ctx, first.ID, time.Hour)); renewed.ExpiresInMillis <= 60000 {
+			t.Fatalf("renewed for an hour, but %+v", renewed)
+		}
+		mustEqual(t, must(exports.Release(ctx, first.ID)), true)
+		mustEqual(t, must(exports.Release(ctx, first.ID)), false) // twice: harmless
+		mustEqual(t, must(exports.InUse(ctx)), int64(0))
+		if _, err := exports.Renew(ctx, first.ID, time.Minute); !errors.Is(err, tally.ErrLeaseGone) {
+			t.Fatalf("want ErrLeaseGone, got %v", err)
+		}
+		second := must(exports.Acquire(ctx, 1, time.Minute, 0))
+		if second.FencingToken <= first.FencingToken {
+			t.Fatalf("fencing tokens must increase: %d then %d", first.FencingToken, second.FencingToken)
+		}
+		if _, err := exports.Acquire(ctx, 3, time.Minute, 0); !errors.Is(err, tally.ErrBadRequest) {
+			t.Fatalf("want ErrBadRequest for weight > maxPermits, got %v", err)
+		}
+	})
+}
+
 func TestLeakyBucketHasCleverMethodSet(t *testing.T) {
 	each(t, func(t *testing.T, url string, _ *tally.Client, key func(string) string) {
 		var storage leakybucket.Storage = leakybucket.New(url)

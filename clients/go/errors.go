@@ -21,6 +21,9 @@ var (
 	ErrConflict = errors.New("tally: conflict")
 	// ErrDenied: a limiter refused; the error is a *DeniedError with the decision.
 	ErrDenied = errors.New("tally: denied")
+	// ErrLeaseGone: a concurrency limit's lease was released or has expired (410); its permits
+	// may be another holder's already.
+	ErrLeaseGone = errors.New("tally: lease gone")
 	// ErrUnsupported: the store cannot do this.
 	ErrUnsupported = errors.New("tally: unsupported by the store")
 	// ErrUnavailable: the store could not be reached or the server is stopping; nothing applied.
@@ -69,7 +72,7 @@ func (e *DeniedError) Unwrap() error { return e.Err }
 
 var byStatus = map[int]error{
 	400: ErrBadRequest, 401: ErrUnauthorized, 403: ErrUnauthorized, 404: ErrNotFound,
-	408: ErrTimeout, 409: ErrConflict, 413: ErrBadRequest, 414: ErrBadRequest, 415: ErrBadRequest,
+	408: ErrTimeout, 409: ErrConflict, 410: ErrLeaseGone, 413: ErrBadRequest, 414: ErrBadRequest, 415: ErrBadRequest,
 	422: ErrBadRequest, 429: ErrDenied, 431: ErrBadRequest, 501: ErrUnsupported,
 	503: ErrUnavailable, 504: ErrTimeout,
 }

@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import server  # noqa: E402
 from tally_client import (AsyncClient, BadRequest, Client, Conflict, Counter, Denied,  # noqa: E402
-                          DistributedCounter, NoSuchRoute, NotFound, limits)
+                          DistributedCounter, LeaseGone, NoSuchRoute, NotFound, limits)
 
 PROCESSES = 4
 
@@ -43,6 +43,25 @@ class Contract:
 
     def key(self, name):
         return self.prefix + name
+
+    def test_concurrency_leases(self):
+        exports = self.client.concurrency(self.key("exports"), 2)
+        first = exports.acquire("1m", weight=2)
+        self.assertEqual(first["weight"], 2)
+        self.assertEqual(exports.in_use(), 2)
+        with self.assertRaises(Denied):
+            exports.acquire("1m", max_wait=0.05)
+        renewed = exports.renew(first["id"], "1h")
+        self.assertGreater(renewed["expiresInMillis"], 60000)
+        self.assertTrue(exports.release(first["id"]))
+        self.assertFalse(exports.release(first["id"]))  # twice: harmless
+        self.assertEqual(exports.in_use(), 0)
+        with self.assertRaises(LeaseGone):
+            exports.renew(first["id"], "1m")
+        second = exports.acquire(60)
+        self.assertGreater(second["fencingToken"], first["fencingToken"])
+        with self.assertRaises(BadRequest):
+            exports.acquire("1m", weight=3)
 
     def test_counter_calls(self):
         c, k = self.client, self.key("views")

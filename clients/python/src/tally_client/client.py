@@ -43,10 +43,10 @@ class Client:
     # -- the one place a request is sent -------------------------------------------------------
 
     def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
-              idempotency_key: Optional[str] = None) -> Answer:
+              idempotency_key: Optional[str] = None, keyed: bool = True) -> Answer:
         data = None if body is None else encode(body)
         changing = method != "GET"
-        if changing and idempotency_key is None and self.retries > 0:
+        if changing and idempotency_key is None and self.retries > 0 and keyed:
             idempotency_key = c.new_idempotency_key()
         attempt = 0
         while True:
@@ -203,6 +203,10 @@ class Client:
         """A rate limiter ``name`` with ``limits`` (see ``tally_client.limits``)."""
         return Limiter(self, name, limits)
 
+    def concurrency(self, name: str, max_permits: int) -> "ConcurrencyLimit":
+        """At most ``max_permits`` permits held at once on ``name``, by leases that expire."""
+        return ConcurrencyLimit(self, name, max_permits)
+
     def health(self) -> Dict[str, Any]:
         answer = self._call("GET", "/healthz")
         if answer.status != 200:
@@ -297,6 +301,48 @@ class Limiter:
     def reconfigure(self) -> c.Decision:
         """Stores this handle's limits for every process, keeping what was consumed."""
         return c.decision(self._post("/reconfigure"))
+
+
+class ConcurrencyLimit:
+    """A concurrency limit: leases of permits, each renewed or released by its ``id``. The routes
+    take no Idempotency-Key, so these calls are never retried with one (``retries`` skips them)."""
+
+    def __init__(self, client: Client, name: str, max_permits: int):
+        self._client = client
+        self.name = name
+        self.max_permits = max_permits
+
+    def _ok(self, method: str, action: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        answer = self._client._call(method, c.key_path("/v1/concurrency/", self.name, action),
+                                    body, keyed=False)
+        if answer.status != 200:
+            raise c.error(answer)
+        return answer.json()
+
+    def acquire(self, ttl: c.Duration, weight: int = 1, max_wait: c.Duration = 0) -> Dict[str, Any]:
+        """Leases ``weight`` permits for ``ttl``, waiting on the server up to ``max_wait``: the
+        lease (``id``, ``fencingToken``, ``weight``, ``expiresAt``, ``expiresInMillis``); raises
+        Denied if no permits came in time."""
+        return self._ok("POST", "/acquire", {"maxPermits": self.max_permits, "weight": weight,
+                                             "ttl": c.duration(ttl), "maxWait": c.duration(max_wait)})
+
+    def renew(self, lease_id: str, ttl: c.Duration) -> Dict[str, Any]:
+        """Extends the lease to ``ttl`` from now; raises LeaseGone if it was released or expired."""
+        return self._ok("POST", self._lease(lease_id, "/renew"),
+                        {"maxPermits": self.max_permits, "ttl": c.duration(ttl)})
+
+    def release(self, lease_id: str) -> bool:
+        """Gives the permits back: False if the lease had been released or had expired."""
+        return bool(self._ok("POST", self._lease(lease_id, "/release"),
+                             {"maxPermits": self.max_permits})["released"])
+
+    def in_use(self) -> int:
+        """The permits held by unexpired leases."""
+        return int(self._ok("GET", "?maxPermits=%d" % self.max_permits)["inUse"])
+
+    @staticmethod
+    def _lease(lease_id: str, action: str) -> str:
+        return c.key_path("/leases/", lease_id, action)
 
 
 def iterkeys(client: Client, prefix: str = "") -> Iterator[str]:

@@ -57,6 +57,11 @@ class Denied(TallyError):
         self.decision = decision
 
 
+class LeaseGone(TallyError):
+    """A concurrency limit's lease was released or has expired (410): it cannot be renewed, and
+    its permits may be another holder's already. Stop the work, or acquire a new lease."""
+
+
 class Unavailable(TallyError):
     """The store could not be reached, or the server is stopping (503): nothing was applied."""
 
@@ -71,7 +76,7 @@ class Timeout(TallyError):
 
 
 _BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Unauthorized, 404: NotFound,
-              409: Conflict, 413: BadRequest, 414: BadRequest, 415: BadRequest,
+              409: Conflict, 410: LeaseGone, 413: BadRequest, 414: BadRequest, 415: BadRequest,
               422: BadRequest, 431: BadRequest, 501: Unsupported, 503: Unavailable,
               504: Timeout, 408: Timeout}
 

@@ -47,6 +47,7 @@ public final class Main {
     cli.addSubcommand(new LimitCommand());
     cli.addSubcommand(new DecideCommand());
     cli.addSubcommand(new RateLimitCommand());
+    cli.addSubcommand(new ConcurrencyCommand());
     cli.addSubcommand(new ServeCommand());
     cli.addSubcommand(new BenchCommand());
     cli.addSubcommand(new SchemaCommand());

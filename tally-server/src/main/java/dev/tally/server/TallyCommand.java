@@ -51,7 +51,7 @@ import picocli.CommandLine.Spec;
         "  0  ok",
         "  1  no: a limiter denied, or add found a live counter",
         "  2  usage or bad input (the message says what to type instead)",
-        "  3  not found: no such counter",
+        "  3  not found: no such counter, or a lease released or expired",
         "  4  store unavailable or timed out",
         "  5  conflict: overflow, or a floating counter read as an integer",
         " 70  internal error (a bug: please report it)",

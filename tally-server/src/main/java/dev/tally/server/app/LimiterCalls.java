@@ -17,10 +17,14 @@ import java.util.function.Supplier;
  * thread waits on them. {@link RateLimiter#reconfigure} and {@link Quota#topUp} have no
  * asynchronous form: they run on a small pool of their own rather than on an event loop, where a
  * limiter over a remote store would stall every connection of that loop. They are rare (an
- * operator's calls), so the pool is small and made on first use.
+ * operator's calls), so the pool is small and made on first use. Nor has
+ * {@link dev.tally.ConcurrencyLimit}: its steps run on a cached pool of their own, as the library
+ * runs a blocking store's, so that a step never queues behind another's (each is one store call;
+ * a waiting acquire holds no thread between its attempts).
  */
 final class LimiterCalls implements AutoCloseable {
   private volatile ExecutorService pool;
+  private volatile ExecutorService steps;
 
   private static RateLimiter with(RateLimiter limiter, String opId) {
     return opId == null ? limiter : limiter.withOperationId(opId);
@@ -54,23 +58,41 @@ final class LimiterCalls implements AutoCloseable {
     if (p == null) {
       synchronized (this) {
         if ((p = pool) == null) {
-          AtomicInteger n = new AtomicInteger();
-          pool = p = Executors.newFixedThreadPool(2, r -> {
-            Thread t = new Thread(r, "tally-limiter-admin-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          });
+          pool = p = Executors.newFixedThreadPool(2, threads("tally-limiter-admin-"));
         }
       }
     }
     return CompletableFuture.supplyAsync(op, p);
   }
 
+  /** One step of a concurrency limit (acquire, renew, release, in use), off the caller's thread. */
+  <T> CompletableFuture<T> concurrency(Supplier<T> op) {
+    ExecutorService p = steps;
+    if (p == null) {
+      synchronized (this) {
+        if ((p = steps) == null) {
+          steps = p = Executors.newCachedThreadPool(threads("tally-concurrency-"));
+        }
+      }
+    }
+    return CompletableFuture.supplyAsync(op, p);
+  }
+
+  private static java.util.concurrent.ThreadFactory threads(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, prefix + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
   @Override
   public void close() {
-    ExecutorService p = pool;
-    if (p != null) {
-      p.shutdown();
+    for (ExecutorService p : new ExecutorService[] {pool, steps}) {
+      if (p != null) {
+        p.shutdown();
+      }
     }
   }
 }

@@ -22,6 +22,8 @@ import dev.tally.jdbc.FlushBusyException;
  *   <tr><td>{@code bad_request}: bad input, said how to fix it</td><td>400</td><td>2</td></tr>
  *   <tr><td>{@code too_large}: a body over the limit</td><td>413</td><td>2</td></tr>
  *   <tr><td>{@code not_found}: no such counter</td><td>404</td><td>3</td></tr>
+ *   <tr><td>{@code lease_gone}: a concurrency limit's lease was released or has expired, for
+ *       good (its fencing token is never granted again)</td><td>410</td><td>3</td></tr>
  *   <tr><td>{@code no_route}: no such route or limiter action (HTTP only)</td><td>404</td><td>2</td></tr>
  *   <tr><td>{@code store_unavailable}, {@code store_timeout}</td><td>503, 504</td><td>4</td></tr>
  *   <tr><td>{@code conflict}: overflow, or a floating counter read as an integer</td>
@@ -47,6 +49,7 @@ public enum Problem {
   UNSUPPORTED(501, 2, "Not Implemented"),
   NOT_FOUND(404, 3, "Not Found"),
   NO_ROUTE(404, 2, "Not Found"),
+  LEASE_GONE(410, 3, "Gone"),
   STORE_UNAVAILABLE(503, 4, "Service Unavailable"),
   STORE_TIMEOUT(504, 4, "Gateway Timeout"),
   SHUTTING_DOWN(503, 4, "Service Unavailable"),

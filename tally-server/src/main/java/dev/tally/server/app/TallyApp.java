@@ -1,11 +1,13 @@
 package dev.tally.server.app;
 
 import dev.tally.AsyncCounters;
+import dev.tally.ConcurrencyLimit;
 import dev.tally.Counters;
 import dev.tally.Decision;
 import dev.tally.Expiry;
 import dev.tally.FailurePolicy;
 import dev.tally.KeyNotFoundException;
+import dev.tally.Lease;
 import dev.tally.Limit;
 import dev.tally.NotAnIntegerException;
 import dev.tally.Quota;
@@ -66,7 +68,7 @@ public final class TallyApp implements AutoCloseable {
   private final TallyApp root;
   private volatile ScheduledExecutorService waits;
   /** Acquires waiting for their next attempt, failed with shutting_down if closed first. */
-  private final Set<CompletableFuture<LimiterDecision>> waiting = ConcurrentHashMap.newKeySet();
+  private final Set<CompletableFuture<?>> waiting = ConcurrentHashMap.newKeySet();
 
   /**
    * @param tally the store
@@ -652,6 +654,145 @@ public final class TallyApp implements AutoCloseable {
     return specs.stream().map(LimitSpec::limit).toArray(Limit[]::new);
   }
 
+  // ------------------------------------------------------------------ concurrency limits
+
+  /** The longest a waiting lease acquire goes without asking the store, as the library's waiters. */
+  private static final long MAX_LEASE_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+  /**
+   * Leases {@code weight} permits of the concurrency limit {@code name} for {@code ttl}, waiting up
+   * to {@code maxWait} for them without holding a thread: {@link ConcurrencyLimit} has only a
+   * blocking form, so each attempt is one store step on a pool, and the next is scheduled after a
+   * backoff that doubles from 1 ms to 50 ms. No permit within {@code maxWait} is
+   * {@link Problem#DENIED}.
+   */
+  public CompletableFuture<ConcurrencyLease> acquireLease(String name, long maxPermits, long weight,
+      Duration ttl, Duration maxWait) {
+    CompletableFuture<ConcurrencyLease> result = new CompletableFuture<>();
+    try {
+      Duration wait = maxWait == null ? Duration.ZERO : maxWait;
+      if (wait.compareTo(MAX_WAIT) > 0) {
+        throw new RequestException("maxWait " + Specs.format(wait) + " is longer than the "
+            + Specs.format(MAX_WAIT) + " allowed");
+      }
+      ConcurrencyLimit limit = concurrency(name, maxPermits, leaseTtl(ttl));
+      if (weight < 1 || weight > maxPermits) {
+        throw new RequestException("weight must be 1 to maxPermits (" + maxPermits + "), not " + weight);
+      }
+      String denied = "the concurrency limit '" + name + "' has not " + weight + " of its " + maxPermits
+          + " permits free" + (wait.isZero() ? " now" : " within " + Specs.format(wait))
+          + "; a lease frees its permits when released or when it expires";
+      attemptLease(limit, weight, ttl, System.nanoTime() + wait.toNanos(), TimeUnit.MILLISECONDS.toNanos(1),
+          denied, result);
+    } catch (RuntimeException e) {
+      result.completeExceptionally(e);
+    }
+    return result;
+  }
+
+  @SuppressWarnings("CollectionUndefinedEquality") // the set holds each waiting future by identity, as meant
+  private void attemptLease(ConcurrencyLimit limit, long weight, Duration ttl, long deadline, long backoff,
+      String denied, CompletableFuture<ConcurrencyLease> result) {
+    long start = System.nanoTime();
+    limiters.concurrency(() -> limit.tryAcquire(weight, ttl)).whenComplete((lease, failure) -> {
+      if (failure != null) {
+        timings.failed("concurrency.acquire", Stages.unwrap(failure), start);
+        result.completeExceptionally(Stages.unwrap(failure));
+        return;
+      }
+      timings.done("concurrency.acquire", lease, start);
+      if (lease.isPresent()) {
+        if (!result.complete(ConcurrencyLease.of(limit.name(), lease.get()))) {
+          lease.get().release(); // the caller is gone (shutdown): nobody would release it
+        }
+        return;
+      }
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        result.completeExceptionally(new RequestException(Problem.DENIED, denied));
+        return;
+      }
+      try {
+        if (root.waiting.add(result)) {
+          result.whenComplete((l, f) -> root.waiting.remove(result));
+        }
+        waits().schedule(() -> attemptLease(limit, weight, ttl, deadline,
+            Math.min(backoff * 2, MAX_LEASE_BACKOFF_NANOS), denied, result), Math.min(backoff, left),
+            TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException closing) {
+        result.completeExceptionally(shuttingDown());
+      }
+    });
+  }
+
+  /**
+   * Extends the lease {@code id} of the concurrency limit {@code name} to {@code ttl} from now on
+   * the store's clock; a lease released or expired is {@link Problem#LEASE_GONE}.
+   */
+  public CompletionStage<ConcurrencyLease> renewLease(String name, long maxPermits, String id, Duration ttl) {
+    return concurrencyStep("concurrency.renew", () -> {
+      Lease lease = concurrency(name, maxPermits, leaseTtl(ttl)).lease(id);
+      return () -> {
+        if (!lease.renew(ttl)) {
+          throw new RequestException(Problem.LEASE_GONE, "lease '" + id + "' of the concurrency limit '"
+              + name + "' was released or has expired, and cannot be renewed: its permits may be another"
+              + " holder's already; stop the work, or acquire a new lease");
+        }
+        return ConcurrencyLease.of(name, lease);
+      };
+    });
+  }
+
+  /** Gives the lease's permits back; harmless on a lease released or expired already. */
+  public CompletionStage<LeaseReleased> releaseLease(String name, long maxPermits, String id) {
+    return concurrencyStep("concurrency.release", () -> {
+      Lease lease = concurrency(name, maxPermits, null).lease(id);
+      return () -> new LeaseReleased(name, id, lease.release());
+    });
+  }
+
+  /** The permits held by unexpired leases of the concurrency limit {@code name}. */
+  public CompletionStage<ConcurrencyInUse> leasesInUse(String name, long maxPermits) {
+    return concurrencyStep("concurrency.in-use", () -> {
+      ConcurrencyLimit limit = concurrency(name, maxPermits, null);
+      return () -> new ConcurrencyInUse(name, maxPermits, limit.inUse());
+    });
+  }
+
+  /** Checks the input on the caller's thread (bad input reaches no pool), then runs the step on the pool. */
+  private <T> CompletionStage<T> concurrencyStep(String operation, Supplier<Supplier<T>> checked) {
+    Supplier<T> step;
+    try {
+      step = checked.get();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return run(operation, () -> limiters.concurrency(step), v -> v);
+  }
+
+  private static Duration leaseTtl(Duration ttl) {
+    if (ttl == null) {
+      throw new RequestException("a lease needs a ttl, the longest it is held unless renewed, e.g. 30s");
+    }
+    return ttl;
+  }
+
+  /** The limit's handle, once the input every step shares is checked; {@code ttl} null: none to check. */
+  private ConcurrencyLimit concurrency(String name, long maxPermits, Duration ttl) {
+    if (opId != null) {
+      throw new RequestException("concurrency limits take no operation id (Idempotency-Key, --op-id):"
+          + " renew and release are safe to repeat as they are, and a repeated acquire is a new lease"
+          + " (one nobody uses expires after its ttl)");
+    }
+    if (maxPermits < 1) {
+      throw new RequestException("maxPermits must be 1 or more, not " + maxPermits);
+    }
+    if (ttl != null && (ttl.isNegative() || ttl.isZero())) {
+      throw new RequestException("a lease's ttl must be positive, not " + Specs.format(ttl));
+    }
+    return tally.concurrency(name, maxPermits);
+  }
+
   // ------------------------------------------------------------------ named limits
 
   /**
@@ -721,7 +862,7 @@ public final class TallyApp implements AutoCloseable {
     if (w != null) {
       w.shutdownNow(); // the attempts it held will never run: answer their callers here
     }
-    for (CompletableFuture<LimiterDecision> result : waiting) {
+    for (CompletableFuture<?> result : waiting) {
       result.completeExceptionally(shuttingDown());
     }
     limiters.close();

@@ -20,11 +20,14 @@ import dev.tally.JointDecision;
 import dev.tally.server.app.Added;
 import dev.tally.server.app.CounterTtl;
 import dev.tally.server.app.BoundedValue;
+import dev.tally.server.app.ConcurrencyInUse;
+import dev.tally.server.app.ConcurrencyLease;
 import dev.tally.server.app.CounterValue;
 import dev.tally.server.app.Deleted;
 import dev.tally.server.app.Health;
 import dev.tally.server.app.KeyList;
 import dev.tally.server.app.JointLimiterDecision;
+import dev.tally.server.app.LeaseReleased;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.NamedLimitResult;
 import dev.tally.server.app.Problem;
@@ -244,6 +247,23 @@ final class Json {
       g.writeNumberField("latencyMicros", h.latencyMicros());
     } else if (result instanceof NamedLimitResult n) {
       named(g, n);
+    } else if (result instanceof ConcurrencyLease l) {
+      g.writeStringField("name", l.name());
+      g.writeStringField("id", l.id());
+      g.writeNumberField("fencingToken", l.fencingToken());
+      if (l.weight() > 0) { // a renewal does not learn it
+        g.writeNumberField("weight", l.weight());
+      }
+      g.writeStringField("expiresAt", l.expiresAt().toString());
+      g.writeNumberField("expiresInMillis", l.expiresInMillis());
+    } else if (result instanceof LeaseReleased r) {
+      g.writeStringField("name", r.name());
+      g.writeStringField("id", r.id());
+      g.writeBooleanField("released", r.released());
+    } else if (result instanceof ConcurrencyInUse u) {
+      g.writeStringField("name", u.name());
+      g.writeNumberField("maxPermits", u.maxPermits());
+      g.writeNumberField("inUse", u.inUse());
     } else if (result instanceof Rules.Status s) {
       strings(g, "domains", s.domains());
       strings(g, "files", s.files());

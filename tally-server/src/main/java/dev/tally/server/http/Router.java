@@ -62,7 +62,7 @@ final class Router {
       String remote) {}
 
   /** A request on its way to its handler: the path's variable, the app to call, the format. */
-  private record Call(Request request, String var, TallyApp app, boolean int64Strings) {
+  private record Call(Request request, String var, String id, TallyApp app, boolean int64Strings) {
     Body body(String example, Set<String> fields) {
       return Body.parse(request.body(), example, fields);
     }
@@ -84,8 +84,12 @@ final class Router {
     }
   }
 
-  /** Where a path leads: its route, and the key, limiter name or domain it names. */
-  private record Resolved(Route route, String var) {}
+  /** Where a path leads: its route, the key, limiter name or domain it names, and a lease's id. */
+  private record Resolved(Route route, String var, String id) {
+    Resolved(Route route, String var) {
+      this(route, var, null);
+    }
+  }
 
   private final TallyApp app;
   private final Auth auth;
@@ -182,7 +186,51 @@ final class Router {
       return json(c, Requests.versioned(c.app(), b).acquire(c.var(), Requests.limits(b), b.integer("permits", 1),
           b.duration("maxWait")));
     });
+    concurrencyRoutes(t);
     return Map.copyOf(t);
+  }
+
+  private static final String CONCURRENCY = "/v1/concurrency/";
+  private static final Set<String> IN_USE_PARAMETERS = Set.of("maxPermits", Int64.PARAMETER);
+  private static final String LEASE_EXAMPLE = "{\"maxPermits\": 10, \"weight\": 1, \"ttl\": \"30s\"}";
+
+  /** A concurrency limit's routes: acquire, a lease's renew and release, and the permits in use. */
+  private void concurrencyRoutes(Map<String, Route> t) {
+    String limit = CONCURRENCY + "{name}";
+    add(t, limit, "GET", c -> {
+      c.empty();
+      int at = c.request().uri().indexOf('?');
+      String max = Requests.query(at < 0 ? null : c.request().uri().substring(at + 1)).get("maxPermits");
+      if (max == null) {
+        throw new RequestException("missing query parameter maxPermits, e.g. ?maxPermits=10");
+      }
+      try {
+        return json(c, c.app().leasesInUse(c.var(), Long.parseLong(max)));
+      } catch (NumberFormatException e) {
+        throw new RequestException("maxPermits must be an integer, not '" + max + "'");
+      }
+    });
+    add(t, limit + "/acquire", "POST", c -> {
+      Body b = c.body(LEASE_EXAMPLE, Set.of("maxPermits", "weight", "ttl", "maxWait"));
+      return json(c, c.app().acquireLease(c.var(), maxPermits(b), b.integer("weight", 1),
+          b.duration("ttl"), b.duration("maxWait")));
+    });
+    add(t, limit + "/leases/{id}/renew", "POST", c -> {
+      Body b = c.body("{\"maxPermits\": 10, \"ttl\": \"30s\"}", Set.of("maxPermits", "ttl"));
+      return json(c, c.app().renewLease(c.var(), maxPermits(b), c.id(), b.duration("ttl")));
+    });
+    add(t, limit + "/leases/{id}/release", "POST", c -> {
+      Body b = c.body("{\"maxPermits\": 10}", Set.of("maxPermits"));
+      return json(c, c.app().releaseLease(c.var(), maxPermits(b), c.id()));
+    });
+  }
+
+  private static long maxPermits(Body b) {
+    if (!b.has("maxPermits")) {
+      throw new RequestException("missing field 'maxPermits': the most permits held at once on the"
+          + " name, e.g. " + LEASE_EXAMPLE);
+    }
+    return b.integer("maxPermits", 0);
   }
 
   private Map<String, Route> actions(String prefix) {
@@ -289,7 +337,8 @@ final class Router {
       strings = Int64.asStrings(query);
       Resolved to = resolve(q < 0 ? r.uri() : r.uri().substring(0, q));
       template = to.route().template();
-      checkQuery(query, template.equals("/v1/counters") ? LIST_PARAMETERS : INT64, r.method());
+      checkQuery(query, template.equals("/v1/counters") ? LIST_PARAMETERS
+          : template.equals(CONCURRENCY + "{name}") ? IN_USE_PARAMETERS : INT64, r.method());
       answer = guarded(r, to, strings);
     } catch (RuntimeException e) {
       answer = done(Answer.of(Reply.error(e), strings));
@@ -342,7 +391,7 @@ final class Router {
         calls = app.withOperationId(key);
       }
     }
-    return handler.handle(new Call(r, to.var(), calls, strings));
+    return handler.handle(new Call(r, to.var(), to.id(), calls, strings));
   }
 
   /** CORS, metrics and the access log, whatever the answer; HEAD loses the body here. */
@@ -431,6 +480,9 @@ final class Router {
       return new Resolved(routes.get("/v1/ratelimit/{domain}"),
           Requests.decode(p.substring("/v1/ratelimit/".length()), "domain"));
     }
+    if (p.startsWith(CONCURRENCY)) {
+      return concurrency(p);
+    }
     boolean counters = p.startsWith("/v1/counters/");
     if (counters || p.startsWith("/v1/limiters/")) {
       String kind = counters ? "counters" : "limiters";
@@ -462,6 +514,34 @@ final class Router {
     }
     throw new RequestException(Problem.NO_ROUTE, "no route " + path + "; see docs/openapi.yaml"
         + " (counters live under /v1/counters/{key}, limiters under /v1/limiters/{name})");
+  }
+
+  /** A concurrency limit's route: the limit's name, and for a lease's action the lease's id. */
+  private Resolved concurrency(String path) {
+    String rest = path.substring(CONCURRENCY.length());
+    int slash = rest.indexOf('/');
+    String raw = slash < 0 ? rest : rest.substring(0, slash);
+    if (raw.isEmpty()) {
+      throw new RequestException("empty concurrency limit name in " + path + "; name it, e.g."
+          + " /v1/concurrency/exports/acquire");
+    }
+    String name = Requests.decode(raw, "concurrency limit name");
+    String action = slash < 0 ? null : rest.substring(slash + 1);
+    String limit = CONCURRENCY + "{name}";
+    if (action == null || action.equals("acquire")) {
+      return new Resolved(routes.get(action == null ? limit : limit + "/acquire"), name);
+    }
+    int end = action.lastIndexOf('/');
+    if (action.startsWith("leases/") && end > "leases/".length()) {
+      String id = action.substring("leases/".length(), end);
+      Route r = routes.get(limit + "/leases/{id}/" + action.substring(end + 1));
+      if (r != null && id.indexOf('/') < 0) {
+        return new Resolved(r, name, Requests.decode(id, "lease id"));
+      }
+    }
+    throw new RequestException(Problem.NO_ROUTE, "no route " + path + "; a concurrency limit's"
+        + " routes are GET /v1/concurrency/{name}, POST .../acquire, POST .../leases/{id}/renew"
+        + " and POST .../leases/{id}/release");
   }
 
   // ------------------------------------------------------------------ metrics

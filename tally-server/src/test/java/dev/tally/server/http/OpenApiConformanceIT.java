@@ -276,6 +276,31 @@ class OpenApiConformanceIT {
   }
 
   @Test
+  @Order(4)
+  void concurrency() {
+    String lease = json(call(server, 200, "POST", "/v1/concurrency/k:a/acquire",
+        "{\"maxPermits\":1,\"ttl\":\"1m\"}")).get("id").asText();
+    call(server, 200, "POST", "/v1/concurrency/k:b/acquire?int64=string",
+        "{\"maxPermits\":2,\"weight\":2,\"ttl\":\"1m\",\"maxWait\":null}");
+    call(server, 429, "POST", "/v1/concurrency/k:a/acquire", "{\"maxPermits\":1,\"ttl\":\"1m\",\"maxWait\":\"50ms\"}");
+    call(server, 400, "POST", "/v1/concurrency/k:a/acquire", "{\"maxPermits\":1,\"weight\":2,\"ttl\":\"1m\"}");
+    call(server, 200, "GET", "/v1/concurrency/k:a?maxPermits=1", null);
+    call(server, 200, "HEAD", "/v1/concurrency/k:a?maxPermits=1", null);
+    call(server, 400, "GET", "/v1/concurrency/k:a", null);
+    call(server, 400, "HEAD", "/v1/concurrency/k:a", null);
+    String at = "/v1/concurrency/k:a/leases/" + lease;
+    call(server, 200, "POST", at + "/renew", "{\"maxPermits\":1,\"ttl\":\"2m\"}");
+    call(server, 400, "POST", at + "/renew", "{\"maxPermits\":1}");
+    call(server, 200, "POST", at + "/release", "{\"maxPermits\":1}");
+    call(server, 200, "POST", at + "/release", "{\"maxPermits\":1}");
+    call(server, 410, "POST", at + "/renew", "{\"maxPermits\":1,\"ttl\":\"2m\"}");
+    call(server, 400, "POST", "/v1/concurrency/k:a/leases/x/release", "{\"maxPermits\":1}");
+    // one key space: a counter's name is not a concurrency limit
+    call(files, 200, "POST", "/v1/counters/k:counter/incr", null);
+    call(files, 409, "POST", "/v1/concurrency/k:counter/acquire", "{\"maxPermits\":1,\"ttl\":\"1m\"}");
+  }
+
+  @Test
   @Order(5)
   void operations() {
     call(server, 200, "GET", "/ping", null);
@@ -293,7 +318,7 @@ class OpenApiConformanceIT {
   void optionsOnEveryPath() {
     for (String template : SPEC.paths()) {
       String path = template.replace("{key}", "o").replace("{name}", "o")
-          .replace("{domain}", "o");
+          .replace("{domain}", "o").replace("{id}", "1.a");
       HttpResponse<String> r = call(server, 204, "OPTIONS", path, null);
       assertThat(r.headers().firstValue("Allow")).as(path).isPresent();
     }
