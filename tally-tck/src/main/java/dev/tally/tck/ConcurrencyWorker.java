@@ -19,8 +19,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.Executors;
@@ -78,19 +76,12 @@ public final class ConcurrencyWorker {
       while (!Files.exists(go)) {
         Thread.sleep(1);
       }
-      List<Thread> workers = new ArrayList<>();
-      for (int t = 0; t < threads; t++) {
-        Thread w = new Thread(() -> {
-          while (!Files.exists(stop)) {
-            hold(limit, store, fence, ttl, holdNanos, out);
-          }
-        }, "concurrency-worker-" + t);
-        w.start();
-        workers.add(w);
-      }
-      for (Thread w : workers) {
-        w.join();
-      }
+      // A worker that throws fails this process (exit 1), so the parent hears of it.
+      Concurrently.run(threads, 1, (t, i) -> {
+        while (!Files.exists(stop)) {
+          hold(limit, store, fence, ttl, holdNanos, out);
+        }
+      });
     }
     System.out.println("DONE");
     System.out.flush();
