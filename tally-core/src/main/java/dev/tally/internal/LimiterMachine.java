@@ -208,6 +208,11 @@ public final class LimiterMachine implements LimiterCall {
           throw new IllegalStateException("limiter '" + key + "' has no quota limit to top up");
         }
         break;
+      case CHARGE:
+        for (int i = 0; i < n; i++) {
+          Algorithm.ofTag(r[i * WIDTH]).consume(r, i * WIDTH, now, permits);
+        }
+        break;
       case RECONFIGURE:
         break;
       default:

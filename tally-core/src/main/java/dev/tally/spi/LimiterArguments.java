@@ -11,7 +11,7 @@ import java.util.List;
  *
  * <ul>
  *   <li>the operation as a word ({@link #operation}): {@code acquire}, {@code peek},
- *       {@code refund}, {@code reset}, {@code reconfigure}, {@code topup};
+ *       {@code refund}, {@code reset}, {@code reconfigure}, {@code topup}, {@code charge};
  *   <li>the caller's limits as three integers each ({@link #limits}): the tag word of
  *       {@link LimiterRecord} (the limit's kind and the caller's version), then the record's
  *       parameter words p0 and p1, exactly as a fresh record of these limits holds them;
@@ -38,6 +38,7 @@ public final class LimiterArguments {
       case RESET -> "reset";
       case RECONFIGURE -> "reconfigure";
       case TOP_UP -> "topup";
+      case CHARGE -> "charge";
     };
   }
 

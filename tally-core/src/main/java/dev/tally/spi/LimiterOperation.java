@@ -13,5 +13,10 @@ public enum LimiterOperation {
   /** Replace the stored configuration with the caller's, keeping the consumed amount. */
   RECONFIGURE,
   /** Add permits to the current period of quota limits. */
-  TOP_UP
+  TOP_UP,
+  /**
+   * Consume the permits whether or not they fit, taking each limit into a bounded debt: the
+   * settlement of a reservation whose real cost exceeded its estimate. Always granted.
+   */
+  CHARGE
 }
