@@ -134,10 +134,12 @@ final class AsyncDynamoDbStore implements AsyncStore {
       Exchange<?> x = store.onceExchange(once);
       Deadline deadline = Deadline.start(options); // the claim and the write share it
       return store.counters.runAsync(new OnceExchanges.Claim(table, once), deadline)
-          .thenCompose(claimed -> store.counters.runAsync(x, deadline))
+          .thenCompose(claimed -> store.counters.runAsync(x, deadline)
+              .thenApply(r -> (Object) r)
+              .exceptionallyCompose(failure -> releaseOnRefusal(once, deadline, failure)))
           .handle((r, failure) -> {
             if (failure == null) {
-              return (Object) r;
+              return r;
             }
             Throwable f = Errors.unwrap(failure);
             throw f instanceof StoreTimeoutException t ? DynamoDbStore.retrySafe(t, id)
@@ -146,6 +148,21 @@ final class AsyncDynamoDbStore implements AsyncStore {
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /** A refusal gives the claim back ({@link OnceExchanges.Release}); the failure stands either way. */
+  private CompletionStage<Object> releaseOnRefusal(Once once, Deadline deadline, Throwable failure) {
+    Throwable f = Errors.unwrap(failure);
+    if (!OnceExchanges.Release.appliedNothing(f)) {
+      return CompletableFuture.failedFuture(f);
+    }
+    return store.counters.runAsync(new OnceExchanges.Release(table, once), deadline)
+        .handle((released, e) -> {
+          if (e != null) {
+            f.addSuppressed(e); // the claim then lapses with the id's retention
+          }
+          throw (RuntimeException) f;
+        });
   }
 
   @Override

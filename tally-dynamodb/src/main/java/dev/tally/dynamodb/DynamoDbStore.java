@@ -399,18 +399,40 @@ final class DynamoDbStore implements Store {
     try {
       if (mutation instanceof Mutation.LimiterStep step) {
         limiters.run(new OnceExchanges.Claim(table, once), deadline);
-        return limit(step.call(), step.operation(), step.permits(), once, deadline);
+        return releasingOnRefusal(once, deadline,
+            () -> limit(step.call(), step.operation(), step.permits(), once, deadline));
       }
       Exchange<?> x = onceExchange(once);
       run(new OnceExchanges.Claim(table, once), deadline);
       if (mutation instanceof Mutation.Transact tx) {
         @SuppressWarnings("unchecked")
         Exchange<Number[]> t = (Exchange<Number[]>) x;
-        return transact(tx.ops(), t, deadline);
+        return releasingOnRefusal(once, deadline, () -> transact(tx.ops(), t, deadline));
       }
-      return run(x, deadline);
+      return releasingOnRefusal(once, deadline, () -> run(x, deadline));
     } catch (StoreTimeoutException e) {
       throw retrySafe(e, id);
+    }
+  }
+
+  /** Runs the claimed operation; a refusal gives the claim back ({@link OnceExchanges.Release}). */
+  private Object releasingOnRefusal(Once once, Deadline deadline, java.util.function.Supplier<Object> operation) {
+    try {
+      return operation.get();
+    } catch (RuntimeException e) {
+      if (OnceExchanges.Release.appliedNothing(e)) {
+        releaseQuietly(once, deadline, e);
+      }
+      throw e;
+    }
+  }
+
+  /** Gives {@code once}'s claim back; a failure to is added to {@code refusal}, which is what the caller sees. */
+  void releaseQuietly(Once once, Deadline deadline, RuntimeException refusal) {
+    try {
+      run(new OnceExchanges.Release(table, once), deadline);
+    } catch (RuntimeException e) {
+      refusal.addSuppressed(e); // the claim then lapses with the id's retention
     }
   }
 

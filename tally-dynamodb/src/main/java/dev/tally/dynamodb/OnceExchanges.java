@@ -4,6 +4,8 @@ import static dev.tally.dynamodb.Items.n;
 import static dev.tally.dynamodb.Table.values;
 
 import dev.tally.OperationIdConflictException;
+import dev.tally.StoreException;
+import dev.tally.TallyException;
 import dev.tally.WrongKindException;
 import dev.tally.spi.CounterMath;
 import dev.tally.spi.Mutation;
@@ -75,6 +77,54 @@ final class OnceExchanges {
         throw new OperationIdConflictException(once.id.value(), once.key);
       }
       conflict(); // it expired or vanished meanwhile: claim again
+    }
+
+    @Override
+    boolean retrySafe() {
+      return true;
+    }
+  }
+
+  /**
+   * Gives back the claim of an operation that was refused before anything was applied (a key
+   * that does not exist, a name of the other kind, an overflow): such a call records nothing
+   * (see {@link dev.tally.spi.OperationId}), so its id must be as free as one never used, for
+   * any operation. Deleted only while it is still this operation's claim.
+   */
+  static final class Release extends Exchange<Void> {
+    private final DynamoDbRequest request;
+
+    Release(Table t, Once once) {
+      super(once.key, t.items.key(CLAIM_PREFIX + once.id.value()), t.conflictTries);
+      this.request = t.delete(CLAIM_PREFIX + once.id.value(), "#C = :fp",
+          values(":fp", AttributeValue.fromS(Long.toHexString(once.mutation.fingerprint()))),
+          ReturnValue.NONE, Map.of("#C", CLAIM_FINGERPRINT));
+    }
+
+    /** Whether {@code failure} refused the operation before it applied anything. */
+    static boolean appliedNothing(Throwable failure) {
+      return (failure instanceof TallyException && !(failure instanceof StoreException))
+          || failure instanceof IllegalArgumentException || failure instanceof IllegalStateException;
+    }
+
+    @Override
+    DynamoDbRequest request() {
+      return request;
+    }
+
+    @Override
+    void answer(DynamoDbResponse response) {
+      finish(null);
+    }
+
+    @Override
+    void conditionFailed(Map<String, AttributeValue> item) {
+      finish(null); // gone, or the claim of another operation now: nothing of ours to give back
+    }
+
+    @Override
+    boolean needsItemOnConditionFailure() {
+      return false;
     }
 
     @Override

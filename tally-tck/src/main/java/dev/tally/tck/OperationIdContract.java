@@ -136,6 +136,18 @@ public abstract class OperationIdContract extends TallyFixture {
     assertThat(once.incrExisting("late", 1)).isEqualTo(11);
   }
 
+  /** A failed call records nothing: its id is as free as one never used, for any operation. */
+  @Test
+  public void anIdWhoseCallFailedIsFreeForAnotherOperation() {
+    String id = id();
+    assertThatThrownBy(() -> counters.withOperationId(id).incrExisting("missing", 1))
+        .isInstanceOf(KeyNotFoundException.class);
+    assertThat(counters.withOperationId(id).incr("other", 5)).isEqualTo(5);
+    assertThat(counters.withOperationId(id).incr("other", 5)).as("a retry of the second call").isEqualTo(5);
+    assertThat(counters.get("other")).hasValue(5);
+    assertThat(counters.get("missing")).isEmpty();
+  }
+
   /** After the retention window the id is forgotten: a repeat applies again (documented). */
   @Test
   public void aRepeatAfterTheRetentionWindowAppliesAgain() {
