@@ -198,6 +198,23 @@ class Contract:
                 return await a.get(self.key("async")), sum(granted)
         self.assertEqual(asyncio.run(run()), (200, 10))
 
+    def test_asyncio_concurrency_leases(self):
+        async def run():
+            async with AsyncClient(self.url, retries=2) as a:
+                jobs = a.concurrency(self.key("ajobs"), 3)
+                leases = await asyncio.gather(*(jobs.acquire("1m", max_wait=0) for _ in range(3)))
+                with self.assertRaises(Denied):
+                    await jobs.acquire("1m", max_wait=0.05)
+                held = await jobs.in_use()
+                renewed = await jobs.renew(leases[0]["id"], "1h")
+                released = [await jobs.release(lease["id"]) for lease in leases]
+                again = await jobs.release(leases[0]["id"])
+                with self.assertRaises(LeaseGone):
+                    await jobs.renew(leases[0]["id"], "1m")
+                return (held, renewed["expiresInMillis"] > 60000, released, again,
+                        len({lease["fencingToken"] for lease in leases}), await jobs.in_use())
+        self.assertEqual(asyncio.run(run()), (3, True, [True, True, True], False, 3, 0))
+
     def test_facades(self):
         cache = Counter(self.client)
         for _ in range(3):

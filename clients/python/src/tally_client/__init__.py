@@ -10,13 +10,13 @@ over the HTTP API of ``tally serve``. Standard library only.
 
 from . import limits
 from ._codec import Decision
-from .aio import AsyncClient
+from .aio import AsyncClient, AsyncConcurrencyLimit
 from .client import Batch, Client, ConcurrencyLimit, Limiter
 from .errors import (BadRequest, Conflict, Denied, LeaseGone, NoSuchRoute, NotFound, TallyError, Timeout,
                      Unauthorized, Unavailable, Unsupported)
 from .facades import Counter, DistributedCounter, token_bucket_limiter
 
-__all__ = ["AsyncClient", "BadRequest", "Batch", "Client", "ConcurrencyLimit", "Conflict",
+__all__ = ["AsyncClient", "AsyncConcurrencyLimit", "BadRequest", "Batch", "Client", "ConcurrencyLimit", "Conflict",
            "Counter", "Decision", "Denied", "DistributedCounter", "LeaseGone", "Limiter", "NoSuchRoute", "NotFound", "TallyError",
            "Timeout", "Unauthorized", "Unavailable", "Unsupported", "limits",
            "token_bucket_limiter"]

@@ -2,7 +2,7 @@
 
 import datetime
 import uuid
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
 from .errors import Denied, TallyError, from_problem
@@ -103,3 +103,28 @@ def transaction_ops(ops: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             op["ttl"] = duration(op["ttl"])
         out.append(op)
     return out
+
+
+class ConcurrencyRoutes:
+    """The requests of a concurrency limit's calls, as (method, path, body): one shape for the
+    blocking and the asyncio client."""
+
+    def __init__(self, name: str, max_permits: int):
+        self._base = key_path("/v1/concurrency/", name)
+        self._max = max_permits
+
+    def acquire(self, ttl: Duration, weight: int, max_wait: Duration) -> Tuple[str, str, Dict[str, Any]]:
+        return "POST", self._base + "/acquire", {"maxPermits": self._max, "weight": weight,
+                                                 "ttl": duration(ttl), "maxWait": duration(max_wait)}
+
+    def renew(self, lease_id: str, ttl: Duration) -> Tuple[str, str, Dict[str, Any]]:
+        return "POST", self._lease(lease_id, "/renew"), {"maxPermits": self._max, "ttl": duration(ttl)}
+
+    def release(self, lease_id: str) -> Tuple[str, str, Dict[str, Any]]:
+        return "POST", self._lease(lease_id, "/release"), {"maxPermits": self._max}
+
+    def in_use(self) -> Tuple[str, str, None]:
+        return "GET", self._base + "?maxPermits=%d" % self._max, None
+
+    def _lease(self, lease_id: str, action: str) -> str:
+        return self._base + key_path("/leases/", lease_id, action)

@@ -72,10 +72,10 @@ class AsyncClient:
             return answer
 
     async def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
-                    key: Optional[str] = None) -> Answer:
+                    key: Optional[str] = None, keyed: bool = True) -> Answer:
         data = None if body is None else encode(body)
         changing = method != "GET"
-        if changing and key is None and self.retries > 0:
+        if changing and key is None and self.retries > 0 and keyed:
             key = c.new_idempotency_key()
         attempt = 0
         while True:
@@ -141,6 +141,45 @@ class AsyncClient:
 
     async def try_acquire(self, name: str, *limits: Dict[str, Any], permits: int = 1) -> bool:
         return (await self.decide(name, *limits, permits=permits)).allowed
+
+    def concurrency(self, name: str, max_permits: int) -> "AsyncConcurrencyLimit":
+        """A concurrency limit of ``max_permits`` on ``name``, as ``Client.concurrency``."""
+        return AsyncConcurrencyLimit(self, name, max_permits)
+
+
+class AsyncConcurrencyLimit:
+    """``ConcurrencyLimit``'s calls, awaited. The routes take no Idempotency-Key, so these calls
+    are never retried with one (``retries`` skips them)."""
+
+    def __init__(self, client: AsyncClient, name: str, max_permits: int):
+        self._client = client
+        self._routes = c.ConcurrencyRoutes(name, max_permits)
+        self.name = name
+        self.max_permits = max_permits
+
+    async def _ok(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        answer = await self._client._call(method, path, body, keyed=False)
+        if answer.status != 200:
+            raise c.error(answer)
+        return answer.json()
+
+    async def acquire(self, ttl: c.Duration, weight: int = 1,
+                      max_wait: c.Duration = 0) -> Dict[str, Any]:
+        """Leases ``weight`` permits for ``ttl``, waiting on the server up to ``max_wait``; raises
+        Denied if no permits came in time."""
+        return await self._ok(*self._routes.acquire(ttl, weight, max_wait))
+
+    async def renew(self, lease_id: str, ttl: c.Duration) -> Dict[str, Any]:
+        """Extends the lease to ``ttl`` from now; raises LeaseGone if it was released or expired."""
+        return await self._ok(*self._routes.renew(lease_id, ttl))
+
+    async def release(self, lease_id: str) -> bool:
+        """Gives the permits back: False if the lease had been released or had expired."""
+        return bool((await self._ok(*self._routes.release(lease_id)))["released"])
+
+    async def in_use(self) -> int:
+        """The permits held by unexpired leases."""
+        return int((await self._ok(*self._routes.in_use()))["inUse"])
 
 
 async def _read(reader: asyncio.StreamReader) -> Answer:

@@ -309,12 +309,12 @@ class ConcurrencyLimit:
 
     def __init__(self, client: Client, name: str, max_permits: int):
         self._client = client
+        self._routes = c.ConcurrencyRoutes(name, max_permits)
         self.name = name
         self.max_permits = max_permits
 
-    def _ok(self, method: str, action: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-        answer = self._client._call(method, c.key_path("/v1/concurrency/", self.name, action),
-                                    body, keyed=False)
+    def _ok(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        answer = self._client._call(method, path, body, keyed=False)
         if answer.status != 200:
             raise c.error(answer)
         return answer.json()
@@ -323,26 +323,19 @@ class ConcurrencyLimit:
         """Leases ``weight`` permits for ``ttl``, waiting on the server up to ``max_wait``: the
         lease (``id``, ``fencingToken``, ``weight``, ``expiresAt``, ``expiresInMillis``); raises
         Denied if no permits came in time."""
-        return self._ok("POST", "/acquire", {"maxPermits": self.max_permits, "weight": weight,
-                                             "ttl": c.duration(ttl), "maxWait": c.duration(max_wait)})
+        return self._ok(*self._routes.acquire(ttl, weight, max_wait))
 
     def renew(self, lease_id: str, ttl: c.Duration) -> Dict[str, Any]:
         """Extends the lease to ``ttl`` from now; raises LeaseGone if it was released or expired."""
-        return self._ok("POST", self._lease(lease_id, "/renew"),
-                        {"maxPermits": self.max_permits, "ttl": c.duration(ttl)})
+        return self._ok(*self._routes.renew(lease_id, ttl))
 
     def release(self, lease_id: str) -> bool:
         """Gives the permits back: False if the lease had been released or had expired."""
-        return bool(self._ok("POST", self._lease(lease_id, "/release"),
-                             {"maxPermits": self.max_permits})["released"])
+        return bool(self._ok(*self._routes.release(lease_id))["released"])
 
     def in_use(self) -> int:
         """The permits held by unexpired leases."""
-        return int(self._ok("GET", "?maxPermits=%d" % self.max_permits)["inUse"])
-
-    @staticmethod
-    def _lease(lease_id: str, action: str) -> str:
-        return c.key_path("/leases/", lease_id, action)
+        return int(self._ok(*self._routes.in_use())["inUse"])
 
 
 def iterkeys(client: Client, prefix: str = "") -> Iterator[str]:
