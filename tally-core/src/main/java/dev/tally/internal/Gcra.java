@@ -94,10 +94,12 @@ final class Gcra extends Algorithm {
 
   /**
    * {@link #remaining}'s numerator with one more capacity of room: the bucket may be charged
-   * until {@code fullAt} stands {@code 2·C·T} ahead, {@code C} tokens below empty.
+   * until {@code fullAt} stands {@code 2·C·T} ahead, {@code C} tokens below empty. Only at the
+   * very end of the time range ({@code now = 2^62} with {@code C·T = 2^61}) would that pass
+   * {@link Long#MAX_VALUE}, so {@code fullAt} stops there.
    */
   static long debtRoom(long capacity, long interval, long fullAt, long now) {
-    long room = 2 * capacity * interval - Math.max(0, fullAt - now);
+    long room = Math.min(2 * capacity * interval, Long.MAX_VALUE - now) - Math.max(0, fullAt - now);
     return room <= 0 ? 0 : room / interval;
   }
 
