@@ -32,7 +32,7 @@ import java.util.SplittableRandom;
  * algorithm (token and leaky buckets, GCRA, fixed and sliding windows, calendar quotas in zones
  * with odd offsets and daylight saving), several limits per key, handles of other limits and
  * versions on one key (upgrades, adoptions, conflicts), reconfigurations, refunds, top-ups,
- * resets, warm-ups (cold starts, the ramp, idling back to cold, turning it on and off), counts
+ * charges (one call in twenty: within a limit's debt bound, and past it), resets, warm-ups (cold starts, the ramp, idling back to cold, turning it on and off), counts
  * and spans near 2^53, 2^61 and {@link Long#MAX_VALUE}, permits of 0, the limit and one past it,
  * starts on day, month, daylight-saving and leap-year boundaries, and a clock that stands still,
  * creeps by a nanosecond, jumps to just before a wait ends, or steps back.
