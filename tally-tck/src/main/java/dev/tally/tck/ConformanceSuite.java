@@ -82,6 +82,14 @@ public abstract class ConformanceSuite {
   }
 
   @Nested
+  public class Charges extends ChargeContract {
+    @Override
+    protected StoreConfiguration configuration() {
+      return configuration;
+    }
+  }
+
+  @Nested
   public class WarmUp extends WarmUpContract {
     @Override
     protected StoreConfiguration configuration() {
