@@ -77,6 +77,13 @@ abstract class Algorithm {
   /** Grants {@code n} units; {@link #retryAfter} has returned 0. */
   abstract void consume(long[] r, int o, long now, long n);
 
+  /**
+   * How many units a {@link dev.tally.spi.LimiterOperation#CHARGE charge} may still take now:
+   * until the limit stands one full limit below empty, 0 if it already does. A charge of
+   * {@code n} consumes {@code min(n, debtRoom)}. See {@link LimiterMachine} on debt.
+   */
+  abstract long debtRoom(long[] r, int o, long now);
+
   /** Gives back up to {@code n} units, never beyond the limit. */
   abstract void refund(long[] r, int o, long now, long n);
 

@@ -19,6 +19,12 @@ import java.time.ZoneOffset;
  * <p>Guarantees: within one period at most {@code allowance + topUps} units are granted,
  * exactly; a denied request that fits in a fresh allowance is told to retry at the boundary;
  * one that exceeds the allowance itself is told never.
+ *
+ * <p>Debt: a charge counts in the current period until {@code used} is twice the limit in force
+ * (top-ups included), and the period refuses until a refund or a top-up brings it back below the
+ * limit, or it ends: the debt is forgiven with the period, as an allowance starts afresh whatever
+ * was used. A quota billed per period owes nothing to the next one, and a charge decided after
+ * the boundary counts in the new period, since the old one can no longer refuse anyone.
  */
 final class CalendarQuota extends Algorithm {
   static final CalendarQuota INSTANCE = new CalendarQuota();
@@ -86,6 +92,13 @@ final class CalendarQuota extends Algorithm {
   @Override
   void consume(long[] r, int o, long now, long n) {
     r[o + S1] += n;
+  }
+
+  /** Until {@code used} is twice the limit in force, top-ups included (saturating). */
+  @Override
+  long debtRoom(long[] r, int o, long now) {
+    long limit = limit(r, o);
+    return Math.max(0, Arith.saturatedAdd(limit, limit) - r[o + S1]);
   }
 
   @Override

@@ -13,6 +13,12 @@ import java.time.ZoneId;
  * the edge: up to {@code 2·limit} units can pass within a short span that straddles a window
  * boundary; {@link SlidingWindow} trades exactness for smoothing that edge. {@code retryAfter} of
  * a denied request is the time to the next window (exact: the count is zero there).
+ *
+ * <p>Debt: a charge counts in the window current when it is decided, up to {@code 2·limit}, and
+ * the window refuses everyone until it ends, where the debt is forgiven with the rest of its
+ * count. Why the current window and not the one the reservation was taken in: a past window can
+ * no longer refuse anyone, so a charge there would cost nothing. Why forgiven: a fixed window
+ * promises nothing across its boundary, so carrying the debt would make it a different limit.
  */
 final class FixedWindow extends Algorithm {
   static final FixedWindow INSTANCE = new FixedWindow();
@@ -58,6 +64,12 @@ final class FixedWindow extends Algorithm {
   @Override
   void consume(long[] r, int o, long now, long n) {
     r[o + S1] += n;
+  }
+
+  /** Until the count is {@code 2·limit} (saturating): one limit beyond the window's own. */
+  @Override
+  long debtRoom(long[] r, int o, long now) {
+    return Math.max(0, Arith.saturatedAdd(r[o + P0], r[o + P0]) - r[o + S1]);
   }
 
   @Override

@@ -33,10 +33,22 @@ import java.time.ZoneId;
  *       rate, so it is never faster than asked.
  *   <li>{@code retryAfter} is exact: at {@code now + retryAfter} the same request is allowed, a
  *       nanosecond earlier it is not.
- *   <li>{@code fullAt} is never more than {@code C·T ≤ 2^61} ahead of {@code now} (checked when
- *       the {@link Limit} is made), and a request adds at most as much again, so nothing
- *       overflows for any {@code now} below 2^62 (the year 2116).
+ *   <li>{@code fullAt} is never more than {@code 2·C·T ≤ 2^62} ahead of {@code now} ({@code C·T
+ *       ≤ 2^61} is checked when the {@link Limit} is made; the second {@code C·T} is a charge's
+ *       debt), so {@code fullAt} stays below 2^63 for any {@code now} below 2^62 (the year
+ *       2116), and every formula works on {@code fullAt - now}, never on {@code fullAt + n·T}.
  * </ul>
+ *
+ * <h2>Debt</h2>
+ *
+ * A charge (the settlement of a reservation that cost more than it held) is granted whatever is
+ * left, and the bucket goes negative: {@code fullAt} moves past {@code now + C·T}. Nothing else
+ * changes: the bucket refills at its rate, so a debt of {@code d} units delays the next grant by
+ * exactly {@code d·T} beyond what an empty bucket would wait, and the debt is paid back by time
+ * alone, the way a token bucket with a negative balance is. Why bounded at {@code C} units below
+ * empty: an unbounded debt would let one misestimated settlement lock a limiter out for hours,
+ * while a bucket can never have granted more than a full bucket's worth ahead of its rate, so a
+ * debt beyond that is a cost the limiter never allowed and should not be made to wait for.
  */
 final class Gcra extends Algorithm {
   static final Gcra INSTANCE = new Gcra();
@@ -70,8 +82,25 @@ final class Gcra extends Algorithm {
     if (n > capacity) {
       return Decision.NEVER;
     }
-    long excess = Math.max(fullAt, now) + n * interval - now - capacity * interval;
+    // ahead first: in debt fullAt may be 2·C·T past a now near 2^62, and fullAt + n·T would wrap
+    long excess = Math.max(0, fullAt - now) + n * interval - capacity * interval;
     return Math.max(0, excess);
+  }
+
+  @Override
+  long debtRoom(long[] r, int o, long now) {
+    return debtRoom(r[o + P0], r[o + P1], r[o + S0], now);
+  }
+
+  /**
+   * {@link #remaining}'s numerator with one more capacity of room: the bucket may be charged
+   * until {@code fullAt} stands {@code 2·C·T} ahead, {@code C} tokens below empty. Only at the
+   * very end of the time range ({@code now = 2^62} with {@code C·T = 2^61}) would that pass
+   * {@link Long#MAX_VALUE}, so {@code fullAt} stops there.
+   */
+  static long debtRoom(long capacity, long interval, long fullAt, long now) {
+    long room = Math.min(2 * capacity * interval, Long.MAX_VALUE - now) - Math.max(0, fullAt - now);
+    return room <= 0 ? 0 : room / interval;
   }
 
   @Override
@@ -81,7 +110,7 @@ final class Gcra extends Algorithm {
 
   @Override
   void refund(long[] r, int o, long now, long n) {
-    long back = Math.min(n, r[o + P0]) * r[o + P1];
+    long back = Math.min(n, 2 * r[o + P0]) * r[o + P1]; // up to a full bucket's worth of debt too
     r[o + S0] = Math.max(now, r[o + S0] - back);
   }
 

@@ -52,6 +52,21 @@ import java.util.List;
  * stored by {@code RECONFIGURE}) is kept for as long as a used-up state of those limits would
  * be, so that the next caller with other limits applies them instead of starting its own.
  *
+ * <p><b>Debt.</b> {@link LimiterOperation#CHARGE} settles a cost that was known only after the
+ * work was done (a reservation that cost more than its estimate). Refusing it would be a lie, the
+ * work has happened, so it is always granted; but it must not be free either, or an estimate of
+ * one and a settlement of a million would get round every limit. So a charge takes each limit
+ * below empty, into a debt that later requests wait out: a bucket refills through it, a window
+ * or a quota refuses until its count is forgiven at its boundary (a sliding window's carries into
+ * the next through the previous share). Each limit's debt is bounded at one full limit below
+ * empty ({@link Algorithm#debtRoom}; the rest of a charge beyond it is dropped, per limit): a
+ * single misestimate then costs at most one more limit's worth of waiting, the most an honest
+ * caller could have been granted at once, and never locks a key out indefinitely. Every limit is
+ * charged on its own, not all-or-nothing, since nothing is being decided; and a charge is never
+ * part of a joint decision, which decides whether to grant. A charge lands in the window (or
+ * period) current when it is decided: a past window can no longer refuse anyone, so a charge
+ * there would be free.
+ *
  * <p>Public as the reference: a store that runs the algorithms in its own language (a Lua
  * script, SQL) tests that it agrees with this machine, step for step.
  */
@@ -210,7 +225,11 @@ public final class LimiterMachine implements LimiterCall {
         break;
       case CHARGE:
         for (int i = 0; i < n; i++) {
-          Algorithm.ofTag(r[i * WIDTH]).consume(r, i * WIDTH, now, permits);
+          Algorithm a = Algorithm.ofTag(r[i * WIDTH]);
+          long c = permits <= 0 ? 0 : Math.min(permits, a.debtRoom(r, i * WIDTH, now));
+          if (c > 0) { // a warming bucket's consume moves a full fullAt up to now, even for none
+            a.consume(r, i * WIDTH, now, c);
+          }
         }
         break;
       case RECONFIGURE:

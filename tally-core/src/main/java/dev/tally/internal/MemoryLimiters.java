@@ -440,13 +440,18 @@ final class MemoryLimiters {
     for (long f; (f = b.fullAt) != SEALED; ) {
       long now = b.decideAt(clock);
       if ((op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK
-          || op == LimiterOperation.REFUND) && holds(b, machine)) {
+          || op == LimiterOperation.REFUND || op == LimiterOperation.CHARGE) && holds(b, machine)) {
         long next = f;
         boolean allowed = true;
         long retryAfter = 0;
         long n = op == LimiterOperation.PEEK ? 1 : permits;
         if (op == LimiterOperation.REFUND) {
-          next = Math.max(now, f - Math.min(permits, b.capacity) * b.interval);
+          next = Math.max(now, f - Math.min(permits, 2 * b.capacity) * b.interval); // Gcra.refund
+        } else if (op == LimiterOperation.CHARGE) { // Gcra.debtRoom, as the machine charges
+          long c = permits <= 0 ? 0 : Math.min(permits, Gcra.debtRoom(b.capacity, b.interval, f, now));
+          if (c > 0) {
+            next = Math.max(f, now) + c * b.interval;
+          }
         } else if (op == LimiterOperation.PEEK || permits > 0) {
           retryAfter = Gcra.retryAfter(b.capacity, b.interval, f, now, n);
           allowed = retryAfter == 0;

@@ -20,6 +20,16 @@ import java.time.ZoneId;
  * state it tracks a true sliding window closely without storing timestamps. {@code retryAfter}
  * is exact: the estimate only falls as time passes, and the first instant at which the request
  * fits is computed in closed form, possibly in the next window.
+ *
+ * <p>Debt: a charge counts in the current window until the estimate is {@code 2·limit}, so the
+ * current count may reach {@code 2·limit}. Unlike a fixed window's, the debt is not forgiven at
+ * the boundary: the count becomes the next window's previous count and weighs on it as it slides
+ * out, so a window charged to {@code 2·limit} refuses a request of {@code n} until
+ * {@code (limit - n)/(2·limit)} of the next window is left, and one of the whole limit until
+ * that window has passed too. That is the sliding window's point (no edge to reset at), and
+ * {@code retryAfter} already finds the instant in the next window ({@code firstFit} with a
+ * previous count above the limit answers at most the window's length). The charge lands in the
+ * window current when it is decided, for the fixed window's reason.
  */
 final class SlidingWindow extends Algorithm {
   static final SlidingWindow INSTANCE = new SlidingWindow();
@@ -90,6 +100,16 @@ final class SlidingWindow extends Algorithm {
   @Override
   void consume(long[] r, int o, long now, long n) {
     r[o + S1] += n;
+  }
+
+  /**
+   * Until the estimate ({@code current + previous share}, what {@link #remaining} subtracts) is
+   * {@code 2·limit} (saturating): one limit below empty.
+   */
+  @Override
+  long debtRoom(long[] r, int o, long now) {
+    long estimate = Arith.saturatedAdd(r[o + S1], previousShare(r, o, now));
+    return Math.max(0, Arith.saturatedAdd(r[o + P0], r[o + P0]) - estimate);
   }
 
   @Override

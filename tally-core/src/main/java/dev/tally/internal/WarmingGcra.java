@@ -52,6 +52,18 @@ import java.time.ZoneId;
  * state is kept until the limiter is cold again ({@link #keepAfter}), and dropped then, since
  * a cold state decides as no state does.
  *
+ * <h2>Debt</h2>
+ *
+ * A charge takes the bucket negative, as it does a plain one, and the bound is a bound on time:
+ * {@code fullAt} may reach {@code (C - 1)·T + I(now) + C·T} past {@code now}, one warm refill
+ * ({@code C·T}) beyond where the bucket is empty. Why in time and not in units: a cold unit costs
+ * up to {@code k} times a warm one, so "{@code C} units below empty" would let a cold limiter's
+ * debt delay it {@code k} times longer than a warm one's, and the units a debt is measured in
+ * change as the limiter warms while it is being repaid. Bounded in time, a debt never delays a
+ * warming bucket longer than it would a plain one; while cold, fewer units fit in it, since each
+ * costs more. A charge costs what a grant at that instant costs ({@code I(now)} a unit), and the
+ * bound keeps {@code fullAt - now} below {@code 2^62} ({@code C·k·T ≤ 2^61}).
+ *
  * <h2>Guarantees</h2>
  *
  * <ul>
@@ -129,6 +141,17 @@ final class WarmingGcra extends Algorithm {
     return hi - now;
   }
 
+  /**
+   * Until {@code fullAt} stands {@code (C - 1)·T + I + C·T} ahead: as far as a plain bucket may be
+   * charged ({@code 2·C·T}, when warm, {@code I = T}), in units of what one costs now.
+   */
+  @Override
+  long debtRoom(long[] r, int o, long now) {
+    long cost = cost(r, o, now);
+    long room = (2 * r[o + P0] - 1) * r[o + P1] + cost - Math.max(0, r[o + S0] - now);
+    return room <= 0 ? 0 : room / cost;
+  }
+
   @Override
   void consume(long[] r, int o, long now, long n) {
     r[o + S0] = Math.max(r[o + S0], now) + n * cost(r, o, now);
@@ -137,7 +160,7 @@ final class WarmingGcra extends Algorithm {
   @Override
   void refund(long[] r, int o, long now, long n) {
     if (r[o + S0] > now) { // a full bucket has nothing to take back, and stays as long full
-      long back = Math.min(n, r[o + P0]) * cost(r, o, now);
+      long back = Math.min(n, 2 * r[o + P0]) * cost(r, o, now); // up to a full bucket's worth of debt too
       r[o + S0] = Math.max(now, r[o + S0] - back);
     }
   }

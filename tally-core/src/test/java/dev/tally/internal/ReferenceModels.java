@@ -49,6 +49,11 @@ final class ReferenceModels {
     }
   }
 
+  /** Twice {@code limit}, or {@link Long#MAX_VALUE} if more: how far a charge may count. */
+  static long twice(long limit) {
+    return big(limit).shiftLeft(1).min(big(Long.MAX_VALUE)).longValueExact();
+  }
+
   private static long toLong(BigInteger v) {
     return v.longValueExact();
   }
@@ -103,13 +108,19 @@ final class ReferenceModels {
         case REFUND:
           scaled = scaled.add(big(permits).multiply(interval)).min(full);
           break;
+        case CHARGE: // tokens go negative, down to -C, never below
+          if (permits > 0) {
+            BigInteger room = scaled.add(full).divide(interval).max(BigInteger.ZERO);
+            scaled = scaled.subtract(big(permits).min(room).multiply(interval));
+          }
+          break;
         case RESET:
           scaled = full;
           break;
         default:
           throw new AssertionError(op);
       }
-      return new Expected(allowed, toLong(scaled.divide(interval)), toLong(capacity), retry,
+      return new Expected(allowed, toLong(scaled.max(BigInteger.ZERO).divide(interval)), toLong(capacity), retry,
           toLong(full.subtract(scaled)));
     }
   }
@@ -146,6 +157,11 @@ final class ReferenceModels {
         case REFUND:
           count = Math.max(0, count - permits);
           break;
+        case CHARGE: // counted in this window, up to twice the limit
+          if (permits > 0) {
+            count += Math.max(0, Math.min(permits, twice(limit) - count));
+          }
+          break;
         case RESET:
           counts.clear();
           count = 0;
@@ -154,7 +170,7 @@ final class ReferenceModels {
           throw new AssertionError(op);
       }
       counts.put(index, count);
-      return new Expected(allowed, limit - count, limit, retry, count > 0 ? end - now : 0);
+      return new Expected(allowed, Math.max(0, limit - count), limit, retry, count > 0 ? end - now : 0);
     }
   }
 
@@ -214,6 +230,12 @@ final class ReferenceModels {
           break;
         case REFUND:
           count = Math.max(0, count - permits);
+          break;
+        case CHARGE: // counted in this window until the estimate is twice the limit
+          if (permits > 0) {
+            BigInteger room = big(twice(limit)).subtract(estimate(now).min(big(Long.MAX_VALUE)));
+            count += big(permits).min(room.max(BigInteger.ZERO)).longValueExact();
+          }
           break;
         case RESET:
           counts.clear();
@@ -334,6 +356,11 @@ final class ReferenceModels {
         case REFUND:
           p[0] = Math.max(0, p[0] - permits);
           break;
+        case CHARGE: // counted in this period until used is twice the limit in force
+          if (permits > 0) {
+            p[0] += Math.max(0, Math.min(permits, capped(limit, limit) - p[0]));
+          }
+          break;
         case TOP_UP:
           p[1] = capped(p[1], permits);
           limit = capped(allowance, p[1]);
@@ -347,7 +374,7 @@ final class ReferenceModels {
           throw new AssertionError(op);
       }
       long reset = p[0] > 0 || p[1] > 0 ? end - now : 0;
-      return new Expected(allowed, limit - p[0], limit, retry, reset);
+      return new Expected(allowed, Math.max(0, limit - p[0]), limit, retry, reset);
     }
   }
 }

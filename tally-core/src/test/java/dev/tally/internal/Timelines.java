@@ -346,7 +346,8 @@ final class Timelines {
     List<Gen.Weighted<LimiterOperation>> ops = new ArrayList<>(List.of(
         w(80, Gen.just(LimiterOperation.ACQUIRE)),
         w(7, Gen.just(LimiterOperation.PEEK)),
-        w(8, Gen.just(LimiterOperation.REFUND))));
+        w(8, Gen.just(LimiterOperation.REFUND)),
+        w(5, Gen.just(LimiterOperation.CHARGE))));
     if (quota) {
       ops.add(w(5, Gen.just(LimiterOperation.TOP_UP)));
     }

@@ -148,6 +148,22 @@ LANGUAGE sql IMMUTABLE AS $$
     ELSE greatest(0, ${table}_limit_of(r, o) - r[o + 4]) END
 $$;
 
+-- Algorithm.debtRoom: how many units a charge may still take, until the limit stands one full
+-- limit below empty (the bound of each algorithm is argued in its Java class): a bucket's fullAt
+-- 2CT ahead (never past Long.MAX_VALUE), a warming bucket's (2C - 1)T + I in units of I, a
+-- window's or a quota's count twice the limit in force (a sliding window's estimate), saturating.
+CREATE OR REPLACE FUNCTION ${table}_debt_room(r numeric[], o int, now numeric) RETURNS numeric
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT greatest(0, CASE
+    WHEN r[o] <= 3 THEN ${table}_fdiv(least(2 * r[o + 1] * r[o + 2], 9223372036854775807 - now)
+      - greatest(0, r[o + 3] - now), r[o + 2])
+    WHEN r[o] >= 16 THEN ${table}_fdiv((2 * r[o + 1] - 1) * r[o + 2] + ${table}_warm_cost(r, o, now)
+      - greatest(0, r[o + 3] - now), ${table}_warm_cost(r, o, now))
+    WHEN r[o] = 5 THEN least(2 * r[o + 1], 9223372036854775807)
+      - least(r[o + 4] + ${table}_previous_share(r, o, now), 9223372036854775807)
+    ELSE least(2 * ${table}_limit_of(r, o), 9223372036854775807) - r[o + 4] END)
+$$;
+
 -- Algorithm.retryAfter: 0 if n units can be granted now, else when they could be, or NEVER.
 CREATE OR REPLACE FUNCTION ${table}_retry_after(r numeric[], o int, now numeric, n numeric) RETURNS numeric
 LANGUAGE plpgsql IMMUTABLE AS $$
@@ -266,7 +282,7 @@ $$;
 
 -- LimiterMachine.apply, then the write, for one call. Arguments:
 --   k        the limiter's key
---   op       acquire | peek | refund | reset | reconfigure | topup
+--   op       acquire | peek | refund | reset | reconfigure | topup | charge
 --   permits  how many units (ignored by peek, reset and reconfigure)
 --   clock    the caller's clock in epoch nanoseconds, or NULL to decide at clock_timestamp(),
 --            read once the row is locked
@@ -295,6 +311,7 @@ DECLARE
   r numeric[];
   old numeric[];
   consumed numeric;
+  charged numeric;
   allowed boolean;
   retry numeric;
   wait numeric;
@@ -354,8 +371,9 @@ BEGIN
       -- The common call, an acquisition or a peek on one bucket (token, leaky or GCRA) holding
       -- the caller's own limits and version (any other is the general path's): the same
       -- steps as the general path below (LimiterMachine with Gcra.java) in bigint arithmetic,
-      -- which cannot overflow here: C*T <= 2^61 (Limit checks it), the state is at most C*T
-      -- ahead of now, and now < 2^62.
+      -- which cannot overflow here: C*T <= 2^61 (Limit checks it), the state is at most 2*C*T
+      -- ahead of now (C*T of debt, after a charge) and at most Long.MAX_VALUE, and now <= 2^62:
+      -- the retry adds n*T <= C*T to what is ahead, and a grant happens only within C*T of now.
       bnow := now::bigint;
       IF w IS NULL OR cardinality(w) = 0 OR w[1] = 0 THEN
         w := ARRAY[mtag, mine[2], mine[3], 0, 0, 0]; -- LimiterMachine.fresh()
@@ -549,15 +567,31 @@ BEGIN
         FOR i IN 1 .. n LOOP -- Algorithm.refund: never beyond the limit
           o := 6 * (i - 1) + 1;
           IF r[o] <= 3 THEN
-            r[o + 3] := greatest(now, r[o + 3] - least(permits, r[o + 1]) * r[o + 2]);
+            r[o + 3] := greatest(now, r[o + 3] - least(permits, 2 * r[o + 1]) * r[o + 2]); -- a debt too
           ELSIF r[o] >= 16 THEN
             IF r[o + 3] > now THEN -- a full bucket has nothing to take back, and stays as long full
-              r[o + 3] := greatest(now, r[o + 3] - least(permits, r[o + 1]) * ${table}_warm_cost(r, o, now));
+              r[o + 3] := greatest(now, r[o + 3] - least(permits, 2 * r[o + 1]) * ${table}_warm_cost(r, o, now));
             END IF;
           ELSE
             r[o + 4] := greatest(0, r[o + 4] - permits);
           END IF;
         END LOOP;
+      ELSIF op = 'charge' THEN
+        IF permits > 0 THEN
+          FOR i IN 1 .. n LOOP -- LimiterMachine's CHARGE: each limit on its own, as far as its debt's bound
+            o := 6 * (i - 1) + 1;
+            charged := least(permits, ${table}_debt_room(r, o, now));
+            IF charged > 0 THEN -- Algorithm.consume; a warming bucket charged nothing stays as long full
+              IF r[o] <= 3 THEN
+                r[o + 3] := greatest(r[o + 3], now) + charged * r[o + 2];
+              ELSIF r[o] >= 16 THEN
+                r[o + 3] := greatest(r[o + 3], now) + charged * ${table}_warm_cost(r, o, now);
+              ELSE
+                r[o + 4] := r[o + 4] + charged;
+              END IF;
+            END IF;
+          END LOOP;
+        END IF;
       ELSIF op = 'topup' THEN
         any_quota := false;
         FOR i IN 1 .. n LOOP

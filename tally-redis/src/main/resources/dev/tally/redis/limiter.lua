@@ -22,7 +22,7 @@ ARGV     op permits clock count, then four per limit the caller configured: tag 
          with the caller's version, as stored; for a bucket with a warm-up, whose tag holds a cold
          factor, zone is the warm-up period in nanoseconds, the record's s1), then
          with an operation id four more: fingerprint pexpire now exp
-  op       acquire | peek | refund | reset | reconfigure | topup, or batch, or joint
+  op       acquire | peek | refund | reset | reconfigure | topup | charge, or batch, or joint
   permits  a decimal; for a batch, "op permits op permits ...": concurrent calls with the same
            limits, decided one after the other at the same instant
            joint: several limiters, one per key of KEYS, acquired all or none (see the end)
@@ -639,6 +639,36 @@ local function combined_retry(r, n, permits)
 end
 
 -- Algorithm.consume: grants n units (retry_after_of has returned 0).
+-- Algorithm.debtRoom: how many units a charge may still take, until the limit stands one full
+-- limit below empty (the bound of each algorithm is argued in its Java class).
+local function debt_room(l)
+  local k = kind(l[1])
+  if k == GCRA then
+    -- Gcra.debtRoom: fullAt at most 2CT ahead, and never past Long.MAX_VALUE
+    local room = sub(min(mul(mul(2, l[P0]), l[P1]), sub(MAX, now_big())), max(0, sub(l[S0], now)))
+    if le(room, 0) then
+      return 0
+    end
+    return (fdivmod(room, l[P1]))
+  elseif k == WARM then
+    -- WarmingGcra.debtRoom: fullAt at most (2C - 1)T + I ahead, in units of I
+    local c = warm_cost(l, now)
+    local room = sub(add(mul(sub(mul(2, l[P0]), 1), l[P1]), c), max(0, sub(l[S0], now)))
+    if le(room, 0) then
+      return 0
+    end
+    return (fdivmod(room, c))
+  end
+  -- windows and quotas: a count of twice the limit in force (Arith.saturatedAdd), a sliding
+  -- window's estimate with the previous share
+  local twice = min(add(limit_of(l), limit_of(l)), MAX)
+  local used = l[S1]
+  if k == SLIDING then
+    used = min(add(used, previous_share(l)), MAX)
+  end
+  return max(0, sub(twice, used))
+end
+
 local function consume(l, n)
   local k = kind(l[1])
   if k == GCRA then
@@ -654,11 +684,11 @@ end
 local function refund(l, n)
   local k = kind(l[1])
   if k == GCRA then
-    local back = mul(min(n, l[P0]), l[P1])
+    local back = mul(min(n, mul(2, l[P0])), l[P1]) -- a debt too, up to a full bucket's worth
     l[S0] = max(now, sub(l[S0], back))
   elseif k == WARM then
     if lt(now, l[S0]) then -- a full bucket has nothing to take back, and stays as long full
-      local back = mul(min(n, l[P0]), warm_cost(l, now))
+      local back = mul(min(n, mul(2, l[P0])), warm_cost(l, now))
       l[S0] = max(now, sub(l[S0], back))
     end
   else
@@ -962,6 +992,17 @@ local function run(KEY, A, dry)
     elseif op == 'refund' then
       for i = 1, n do
         refund(r[i], permits)
+      end
+    elseif op == 'charge' then
+      -- each limit on its own, as far as its debt's bound (LimiterMachine's CHARGE); a warming
+      -- bucket charged nothing stays as long full as it was
+      if lt(0, permits) then
+        for i = 1, n do
+          local c = min(permits, debt_room(r[i]))
+          if lt(0, c) then
+            consume(r[i], c)
+          end
+        end
       end
     elseif op == 'topup' then
       local any = false

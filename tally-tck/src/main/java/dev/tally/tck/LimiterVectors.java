@@ -259,7 +259,8 @@ public final class LimiterVectors {
       }
       LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
       LimiterOperation op = RandomTimelines.operation(rnd);
-      long permits = RandomTimelines.permits(rnd, handle.limits());
+      long permits = op == LimiterOperation.CHARGE ? RandomTimelines.chargePermits(rnd, handle.limits())
+          : RandomTimelines.permits(rnd, handle.limits());
       if (op == LimiterOperation.RECONFIGURE) {
         handle = Internals.referenceLimiter(t.key, RandomTimelines.limits(rnd), RandomTimelines.version(rnd));
         handles.add(handle);
@@ -283,16 +284,18 @@ public final class LimiterVectors {
     for (int step = 0; step < length; step++) {
       LimiterOperation op;
       int x = rnd.nextInt(100);
-      if (x < 60) {
+      if (x < 57) {
         op = LimiterOperation.ACQUIRE;
-      } else if (x < 72) {
+      } else if (x < 69) {
         op = LimiterOperation.PEEK;
-      } else if (x < 84) {
+      } else if (x < 81) {
         op = LimiterOperation.REFUND;
-      } else if (x < 95) {
+      } else if (x < 92) {
         op = LimiterOperation.RECONFIGURE;
-      } else {
+      } else if (x < 95) {
         op = LimiterOperation.RESET;
+      } else {
+        op = LimiterOperation.CHARGE; // at a cold or warming bucket's own cost
       }
       LimiterCall handle = handles.get(rnd.nextInt(handles.size()));
       if (op == LimiterOperation.RECONFIGURE || rnd.nextInt(10) == 0) {
@@ -758,11 +761,11 @@ public final class LimiterVectors {
         now = Math.max(now, decidedAt);
         decidedAt = now;
         boolean full = words[3] - now <= 0;
-        if ((op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK || op == LimiterOperation.REFUND)
-            && holds(call)) {
+        if ((op == LimiterOperation.ACQUIRE || op == LimiterOperation.PEEK || op == LimiterOperation.REFUND
+            || op == LimiterOperation.CHARGE) && holds(call)) {
           LimiterOutcome out = call.apply(new LimiterRecord(now, words.clone()), now, op, permits);
           if (op == LimiterOperation.REFUND) { // the cell's own arithmetic: full is "full at now"
-            words[3] = Math.max(now, words[3] - Math.min(permits, words[1]) * words[2]);
+            words[3] = Math.max(now, words[3] - Math.min(permits, 2 * words[1]) * words[2]);
           } else if (out.record() != null) {
             words = out.record().clone();
           } else {

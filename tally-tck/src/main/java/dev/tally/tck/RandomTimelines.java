@@ -153,21 +153,41 @@ public final class RandomTimelines {
     return pick == 7 ? dev.tally.spi.LimiterRecord.MAX_LIMITS_VERSION : pick % 4;
   }
 
-  /** An operation, acquires most often. */
+  /** An operation, acquires most often; charges one time in twenty. */
   public static LimiterOperation operation(SplittableRandom rnd) {
     int x = rnd.nextInt(100);
-    if (x < 50) {
+    if (x < 48) {
       return LimiterOperation.ACQUIRE;
-    } else if (x < 65) {
+    } else if (x < 62) {
       return LimiterOperation.PEEK;
-    } else if (x < 78) {
+    } else if (x < 75) {
       return LimiterOperation.REFUND;
-    } else if (x < 82) {
+    } else if (x < 79) {
       return LimiterOperation.RESET;
-    } else if (x < 90) {
+    } else if (x < 87) {
       return LimiterOperation.RECONFIGURE;
+    } else if (x < 95) {
+      return LimiterOperation.TOP_UP;
     }
-    return LimiterOperation.TOP_UP;
+    return LimiterOperation.CHARGE;
+  }
+
+  /**
+   * Permits for a charge on one of {@code limits}: as {@link #permits} two times in three (within
+   * the debt's room, or past it once the limiter is in debt), else past any limit's bound from
+   * full: two or three times the limit, or {@link Long#MAX_VALUE}.
+   */
+  public static long chargePermits(SplittableRandom rnd, List<Limit> limits) {
+    if (rnd.nextInt(3) != 0) {
+      return permits(rnd, limits);
+    }
+    long limit = limits.get(rnd.nextInt(limits.size())).limit();
+    int x = rnd.nextInt(4);
+    if (x == 3) {
+      return Long.MAX_VALUE;
+    }
+    long times = 2L + (x & 1);
+    return limit > Long.MAX_VALUE / times ? Long.MAX_VALUE : times * limit;
   }
 
   /** Permits for one of {@code limits}: 0, 1, the limit, one past it, or between. */
