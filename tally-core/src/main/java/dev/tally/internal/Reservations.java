@@ -19,10 +19,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Reservations, composed of the operations every store has, so that every store agrees on them
  * without a store operation of their own.
  *
- * <p><b>Reserve.</b> One limiter step takes the estimate ({@code ACQUIRE}), under the operation
- * id {@code <id>:reserve}; if granted, a counter of the reservation, its <em>hold</em>, is added
- * with the estimate as its value and the reservation's ttl as its expiry, under
- * {@code <id>:hold}. The hold's expiry is the store's, on the store's clock where it has one.
+ * <p><b>Reserve.</b> One limiter step takes the estimate ({@code ACQUIRE}); if granted, a
+ * counter of the reservation, its <em>hold</em>, is added with the estimate as its value and the
+ * reservation's ttl as its expiry. A reservation named by the caller (a handle
+ * {@code withOperationId(id)}) takes the two steps under the operation ids {@code <id>:reserve}
+ * and {@code <id>:hold}, so that a retry takes once; a random id needs none, as no caller can
+ * retry by an id it never received. The hold's expiry is the store's, on the store's clock where it has one.
  * The estimate is taken first: a crash between the two leaves the estimate taken and no hold,
  * which is exactly what an abandoned reservation comes to (settled at its estimate), and a
  * refusal costs one step and leaves nothing to clean up. Taking the hold first would leave, after
@@ -70,13 +72,25 @@ final class Reservations {
           + " settlement corrects it");
     }
     long ttlNanos = ttl(ttl);
-    String rid = id == null ? newId() : checkId(id);
-    Decision d = (Decision) store.applyOnce(step(rid, "reserve"),
-        new Mutation.LimiterStep(machine, LimiterOperation.ACQUIRE, estimate));
-    machine.report(d);
-    if (d.allowed()) {
-      store.applyOnce(step(rid, "hold"), new Mutation.Add(holdKey(rid), estimate, ttlNanos));
+    Decision d;
+    String rid;
+    if (id == null) {
+      // A random id reaches the caller only with the answer, so nobody can retry this reserve by
+      // its id: its steps need no records (two fewer per reservation, kept for the retention).
+      rid = newId();
+      d = store.limit(machine, LimiterOperation.ACQUIRE, estimate);
+      if (d.allowed()) {
+        store.add(holdKey(rid), estimate, ttlNanos);
+      }
+    } else {
+      rid = checkId(id);
+      d = (Decision) store.applyOnce(step(rid, "reserve"),
+          new Mutation.LimiterStep(machine, LimiterOperation.ACQUIRE, estimate));
+      if (d.allowed()) {
+        store.applyOnce(step(rid, "hold"), new Mutation.Add(holdKey(rid), estimate, ttlNanos));
+      }
     }
+    machine.report(d);
     return new Held(rid, estimate, d);
   }
 
