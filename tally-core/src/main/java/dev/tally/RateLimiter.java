@@ -149,7 +149,8 @@ public interface RateLimiter {
    *     operation-id retention ({@link Tally.Builder#operationRetention}, 1 hour by default),
    *     which is how long the store remembers the reservation's steps, so that a retried reserve
    *     or settlement applies once for as long as the reservation can be open
-   * @throws IllegalArgumentException if {@code estimate} is below 1 or {@code ttl} is out of range
+   * @throws IllegalArgumentException if {@code estimate} is below 1, {@code ttl} is out of range,
+   *     or this handle's operation id is not a reservation id (see {@link #reservation})
    */
   Reservation reserve(long estimate, Duration ttl);
 
