@@ -129,6 +129,40 @@ public interface RateLimiter {
    */
   RateLimiter withOperationId(String id);
 
+  /**
+   * Takes {@code estimate} permits, if every limit allows, for work whose real cost is known only
+   * when it ends, and holds them until the reservation is {@linkplain Reservation#settle settled}
+   * at the real cost (the surplus is given back, or the excess taken into the limiter's debt),
+   * {@linkplain Reservation#cancel cancelled}, or until {@code ttl} passes: then it is settled at
+   * the estimate, by itself, so a holder that dies leaves its estimate charged and nothing held.
+   * A refused reservation takes and holds nothing. See docs/limiters.md, "Reservations".
+   *
+   * <p>The ttl runs on the store's clock where the store has one (as counters' expiry does). On
+   * a handle {@linkplain #withOperationId with an operation id}, the id is the reservation's
+   * id, so a reserve retried from anywhere within the retention takes once and answers the same.
+   * The failure policy does not apply: a reservation is accounting, and a store that cannot be
+   * reached throws {@link StoreException} (what was reserved, if anything, is settled at the
+   * estimate when the ttl ends).
+   *
+   * @param estimate the permits to take now, 1 or more: what the work may cost
+   * @param ttl how long the reservation may stay open, positive and no longer than the store's
+   *     operation-id retention ({@link Tally.Builder#operationRetention}, 1 hour by default),
+   *     which is how long the store remembers the reservation's steps, so that a retried reserve
+   *     or settlement applies once for as long as the reservation can be open
+   * @throws IllegalArgumentException if {@code estimate} is below 1, {@code ttl} is out of range,
+   *     or this handle's operation id is not a reservation id (see {@link #reservation})
+   */
+  Reservation reserve(long estimate, Duration ttl);
+
+  /**
+   * The reservation {@code id} of this limiter, to settle or cancel it from another place (another
+   * process, an HTTP handler). Reads nothing: a reservation closed already is refused when settled.
+   *
+   * @throws IllegalArgumentException if {@code id} is not a reservation id (1 to 120 letters,
+   *     digits, {@code - _ . :})
+   */
+  ReservationHandle reservation(String id);
+
   /** The asynchronous form of this limiter. */
   AsyncRateLimiter async();
 

@@ -8,6 +8,8 @@ import dev.tally.JointDecision;
 import dev.tally.Limit;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
+import dev.tally.Reservation;
+import dev.tally.ReservationHandle;
 import dev.tally.StoreException;
 import dev.tally.TimeSource;
 import dev.tally.spi.AsyncStore;
@@ -40,10 +42,19 @@ final class DefaultRateLimiter implements Quota {
   private final Failures failures;
   private final LimiterShortcut shortcut; // the store's fast path for acquires, if it has one
   private final TimeSource clock; // the store's clock, which leases time their blocks by
+  private final Duration retention; // the store's operation-id retention, which bounds a reservation's ttl
+  private final String operationId; // withOperationId's id, which names a reservation; null without
 
   DefaultRateLimiter(LimiterMachine machine, Store store, AsyncStore asyncStore, FailurePolicy policy,
-      Failures failures, TimeSource clock) {
+      Failures failures, TimeSource clock, Duration retention) {
+    this(machine, store, asyncStore, policy, failures, clock, retention, null);
+  }
+
+  private DefaultRateLimiter(LimiterMachine machine, Store store, AsyncStore asyncStore, FailurePolicy policy,
+      Failures failures, TimeSource clock, Duration retention, String operationId) {
     this.clock = Objects.requireNonNull(clock, "clock");
+    this.retention = Objects.requireNonNull(retention, "retention");
+    this.operationId = operationId;
     this.machine = machine;
     this.store = store;
     this.asyncStore = asyncStore;
@@ -69,7 +80,8 @@ final class DefaultRateLimiter implements Quota {
 
   @Override
   public RateLimiter withVersion(long version) {
-    return new DefaultRateLimiter(machine.withVersion(version), store, asyncStore, policy, failures, clock);
+    return new DefaultRateLimiter(machine.withVersion(version), store, asyncStore, policy, failures, clock, retention,
+        operationId);
   }
 
   @Override
@@ -79,7 +91,7 @@ final class DefaultRateLimiter implements Quota {
 
   @Override
   public RateLimiter withFailurePolicy(FailurePolicy newPolicy) {
-    return new DefaultRateLimiter(machine, store, asyncStore, newPolicy, failures, clock);
+    return new DefaultRateLimiter(machine, store, asyncStore, newPolicy, failures, clock, retention, operationId);
   }
 
   @Override
@@ -147,7 +159,8 @@ final class DefaultRateLimiter implements Quota {
   @Override
   public RateLimiter reconfigure(Limit... limits) {
     DefaultRateLimiter next = new DefaultRateLimiter(
-        machine.withLimits(Arrays.asList(limits.clone())), store, asyncStore, policy, failures, clock);
+        machine.withLimits(Arrays.asList(limits.clone())), store, asyncStore, policy, failures, clock, retention,
+        operationId);
     next.run(LimiterOperation.RECONFIGURE, 0);
     return next;
   }
@@ -162,7 +175,22 @@ final class DefaultRateLimiter implements Quota {
   public RateLimiter withOperationId(String id) {
     OperationId opId = OperationId.of(id);
     return new DefaultRateLimiter(machine, new OnceStore(store, opId), new OnceStore.Async(asyncStore, opId),
-        policy, failures, clock);
+        policy, failures, clock, retention, id);
+  }
+
+  @Override
+  public Reservation reserve(long estimate, Duration ttl) {
+    return reservations().reserve(operationId, estimate, ttl);
+  }
+
+  @Override
+  public ReservationHandle reservation(String id) {
+    return reservations().handle(id);
+  }
+
+  /** The reservations of this limiter: each step carries an id of its own, derived from the reservation's. */
+  private Reservations reservations() {
+    return new Reservations(store, machine, retention);
   }
 
   @Override

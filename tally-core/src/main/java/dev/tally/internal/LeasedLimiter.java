@@ -6,6 +6,8 @@ import dev.tally.FailurePolicy;
 import dev.tally.LeasedRateLimiter;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
+import dev.tally.Reservation;
+import dev.tally.ReservationHandle;
 import dev.tally.StoreException;
 import dev.tally.TallyListener;
 import dev.tally.TimeSource;
@@ -694,6 +696,17 @@ final class LeasedLimiter implements LeasedRateLimiter {
   public LeasedRateLimiter reconfigure(Limit... limits) {
     returnAll(clock.nanos());
     return plain.reconfigure(limits).leased(maxBlock, leaseTime());
+  }
+
+  /** Reserves on the store, past the stock: a reservation is held and settled there. */
+  @Override
+  public Reservation reserve(long estimate, Duration ttl) {
+    return plain.reserve(estimate, ttl);
+  }
+
+  @Override
+  public ReservationHandle reservation(String id) {
+    return plain.reservation(id);
   }
 
   /** The plain handle with that operation id: a leased grant has no store operation to repeat. */

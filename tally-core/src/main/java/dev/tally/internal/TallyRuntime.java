@@ -53,6 +53,7 @@ public final class TallyRuntime extends Tally {
   private final Mismatches mismatches;
   private final FailurePolicy defaultPolicy;
   private final TimeSource timeSource;
+  private final Duration operationRetention;
   private final LazyExecutor executor;
   private final Counters rootCounters;
   private final ConcurrencyWaiters concurrencyWaiters = new ConcurrencyWaiters();
@@ -81,6 +82,7 @@ public final class TallyRuntime extends Tally {
     this.mismatches = new Mismatches(b.listener());
     this.defaultPolicy = b.failurePolicy();
     this.timeSource = b.timeSource();
+    this.operationRetention = b.operationRetention();
     this.rootCounters = new DefaultCounters(new Group("", "", defaultPolicy, store, asyncStore, failures));
   }
 
@@ -187,7 +189,7 @@ public final class TallyRuntime extends Tally {
       Objects.requireNonNull(l, "limit");
     }
     return new DefaultRateLimiter(new LimiterMachine(key, List.of(limits), 0, mismatches), store, asyncStore, defaultPolicy,
-        failures, timeSource);
+        failures, timeSource, operationRetention);
   }
 
   @Override

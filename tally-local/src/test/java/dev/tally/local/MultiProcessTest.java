@@ -1,8 +1,11 @@
 package dev.tally.local;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Counters;
+import dev.tally.RateLimiter;
+import dev.tally.ReservationGoneException;
 import dev.tally.Tally;
 import dev.tally.tck.ChildJvm;
 import java.nio.file.Files;
@@ -110,6 +113,45 @@ class MultiProcessTest {
     assertThat(refused).isEqualTo(attempts - start / 3);
     try (Tally t = Tally.open("file:" + data())) {
       assertThat(t.counters().get("quota")).hasValue(0);
+    }
+  }
+
+  @Test
+  void reservationsSettledInOtherProcessesChargeExactlyTheirActualCosts() throws Exception {
+    Path go = dir.resolve("go");
+    List<ChildJvm> children = start(CHILDREN, "reserve", data().toString(), go.toString(),
+        Integer.toString(THREADS), "200");
+    List<String> settled = new ArrayList<>();
+    List<String> held = new ArrayList<>();
+    try {
+      awaitAll(children, "READY");
+      Files.createFile(go);
+      awaitAll(children, "DONE");
+      for (ChildJvm c : children) {
+        settled.addAll(c.linesStartingWith("SETTLED "));
+        held.addAll(c.linesStartingWith("HELD "));
+      }
+    } finally {
+      closeAll(children);
+    }
+    assertThat(settled).hasSize(CHILDREN * THREADS * 100);
+    assertThat(held).hasSize(CHILDREN * THREADS * 100);
+    long expected = 0;
+    for (String line : settled) {
+      expected += Long.parseLong(line.split(" ")[1]);
+    }
+    try (Tally t = Tally.open("file:" + data())) {
+      RateLimiter l = Worker.reserved(t);
+      int i = 0;
+      for (String line : held) {
+        String[] f = line.split(" ");
+        long actual = i++ % 3 == 0 ? 0 : Long.parseLong(f[2]) + i % 7; // cancelled, or above
+        l.reservation(f[1]).settle(actual);
+        expected += actual;
+        assertThatThrownBy(() -> l.reservation(f[1]).settle(actual + 1))
+            .isInstanceOf(ReservationGoneException.class);
+      }
+      assertThat(1_000_000_000 - l.available()).isEqualTo(expected);
     }
   }
 

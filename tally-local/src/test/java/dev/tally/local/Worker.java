@@ -42,6 +42,9 @@ import java.util.concurrent.locks.LockSupport;
  *                                     with each of IDS ids, in the same order; prints ANSWERS a0 a1 ...
  * ids      DIR GO THREADS REPORT HOOK idempotent increments of "idem" with fresh ids until killed
  *                                     (see OperationIdCrashTest)
+ * reserve  DIR GO THREADS N          every thread makes N reservations on {@link #reserved}: settles
+ *                                     every other one itself (prints SETTLED actual) and leaves the
+ *                                     rest open for the parent (prints HELD id estimate)
  * leased   DIR GO THREADS MILLIS      every thread acquires from a leased handle of {@link #LEASED}
  *                                     for MILLIS; prints LEASED and the instant of each grant
  * </pre>
@@ -82,6 +85,7 @@ public final class Worker {
         case "campaign" -> campaign(tally, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
         case "once" -> once(tally, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
         case "ids" -> ids(c, Integer.parseInt(args[3]), Path.of(args[4]), args[5]);
+        case "reserve" -> reserve(tally, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
         case "leased" -> leased(tally, Integer.parseInt(args[3]), Long.parseLong(args[4]), lastRead);
         default -> throw new IllegalArgumentException(mode);
       }
@@ -122,6 +126,37 @@ public final class Worker {
         c.incr("k:" + (i % keys), 2);
       }
     });
+  }
+
+  /** The limiter of the "reserve" workload: nothing refused, nothing refilled within a run. */
+  static RateLimiter reserved(Tally tally) {
+    return tally.limiter("reserved", Limit.fixedWindow(1_000_000_000, Duration.ofDays(1)));
+  }
+
+  private static void reserve(Tally tally, int threads, int n) throws InterruptedException {
+    RateLimiter l = reserved(tally);
+    onThreads(threads, t -> {
+      ThreadLocalRandom rnd = ThreadLocalRandom.current();
+      for (int i = 0; i < n; i++) {
+        long estimate = 1 + rnd.nextInt(500);
+        dev.tally.Reservation r = l.reserve(estimate, Duration.ofMinutes(10));
+        if (!r.granted()) {
+          throw new IllegalStateException("refused: " + r.decision());
+        }
+        String line;
+        if (i % 2 == 0) {
+          long actual = rnd.nextLong(2 * estimate);
+          r.settle(actual);
+          line = "SETTLED " + actual;
+        } else {
+          line = "HELD " + r.id() + " " + estimate;
+        }
+        synchronized (System.out) {
+          System.out.println(line);
+        }
+      }
+    });
+    System.out.flush();
   }
 
   private static void floor(Counters c, int threads, int n) throws InterruptedException {

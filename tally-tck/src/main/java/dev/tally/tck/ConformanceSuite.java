@@ -114,6 +114,14 @@ public abstract class ConformanceSuite {
   }
 
   @Nested
+  public class Reservations extends ReservationContract {
+    @Override
+    protected StoreConfiguration configuration() {
+      return configuration;
+    }
+  }
+
+  @Nested
   public class JointLimiters extends JointLimiterContract {
     @Override
     protected StoreConfiguration configuration() {
