@@ -321,15 +321,16 @@ public abstract class ConcurrencyLimitContract extends TallyFixture {
 
   /**
    * The starvation measurement of docs/limiters.md, on demand ({@code -Dtally.starvation=true}):
-   * 16 threads of one instance hold 16 permits 2 ms each and re-acquire at once, while 17 waiters
-   * of another instance wait up to a minute each.
+   * 16 threads of one instance share 5 permits, holding each lease 2 ms and re-acquiring at once
+   * (the steady process of {@link ConcurrencyProcessesContract} without its pause between jobs),
+   * while 17 waiters of another instance wait up to a minute each.
    */
   @Test
   public void starvationMeasuredOnDemand() throws Exception {
     Assumptions.assumeTrue(Boolean.getBoolean("tally.starvation"), "on demand: -Dtally.starvation=true");
     try (Tally other = open(clock)) {
-      ConcurrencyLimit greedy = tally.concurrency(name, 16);
-      ConcurrencyLimit patient = other.concurrency(name, 16);
+      ConcurrencyLimit greedy = tally.concurrency(name, 5);
+      ConcurrencyLimit patient = other.concurrency(name, 5);
       assumeShared(greedy, patient);
       long t0 = System.nanoTime();
       GreedyAndPatient out = GreedyAndPatient.run(greedy, patient, 16, TimeUnit.MILLISECONDS.toNanos(2), 17, 1,
