@@ -296,10 +296,11 @@ public abstract class ConcurrencyLimitContract extends TallyFixture {
 
   /**
    * One Tally instance's threads re-acquire the moment they release; another instance on the
-   * same store waits. Its waiters hold tickets in the store's queue, so the greedy instance cannot
-   * take the permits they are owed: each is granted within a few looks of a release. Before the
-   * queue lived in the store, the greedy instance's own release woke its own next waiter at once
-   * and the other instance's waiters, looking every 50 ms, could wait for ever.
+   * same store waits for both permits at once. Its head holds a ticket in the store's queue, so
+   * the greedy instance cannot take back the permits it frees while the ticket needs them: each
+   * acquire is granted within a few looks. Before the queue lived in the store, the greedy
+   * instance's own release woke its own next waiter at once, the two permits were never free
+   * together when the other instance looked (every 50 ms), and it waited in vain.
    */
   @Test
   public void aWaiterIsNotStarvedByAnotherInstanceThatReacquiresAtOnce() throws Exception {
@@ -309,7 +310,7 @@ public abstract class ConcurrencyLimitContract extends TallyFixture {
       assumeShared(greedy, patient);
       // Each acquire is granted within about one 50 ms look after it queues; 10 s is slack for a
       // loaded machine, far below what an unordered store gave (a minute and more, docs/limiters.md).
-      GreedyAndPatient out = GreedyAndPatient.run(greedy, patient, 4, TimeUnit.MILLISECONDS.toNanos(1), 2, 3,
+      GreedyAndPatient out = GreedyAndPatient.run(greedy, patient, 4, TimeUnit.MILLISECONDS.toNanos(1), 2, 2, 3,
           Duration.ofSeconds(10));
       System.out.println("[" + (configuration() == null ? getClass().getSimpleName() : configuration().name())
           + "] greedy and patient instances: " + out);
@@ -323,7 +324,8 @@ public abstract class ConcurrencyLimitContract extends TallyFixture {
    * The starvation measurement of docs/limiters.md, on demand ({@code -Dtally.starvation=true}):
    * 16 threads of one instance share 5 permits, holding each lease 2 ms and re-acquiring at once
    * (the steady process of {@link ConcurrencyProcessesContract} without its pause between jobs),
-   * while 17 waiters of another instance wait up to a minute each.
+   * while 17 waiters of another instance wait up to a minute each, for {@code tally.starvation.weight}
+   * permits (2 unless set: the processes contract's heavier leases).
    */
   @Test
   public void starvationMeasuredOnDemand() throws Exception {
@@ -333,8 +335,8 @@ public abstract class ConcurrencyLimitContract extends TallyFixture {
       ConcurrencyLimit patient = other.concurrency(name, 5);
       assumeShared(greedy, patient);
       long t0 = System.nanoTime();
-      GreedyAndPatient out = GreedyAndPatient.run(greedy, patient, 16, TimeUnit.MILLISECONDS.toNanos(2), 17, 1,
-          Duration.ofSeconds(60));
+      GreedyAndPatient out = GreedyAndPatient.run(greedy, patient, 16, TimeUnit.MILLISECONDS.toNanos(2), 17,
+          Long.getLong("tally.starvation.weight", 2), 1, Duration.ofSeconds(60));
       System.out.println("[" + (configuration() == null ? getClass().getSimpleName() : configuration().name())
           + "] starvation: " + out + "; " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms in all");
       assertThat(out.refused()).as("waiters that waited a minute in vain").isZero();

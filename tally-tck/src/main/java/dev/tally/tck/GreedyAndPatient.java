@@ -29,13 +29,16 @@ record GreedyAndPatient(List<Long> waitsNanos, int refused, long greedyGrants) {
   private static final Duration TTL = Duration.ofSeconds(30);
 
   /**
-   * Runs the two parties: {@code greedyThreads} threads of {@code greedy} hold each lease
-   * {@code holdNanos} and re-acquire at once; once they have taken a few rounds, {@code waiters}
-   * threads of {@code patient} each make {@code rounds} acquires of up to {@code maxWait}, holding
-   * each lease {@code holdNanos}. The greedy party stops when the patient one is done.
+   * Runs the two parties: {@code greedyThreads} threads of {@code greedy} hold each lease of one
+   * permit {@code holdNanos} and re-acquire at once; once they have taken a few rounds,
+   * {@code waiters} threads of {@code patient} each make {@code rounds} acquires of
+   * {@code patientWeight} permits of up to {@code maxWait}, holding each lease {@code holdNanos}.
+   * The greedy party stops when the patient one is done. A patient weight above 1 is the hardest
+   * case: that many permits must be free at once, while the greedy party takes each one back as
+   * soon as it frees it.
    */
   static GreedyAndPatient run(ConcurrencyLimit greedy, ConcurrencyLimit patient, int greedyThreads, long holdNanos,
-      int waiters, int rounds, Duration maxWait) throws InterruptedException {
+      int waiters, long patientWeight, int rounds, Duration maxWait) throws InterruptedException {
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong greedyGrants = new AtomicLong();
     ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
@@ -63,7 +66,7 @@ record GreedyAndPatient(List<Long> waitsNanos, int refused, long greedyGrants) {
       patientParty.add(start("patient-" + i, failures, () -> {
         for (int r = 0; r < rounds; r++) {
           long t0 = System.nanoTime();
-          Optional<Lease> l = patient.acquire(TTL, maxWait);
+          Optional<Lease> l = patient.acquire(patientWeight, TTL, maxWait);
           if (l.isEmpty()) {
             refused.incrementAndGet();
             continue;
