@@ -49,8 +49,9 @@ import java.util.Arrays;
  *   <li><b>The bound on waiting.</b> A ticket is granted at its holder's first look after the
  *       permits held by leases granted before it or to tickets ahead of it free (released, or
  *       expired): no lease granted after it to anyone behind it counts.
- *   <li><b>A dead waiter blocks briefly.</b> A ticket not refreshed lapses {@code queueTtlNanos}
- *       after its last look; a waiter that gives up withdraws it at once
+ *   <li><b>A dead waiter blocks briefly.</b> A look refreshes its ticket to {@code queueTtlNanos}
+ *       from now once less than half of that is left, so a ticket lapses at most
+ *       {@code queueTtlNanos} after its holder's last look; a waiter that gives up withdraws it at once
  *       ({@link ConcurrencyOperation#WITHDRAW}).
  *   <li><b>The queue is bounded.</b> At most {@link #MAX_TICKETS} tickets (fewer where a store's
  *       record is smaller); a waiter refused a place stays unqueued, looks again like the others,
@@ -129,7 +130,9 @@ public final class ConcurrencyMachine {
           if (call.queueTtlNanos() > 0 && call.weight() <= call.maxPermits()) {
             long until = saturatedAdd(at, call.queueTtlNanos());
             if (mine >= 0) {
-              if (queue[mine + 2] != until) {
+              // Refreshed only once past half its life: a waiter's look writes the record a few
+              // times per ticket ttl, not at every look (a write holds the key's lock longer).
+              if (queue[mine + 2] - at <= call.queueTtlNanos() / 2 && queue[mine + 2] != until) {
                 queue = queue == s.tickets() ? queue.clone() : queue;
                 queue[mine + 2] = until;
                 changed = true;

@@ -115,9 +115,11 @@ class ConcurrencyMachineTest {
   void aLookRefreshesTheTicketInPlaceAndADeadWaitersTicketLapses() {
     ConcurrencyRecord r = holding(1, 1);
     r = step(r, T0, waiter(1, 1, 1)).next(); // the waiter that will die
-    r = step(r, T0 + QUEUE / 2, waiter(1, 2, 1)).next();
-    r = step(r, T0 + QUEUE / 2, ConcurrencyCall.release("k", 1, 1, 100)).next();
-    // the second waiter's looks refresh its ticket; the first never looks again
+    r = step(r, T0 + QUEUE / 4, waiter(1, 2, 1)).next();
+    r = step(r, T0 + QUEUE / 4, ConcurrencyCall.release("k", 1, 1, 100)).next();
+    assertThat(step(r, T0 + QUEUE / 2, waiter(1, 2, 1)).changed())
+        .as("a look early in its ticket's life writes nothing").isFalse();
+    // the second waiter's looks refresh its ticket once past half its life; the first never looks again
     ConcurrencyMachine.Outcome look = step(r, T0 + QUEUE - 1, waiter(1, 2, 1));
     assertThat(look.result().ok()).as("the dead waiter's ticket is live still").isFalse();
     assertThat(look.next().tickets()[1 * ConcurrencyRecord.TICKET_WORDS + 2]).isEqualTo(T0 + QUEUE - 1 + QUEUE);

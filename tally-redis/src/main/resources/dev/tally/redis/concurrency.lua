@@ -5,8 +5,8 @@ expiry is at or before that instant are dropped first; an acquire is granted onl
 of the live leases plus its own stay within maxPermits, and takes fencing + 1 as its token; the
 fencing counter is never reset (the hash never expires); an acquire whose nonce is a live lease's
 returns that lease (a retry); renew and release of a lease not held answer 0 and change nothing.
-The queue of waiters is the machine's too: a refused acquire with a ticket ttl keeps (or refreshes in
-place) a ticket until now + that ttl, at most 64 tickets; tickets that lapsed are dropped first; an
+The queue of waiters is the machine's too: a refused acquire with a ticket ttl keeps a ticket until now + that
+ttl (refreshed in place once less than half the ttl is left), at most 64 tickets; tickets that lapsed are dropped first; an
 acquire is granted only if the free permits cover its weight plus the weights of every ticket ahead
 of it (all of them for a caller without one); a grant removes the caller's ticket; withdraw removes
 it. A Tally predating tickets ignores the "q" field (it grants without regard to the queue).
@@ -169,8 +169,9 @@ if op == 'acquire' then
     writes[#writes + 1] = string.format('%d', fencing)
   elseif (qttlS > 0 or qttlN > 0) and weight <= max then
     local us, un = plus(nowS, nowN, qttlS, qttlN)
-    if mine then
-      if queue[mine][3] ~= us or queue[mine][4] ~= un then
+    local hs, hn = plus(nowS, nowN, math.floor(qttlS / 2), math.floor((qttlS % 2 * GIGA + qttlN) / 2))
+    if mine then -- refreshed only once past half its life, as the machine does
+      if before_or_at(queue[mine][3], queue[mine][4], hs, hn) and (queue[mine][3] ~= us or queue[mine][4] ~= un) then
         queue[mine][3], queue[mine][4] = us, un
         qchanged = true
       end
