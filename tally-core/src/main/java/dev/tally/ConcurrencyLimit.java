@@ -14,11 +14,17 @@ import java.util.Optional;
  * Optional<Lease> lease = exports.tryAcquire(Duration.ofMinutes(5));
  * }</pre>
  *
- * <p><b>Order of waiters.</b> {@link #acquire} waits in this process's queue for the name: within a
- * process, waiters are served in arrival order, and a {@link #tryAcquire} does not overtake
- * them (so a heavy waiter is not starved by light ones). Across processes there is no order: the
- * head of each process's queue is woken by a release in its own process, and otherwise looks
- * again after a backoff of at most 50 ms, or at the earliest lease's expiry if sooner.
+ * <p><b>Order of waiters.</b> {@link #acquire} waits in this process's line for the name, served in
+ * arrival order; the head of each process's line holds a ticket in the store's queue for the
+ * name, shared by every process. A grant (to a waiter, or a {@link #tryAcquire}) never takes a
+ * permit that an older ticket needs: it is granted only if the free permits cover it plus every
+ * ticket queued before it. So no waiter is held up by anyone who queued after it or by
+ * {@link #tryAcquire}s, a heavy waiter is not starved by light ones, and the heads of the
+ * processes are served first come, first served. The head is woken by a release in its own
+ * process at once, and otherwise looks again after a backoff of at most 50 ms, or at the earliest
+ * lease's expiry if sooner; its ticket lapses 500 ms after its last look, so a waiter that dies
+ * holds the others up by at most that (one that gives up withdraws its ticket at once).
+ * docs/limiters.md states the bounds.
  *
  * <p>Store failures throw a {@link StoreException}; a lease of a store that cannot be reached is
  * neither granted nor released, and comes back by expiry.
@@ -30,13 +36,14 @@ public interface ConcurrencyLimit {
   /** How many permits may be held at once. */
   long maxPermits();
 
-  /** One permit for {@code leaseTtl}, if one is free now. */
+  /** One permit for {@code leaseTtl}, if one is free now and not needed by a waiter. */
   default Optional<Lease> tryAcquire(Duration leaseTtl) {
     return tryAcquire(1, leaseTtl);
   }
 
   /**
-   * {@code weight} permits for {@code leaseTtl}, if that many are free now.
+   * {@code weight} permits for {@code leaseTtl}, if that many are free now and not needed by a
+   * waiter (of any process) queued for the name: see the class comment.
    *
    * @throws IllegalArgumentException if {@code weight} is not 1 to {@link #maxPermits()}, or the
    *     ttl is not positive

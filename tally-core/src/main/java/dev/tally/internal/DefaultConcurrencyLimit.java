@@ -17,6 +17,12 @@ final class DefaultConcurrencyLimit implements ConcurrencyLimit {
   /** The longest a waiting head goes without asking the store: bounds the latency of a release in another process. */
   static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
   private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+  /**
+   * How long the head's ticket in the store's queue outlives its last look: ten of its longest
+   * pauses, so a look delayed by a loaded machine keeps its place, and a waiter that died (or
+   * froze) holds up the others by at most this after its last look.
+   */
+  static final long TICKET_TTL_NANOS = 10 * MAX_BACKOFF_NANOS;
 
   private final String name;
   private final String key;
@@ -48,7 +54,7 @@ final class DefaultConcurrencyLimit implements ConcurrencyLimit {
 
   @Override
   public Optional<Lease> tryAcquire(long weight, Duration leaseTtl) {
-    ConcurrencyCall call = acquireCall(weight, leaseTtl);
+    ConcurrencyCall call = acquireCall(weight, leaseTtl, 0);
     ConcurrencyWaiters.Line line = waiters.existing(key);
     if (line != null && line.busy()) {
       return Optional.empty(); // others of this process wait for it: no overtaking
@@ -59,12 +65,15 @@ final class DefaultConcurrencyLimit implements ConcurrencyLimit {
 
   @Override
   public Optional<Lease> acquire(long weight, Duration leaseTtl, Duration maxWait) throws InterruptedException {
-    ConcurrencyCall call = acquireCall(weight, leaseTtl); // one nonce: a retry finds a grant whose reply was lost
+    // One nonce: a retry finds a grant whose reply was lost, and a look refreshes the same ticket.
+    ConcurrencyCall call = acquireCall(weight, leaseTtl, TICKET_TTL_NANOS);
     Objects.requireNonNull(maxWait, "maxWait");
     long wait = maxWait.isNegative() ? 0 : Checks.ttl(maxWait.isZero() ? Duration.ofNanos(1) : maxWait);
     long deadline = System.nanoTime() + wait;
     ConcurrencyWaiters.Line line = waiters.line(key);
     Object ticket = new Object();
+    boolean queued = false; // the store may hold a ticket of ours
+    boolean granted = false;
     line.lock.lockInterruptibly();
     try {
       line.queue.addLast(ticket);
@@ -77,11 +86,13 @@ final class DefaultConcurrencyLimit implements ConcurrencyLimit {
             ConcurrencyResult r;
             line.lock.unlock(); // a release by this process must not wait for the store
             try {
+              queued = true;
               r = store.concurrency(call);
             } finally {
               line.lock.lock();
             }
             if (r.ok()) {
+              granted = true;
               return Optional.of(new Held(r.token(), call.nonce(), weight, r.expiresAt()));
             }
             if (line.releases != releasesBefore) {
@@ -107,6 +118,18 @@ final class DefaultConcurrencyLimit implements ConcurrencyLimit {
       }
     } finally {
       line.lock.unlock();
+      if (queued && !granted) {
+        withdraw(call);
+      }
+    }
+  }
+
+  /** Gives up a waiter's place in the store's queue; if the store cannot be reached, the ticket lapses by itself. */
+  private void withdraw(ConcurrencyCall call) {
+    try {
+      store.concurrency(ConcurrencyCall.withdraw(key, maxPermits, call.nonce()));
+    } catch (RuntimeException e) {
+      // its ticket lapses within TICKET_TTL_NANOS of its last look
     }
   }
 
@@ -134,13 +157,13 @@ final class DefaultConcurrencyLimit implements ConcurrencyLimit {
         + " Lease.id() gives)");
   }
 
-  private ConcurrencyCall acquireCall(long weight, Duration leaseTtl) {
+  private ConcurrencyCall acquireCall(long weight, Duration leaseTtl, long queueTtlNanos) {
     if (weight < 1 || weight > maxPermits) {
       throw new IllegalArgumentException("weight must be 1 to maxPermits (" + maxPermits + ") of concurrency limit '"
           + name + "', not " + weight);
     }
-    return ConcurrencyCall.acquire(key, maxPermits, ThreadLocalRandom.current().nextLong(), weight,
-        leaseTtl(leaseTtl));
+    return ConcurrencyCall.acquireQueued(key, maxPermits, ThreadLocalRandom.current().nextLong(), weight,
+        leaseTtl(leaseTtl), queueTtlNanos);
   }
 
   private static long leaseTtl(Duration ttl) {

@@ -16,18 +16,45 @@ import java.util.Objects;
  *     acquire finds the lease it already got; with {@code token}, the lease's identity
  * @param weight the permits an {@code ACQUIRE} asks for, 1 to {@code maxPermits}
  * @param ttlNanos the lease's ttl for {@code ACQUIRE} and {@code RENEW}, positive
+ * @param queueTtlNanos for an {@code ACQUIRE} that waits: if refused, keep (or refresh) a ticket in
+ *     the limit's queue under the nonce until {@code now + queueTtlNanos}; 0 for an acquire that
+ *     does not wait, and for every other operation
  */
 public record ConcurrencyCall(String key, long maxPermits, ConcurrencyOperation operation, long token, long nonce,
-    long weight, long ttlNanos) {
+    long weight, long ttlNanos, long queueTtlNanos) {
 
   public ConcurrencyCall {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(operation, "operation");
+    if (queueTtlNanos < 0) {
+      throw new IllegalArgumentException("a ticket's ttl must not be negative, not " + queueTtlNanos);
+    }
+  }
+
+  /** A call without a ticket. */
+  public ConcurrencyCall(String key, long maxPermits, ConcurrencyOperation operation, long token, long nonce,
+      long weight, long ttlNanos) {
+    this(key, maxPermits, operation, token, nonce, weight, ttlNanos, 0);
   }
 
   /** An acquire of {@code weight} permits for {@code ttlNanos}, under the caller's {@code nonce}. */
   public static ConcurrencyCall acquire(String key, long maxPermits, long nonce, long weight, long ttlNanos) {
     return new ConcurrencyCall(key, maxPermits, ConcurrencyOperation.ACQUIRE, 0, nonce, weight, ttlNanos);
+  }
+
+  /**
+   * An acquire by a waiter: if refused, it holds a ticket in the limit's queue until
+   * {@code queueTtlNanos} from now, refreshed by each such call under the same {@code nonce}.
+   */
+  public static ConcurrencyCall acquireQueued(String key, long maxPermits, long nonce, long weight, long ttlNanos,
+      long queueTtlNanos) {
+    return new ConcurrencyCall(key, maxPermits, ConcurrencyOperation.ACQUIRE, 0, nonce, weight, ttlNanos,
+        queueTtlNanos);
+  }
+
+  /** The withdrawal of the ticket a waiter that gives up holds under {@code nonce}. */
+  public static ConcurrencyCall withdraw(String key, long maxPermits, long nonce) {
+    return new ConcurrencyCall(key, maxPermits, ConcurrencyOperation.WITHDRAW, 0, nonce, 0, 0);
   }
 
   /** A renewal of the lease ({@code token}, {@code nonce}) to {@code ttlNanos} from now. */

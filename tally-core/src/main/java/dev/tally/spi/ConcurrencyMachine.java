@@ -28,8 +28,40 @@ import java.util.Arrays;
  *   <li><b>Dead leases stay dead.</b> Renewing a released or expired lease is refused: its permits
  *       may belong to someone else already.
  * </ul>
+ *
+ * <h2>The queue of waiters</h2>
+ *
+ * <p>A waiting acquirer (a call with {@code queueTtlNanos > 0}) that is refused keeps a ticket in
+ * the record: its nonce, its weight and an expiry {@code queueTtlNanos} after the step, which its
+ * next look refreshes. Tickets are kept in the order they were first taken; a waiter whose ticket
+ * lapsed (it died, or stopped looking) takes a new one at the back.
+ *
+ * <ul>
+ *   <li><b>Room is held for those ahead.</b> An acquire is granted only if the permits free now
+ *       cover its weight plus the weights of every live ticket ahead of it: all of them for a
+ *       caller with no ticket (a {@code tryAcquire}, or a waiter's first look), those queued
+ *       before its own for a waiter. So a grant never takes a permit an older waiter needs: once
+ *       the permits cover a ticket and every ticket ahead of it, they stay covered until it is
+ *       granted (grants behind it need a larger cover; grants ahead of it move weight from the
+ *       queue to the leases; releases and expiries only free), and while they do not cover it,
+ *       nobody queued after it is granted anything. A heavy waiter is thus not starved by light
+ *       ones, and a light one behind it is granted early only when that delays nobody ahead.
+ *   <li><b>The bound on waiting.</b> A ticket is granted at its holder's first look after the
+ *       permits held by leases granted before it or to tickets ahead of it free (released, or
+ *       expired): no lease granted after it to anyone behind it counts.
+ *   <li><b>A dead waiter blocks briefly.</b> A look refreshes its ticket to {@code queueTtlNanos}
+ *       from now once less than half of that is left, so a ticket lapses at most
+ *       {@code queueTtlNanos} after its holder's last look; a waiter that gives up withdraws it at once
+ *       ({@link ConcurrencyOperation#WITHDRAW}).
+ *   <li><b>The queue is bounded.</b> At most {@link #MAX_TICKETS} tickets (fewer where a store's
+ *       record is smaller); a waiter refused a place stays unqueued, looks again like the others,
+ *       and takes a place when one frees. A weight above {@code maxPermits} never queues.
+ * </ul>
  */
 public final class ConcurrencyMachine {
+  /** The most tickets a record holds. */
+  public static final int MAX_TICKETS = 64;
+
   private ConcurrencyMachine() {}
 
   /**
@@ -48,23 +80,36 @@ public final class ConcurrencyMachine {
    * @param now the store's clock, in epoch nanoseconds
    */
   public static Outcome apply(ConcurrencyRecord stored, long now, ConcurrencyCall call) {
+    return apply(stored, now, call, Integer.MAX_VALUE);
+  }
+
+  /**
+   * Runs one step on a store whose records hold at most {@code maxWords} words: a ticket that
+   * would make the record larger is not taken (the waiter stays unqueued), as beyond
+   * {@link #MAX_TICKETS}.
+   */
+  public static Outcome apply(ConcurrencyRecord stored, long now, ConcurrencyCall call, int maxWords) {
     ConcurrencyRecord s = stored == null ? ConcurrencyRecord.EMPTY : stored;
     long at = Math.max(now, s.decidedAt());
-    long[] live = dropExpired(s.leases(), at);
-    boolean changed = stored == null ? call.operation() == ConcurrencyOperation.ACQUIRE : live.length != s.leases().length;
+    long[] live = dropExpired(s.leases(), at, ConcurrencyRecord.LEASE_WORDS, 3);
+    long[] queue = dropExpired(s.tickets(), at, ConcurrencyRecord.TICKET_WORDS, 2);
+    boolean changed = stored == null ? call.operation() == ConcurrencyOperation.ACQUIRE
+        : live.length != s.leases().length || queue.length != s.tickets().length;
     long fencing = s.fencing();
     long inUse = inUse(live);
     int found = find(live, call.token(), call.nonce(), call.operation() == ConcurrencyOperation.ACQUIRE);
+    int mine = findTicket(queue, call.nonce());
     boolean ok;
     long token = 0;
     long expiresAt = 0;
     switch (call.operation()) {
       case ACQUIRE -> {
+        long ahead = ahead(queue, mine < 0 ? queue.length : mine);
         if (found >= 0) { // a retry of an acquire that was granted
           ok = true;
           token = live[found];
           expiresAt = live[found + 3];
-        } else if (call.weight() <= call.maxPermits() - inUse) {
+        } else if (fits(call.weight(), call.maxPermits() - inUse, ahead)) {
           ok = true;
           token = Math.addExact(fencing, 1);
           fencing = token;
@@ -76,9 +121,33 @@ public final class ConcurrencyMachine {
           live[i + 2] = call.weight();
           live[i + 3] = expiresAt;
           inUse += call.weight();
+          if (mine >= 0) {
+            queue = remove(queue, mine, ConcurrencyRecord.TICKET_WORDS);
+          }
           changed = true;
         } else {
           ok = false;
+          if (call.queueTtlNanos() > 0 && call.weight() <= call.maxPermits()) {
+            long until = saturatedAdd(at, call.queueTtlNanos());
+            if (mine >= 0) {
+              // Refreshed only once past half its life: a waiter's look writes the record a few
+              // times per ticket ttl, not at every look (a write holds the key's lock longer).
+              if (queue[mine + 2] - at <= call.queueTtlNanos() / 2 && queue[mine + 2] != until) {
+                queue = queue == s.tickets() ? queue.clone() : queue;
+                queue[mine + 2] = until;
+                changed = true;
+              }
+            } else if (queue.length / ConcurrencyRecord.TICKET_WORDS < MAX_TICKETS
+                && (long) ConcurrencyRecord.HEADER_WORDS_2 + live.length + queue.length
+                    + ConcurrencyRecord.TICKET_WORDS <= maxWords) {
+              queue = Arrays.copyOf(queue, queue.length + ConcurrencyRecord.TICKET_WORDS);
+              int i = queue.length - ConcurrencyRecord.TICKET_WORDS;
+              queue[i] = call.nonce();
+              queue[i + 1] = call.weight();
+              queue[i + 2] = until;
+              changed = true;
+            }
+          }
         }
       }
       case RENEW -> {
@@ -99,39 +168,75 @@ public final class ConcurrencyMachine {
           token = live[found];
           expiresAt = live[found + 3];
           inUse -= live[found + 2];
-          long[] rest = new long[live.length - ConcurrencyRecord.LEASE_WORDS];
-          System.arraycopy(live, 0, rest, 0, found);
-          System.arraycopy(live, found + ConcurrencyRecord.LEASE_WORDS, rest, found, rest.length - found);
-          live = rest;
+          live = remove(live, found, ConcurrencyRecord.LEASE_WORDS);
+          changed = true;
+        }
+      }
+      case WITHDRAW -> {
+        ok = mine >= 0;
+        if (ok) {
+          queue = remove(queue, mine, ConcurrencyRecord.TICKET_WORDS);
           changed = true;
         }
       }
       case PEEK -> ok = true;
       default -> throw new IllegalArgumentException("unknown operation " + call.operation());
     }
-    ConcurrencyRecord next = changed ? new ConcurrencyRecord(at, fencing, live) : s;
+    ConcurrencyRecord next = changed ? new ConcurrencyRecord(at, fencing, live, queue) : s;
     return new Outcome(next, new ConcurrencyResult(ok, token, expiresAt, inUse, fencing, earliest(live), at), changed);
   }
 
-  private static long[] dropExpired(long[] leases, long now) {
+  /** The entries of {@code width} words whose expiry (at {@code expiry}) is after {@code now}. */
+  private static long[] dropExpired(long[] entries, long now, int width, int expiry) {
     int kept = 0;
-    for (int i = 0; i < leases.length; i += ConcurrencyRecord.LEASE_WORDS) {
-      if (leases[i + 3] > now) {
+    for (int i = 0; i < entries.length; i += width) {
+      if (entries[i + expiry] > now) {
         kept++;
       }
     }
-    if (kept * ConcurrencyRecord.LEASE_WORDS == leases.length) {
-      return leases;
+    if (kept * width == entries.length) {
+      return entries;
     }
-    long[] out = new long[kept * ConcurrencyRecord.LEASE_WORDS];
+    long[] out = new long[kept * width];
     int o = 0;
-    for (int i = 0; i < leases.length; i += ConcurrencyRecord.LEASE_WORDS) {
-      if (leases[i + 3] > now) {
-        System.arraycopy(leases, i, out, o, ConcurrencyRecord.LEASE_WORDS);
-        o += ConcurrencyRecord.LEASE_WORDS;
+    for (int i = 0; i < entries.length; i += width) {
+      if (entries[i + expiry] > now) {
+        System.arraycopy(entries, i, out, o, width);
+        o += width;
       }
     }
     return out;
+  }
+
+  private static long[] remove(long[] entries, int at, int width) {
+    long[] rest = new long[entries.length - width];
+    System.arraycopy(entries, 0, rest, 0, at);
+    System.arraycopy(entries, at + width, rest, at, rest.length - at);
+    return rest;
+  }
+
+  /** The weights of the tickets before offset {@code end}, saturated (a weight may be as large as maxPermits). */
+  private static long ahead(long[] queue, int end) {
+    long sum = 0;
+    for (int i = 0; i < end; i += ConcurrencyRecord.TICKET_WORDS) {
+      sum = saturatedAdd(sum, queue[i + 1]);
+    }
+    return sum;
+  }
+
+  /** Whether {@code weight} fits in {@code room} free permits after {@code ahead} held for older tickets. */
+  private static boolean fits(long weight, long room, long ahead) {
+    return room >= 0 && ahead <= room && weight <= room - ahead;
+  }
+
+  /** The ticket's offset by nonce; -1 if none. */
+  private static int findTicket(long[] queue, long nonce) {
+    for (int i = 0; i < queue.length; i += ConcurrencyRecord.TICKET_WORDS) {
+      if (queue[i] == nonce) {
+        return i;
+      }
+    }
+    return -1;
   }
 
   private static long inUse(long[] leases) {

@@ -8,6 +8,8 @@ public enum ConcurrencyOperation {
   RENEW,
   /** Give a lease's permits back; harmless for a lease released or expired already. */
   RELEASE,
+  /** Drop the ticket a waiter that gives up holds in the queue; harmless if it holds none. */
+  WITHDRAW,
   /** Report the permits in use and the fencing counter; changes nothing. */
   PEEK
 }

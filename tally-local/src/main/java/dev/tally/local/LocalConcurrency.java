@@ -20,7 +20,8 @@ import java.nio.file.Path;
  * record's {@code decidedAt}, so a process whose clock lags cannot revive a lease another process
  * saw expire. The slot never expires: the fencing counter outlives every lease. A record holds at
  * most {@link #MAX_LEASES} leases (the largest heap record), so a limit whose holders would need
- * more is refused with an error naming the bound.
+ * more is refused with an error naming the bound; a waiter's ticket that would not fit is not taken
+ * (the waiter stays unqueued, {@link ConcurrencyMachine}).
  */
 final class LocalConcurrency {
   /** Leases that fit in the largest state record. */
@@ -55,11 +56,12 @@ final class LocalConcurrency {
           stored = ConcurrencyRecord.fromWords(key.string, st.words());
         }
       }
-      ConcurrencyMachine.Outcome out = ConcurrencyMachine.apply(stored, time.nanos(), call);
+      ConcurrencyMachine.Outcome out = ConcurrencyMachine.apply(stored, time.nanos(), call, Layout.MAX_RECORD_WORDS);
       if (out.changed()) {
-        if (out.next().size() > MAX_LEASES) {
+        if (out.next().words() > Layout.MAX_RECORD_WORDS) {
           throw new StoreException("concurrency limit '" + key + "' would hold " + out.next().size()
-              + " leases; the file store keeps at most " + MAX_LEASES + " per limit (use fewer, heavier leases)");
+              + " leases and " + out.next().waiting() + " waiters' tickets; the file store keeps at most "
+              + MAX_LEASES + " leases per limit, fewer while waiters queue (use fewer, heavier leases)");
         }
         long[] words = out.next().toWords();
         h.setRecord(table.heap.allocateRecord(key.hash, out.next().decidedAt(), words), 0); // 0: never expires

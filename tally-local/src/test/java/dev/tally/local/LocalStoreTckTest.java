@@ -2,12 +2,16 @@ package dev.tally.local;
 
 import dev.tally.Tally;
 import dev.tally.tck.ConformanceSuite;
+import dev.tally.tck.ManualTimeSource;
 import dev.tally.tck.StoreConfiguration;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
+import java.util.WeakHashMap;
 import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -41,8 +45,15 @@ class LocalStoreTckTest extends ConformanceSuite {
   }
 
   private static StoreConfiguration file(String name, String options) {
-    return StoreConfiguration.of(name, clock -> Tally.builder("file:" + freshDirectory() + options)
+    return StoreConfiguration.of(name, clock -> Tally.builder("file:" + directoryOf(clock) + options)
         .timeSource(clock).build());
+  }
+
+  /** Each test has a clock of its own: a second instance a test opens shares its store, as another process would. */
+  private static final Map<ManualTimeSource, Path> DIRECTORIES = Collections.synchronizedMap(new WeakHashMap<>());
+
+  private static Path directoryOf(ManualTimeSource clock) {
+    return DIRECTORIES.computeIfAbsent(clock, c -> freshDirectory());
   }
 
   /** Every store of this run lives under one directory, deleted when the JVM exits. */

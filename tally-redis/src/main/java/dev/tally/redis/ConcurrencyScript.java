@@ -37,7 +37,9 @@ final class ConcurrencyScript {
         Long.toString(call.weight()),
         Long.toString(call.ttlNanos() / GIGA),
         Long.toString(call.ttlNanos() % GIGA),
-        passClock ? instant(now) : ""};
+        passClock ? instant(now) : "",
+        Long.toString(call.queueTtlNanos() / GIGA),
+        Long.toString(call.queueTtlNanos() % GIGA)};
   }
 
   private static String instant(long nanos) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.ConcurrencyLimit;
 import dev.tally.Lease;
+import dev.tally.Tally;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -283,5 +284,62 @@ public abstract class ConcurrencyLimitContract extends TallyFixture {
     assertThat(limit.tryAcquire(TTL)).isPresent();
     assertThat(limit.acquire(TTL, Duration.ofMillis(20))).isEmpty();
     assertThat(limit.inUse()).isEqualTo(1);
+  }
+
+  /** Aborts the case where two instances of the configuration do not share one store ({@code mem:}). */
+  private static void assumeShared(ConcurrencyLimit a, ConcurrencyLimit b) {
+    Lease probe = a.tryAcquire(TTL).orElseThrow();
+    boolean shared = b.inUse() == probe.weight();
+    probe.release();
+    Assumptions.assumeTrue(shared, "two instances of this configuration do not share a store");
+  }
+
+  /**
+   * One Tally instance's threads re-acquire the moment they release; another instance on the
+   * same store waits for both permits at once. Its head holds a ticket in the store's queue, so
+   * the greedy instance cannot take back the permits it frees while the ticket needs them: each
+   * acquire is granted within a few looks. Before the queue lived in the store, the greedy
+   * instance's own release woke its own next waiter at once, the two permits were never free
+   * together when the other instance looked (every 50 ms), and it waited in vain.
+   */
+  @Test
+  public void aWaiterIsNotStarvedByAnotherInstanceThatReacquiresAtOnce() throws Exception {
+    try (Tally other = open(clock)) {
+      ConcurrencyLimit greedy = tally.concurrency(name, 2);
+      ConcurrencyLimit patient = other.concurrency(name, 2);
+      assumeShared(greedy, patient);
+      // Each acquire is granted within about one 50 ms look after it queues; 10 s is slack for a
+      // loaded machine, far below what an unordered store gave (a minute and more, docs/limiters.md).
+      GreedyAndPatient out = GreedyAndPatient.run(greedy, patient, 4, TimeUnit.MILLISECONDS.toNanos(1), 2, 2, 3,
+          Duration.ofSeconds(10));
+      System.out.println("[" + (configuration() == null ? getClass().getSimpleName() : configuration().name())
+          + "] greedy and patient instances: " + out);
+      assertThat(out.refused()).as("patient acquires that waited 10 s in vain").isZero();
+      assertThat(out.waitsNanos()).hasSize(6);
+      assertThat(out.greedyGrants()).as("the greedy instance ran").isPositive();
+    }
+  }
+
+  /**
+   * The starvation measurement of docs/limiters.md, on demand ({@code -Dtally.starvation=true}):
+   * 16 threads of one instance share 5 permits, holding each lease 2 ms and re-acquiring at once
+   * (the steady process of {@link ConcurrencyProcessesContract} without its pause between jobs),
+   * while 17 waiters of another instance wait up to a minute each, for {@code tally.starvation.weight}
+   * permits (2 unless set: the processes contract's heavier leases).
+   */
+  @Test
+  public void starvationMeasuredOnDemand() throws Exception {
+    Assumptions.assumeTrue(Boolean.getBoolean("tally.starvation"), "on demand: -Dtally.starvation=true");
+    try (Tally other = open(clock)) {
+      ConcurrencyLimit greedy = tally.concurrency(name, 5);
+      ConcurrencyLimit patient = other.concurrency(name, 5);
+      assumeShared(greedy, patient);
+      long t0 = System.nanoTime();
+      GreedyAndPatient out = GreedyAndPatient.run(greedy, patient, 16, TimeUnit.MILLISECONDS.toNanos(2), 17,
+          Long.getLong("tally.starvation.weight", 2), 1, Duration.ofSeconds(60));
+      System.out.println("[" + (configuration() == null ? getClass().getSimpleName() : configuration().name())
+          + "] starvation: " + out + "; " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms in all");
+      assertThat(out.refused()).as("waiters that waited a minute in vain").isZero();
+    }
   }
 }

@@ -122,9 +122,9 @@ public final class ConcurrencyWorker {
     if (r.ok()) {
       write(out, "R " + l.fencingToken() + " " + r.now());
     }
-    // Other work before the next job. Without it a process whose own release wakes its own next
-    // waiter at once would take every permit it frees, and the others, who only look again after a
-    // backoff, would wait for ever (docs/limiters.md: no order across processes).
+    // Other work before the next job, as real holders do; the waiters' queue in the store keeps a
+    // process that re-acquires at once from taking the permits others wait for
+    // (docs/limiters.md#waiting-the-order-guaranteed).
     LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(Math.max(holdNanos, THINK_NANOS) + 1));
   }
 
