@@ -17,27 +17,17 @@ import org.junit.jupiter.api.Test;
  * empty, and repaid before a later request fits, to the nanosecond ({@code docs/limiters.md#debt}).
  */
 class LimiterChargeTest {
-  private static final long SECOND = 1_000_000_000L;
+  private static final long SECOND = MachineRun.SECOND;
   private static final long MINUTE = 60 * SECOND;
 
   private static long at(String instant) {
-    Instant i = Instant.parse(instant);
-    return i.getEpochSecond() * SECOND + i.getNano();
+    return MachineRun.at(instant);
   }
 
-  /** Calls on one machine, keeping the record between them. */
-  private static final class Run {
-    final LimiterMachine machine;
-    long[] record;
-
+  /** Calls on one machine, with the checks a charge and an exact retry make. */
+  private static final class Run extends MachineRun {
     Run(Limit... limits) {
-      machine = LimiterMachine.of("k", List.of(limits));
-    }
-
-    Decision call(long now, LimiterOperation op, long permits) {
-      LimiterOutcome out = machine.apply(Timelines.words(record == null ? null : record.clone()), now, op, permits);
-      record = out.record();
-      return out.decision();
+      super(limits);
     }
 
     Decision charge(long now, long permits) {
@@ -48,8 +38,7 @@ class LimiterChargeTest {
     }
 
     Decision probe(long now, long permits) {
-      return machine.apply(Timelines.words(record == null ? null : record.clone()), now, LimiterOperation.ACQUIRE,
-          permits).decision();
+      return probe(now, LimiterOperation.ACQUIRE, permits);
     }
 
     /** {@code permits} are refused a nanosecond before {@code retryAfter}, granted at it; returns it. */

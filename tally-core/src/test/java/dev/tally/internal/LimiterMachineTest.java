@@ -15,36 +15,15 @@ import org.junit.jupiter.api.Test;
 
 /** Examples of the limiter state machine at its edges, each once got wrong. */
 class LimiterMachineTest {
-  private static final long SECOND = 1_000_000_000L;
+  private static final long SECOND = MachineRun.SECOND;
 
   private static long at(String instant) {
-    Instant i = Instant.parse(instant);
-    return i.getEpochSecond() * SECOND + i.getNano();
-  }
-
-  /** Runs calls on one machine, keeping the record between them. */
-  private static final class Run {
-    final LimiterMachine machine;
-    long[] record;
-
-    Run(Limit... limits) {
-      machine = LimiterMachine.of("k", List.of(limits));
-    }
-
-    Decision call(long now, LimiterOperation op, long permits) {
-      LimiterOutcome out = machine.apply(Timelines.words(record == null ? null : record.clone()), now, op, permits);
-      record = out.record();
-      return out.decision();
-    }
-
-    Decision probe(long now, LimiterOperation op, long permits) {
-      return machine.apply(Timelines.words(record == null ? null : record.clone()), now, op, permits).decision();
-    }
+    return MachineRun.at(instant);
   }
 
   @Test
   void aLimitOfLongMaxValueReportsWhatIsLeft() {
-    Run run = new Run(Limit.fixedWindow(Long.MAX_VALUE, Duration.ofMinutes(1)));
+    MachineRun run = new MachineRun(Limit.fixedWindow(Long.MAX_VALUE, Duration.ofMinutes(1)));
     long now = at("2026-11-08T00:00:00Z");
 
     Decision d = run.call(now, LimiterOperation.ACQUIRE, 1);
@@ -57,7 +36,7 @@ class LimiterMachineTest {
 
   @Test
   void aQuotaToppedUpToSaturationReportsWhatIsLeft() {
-    Run run = new Run(Limit.quota(10, Limit.Period.DAY, ZoneOffset.UTC));
+    MachineRun run = new MachineRun(Limit.quota(10, Limit.Period.DAY, ZoneOffset.UTC));
     long now = at("2026-11-08T12:00:00Z");
 
     run.call(now, LimiterOperation.TOP_UP, Long.MAX_VALUE);
@@ -69,7 +48,7 @@ class LimiterMachineTest {
 
   @Test
   void theSlidingWindowWeighsPreviousCountsOfTwoToTheSixtyTwoAndMore() {
-    Run run = new Run(Limit.slidingWindow(Long.MAX_VALUE, Duration.ofSeconds(1)));
+    MachineRun run = new MachineRun(Limit.slidingWindow(Long.MAX_VALUE, Duration.ofSeconds(1)));
     long start = at("2026-11-08T00:00:00Z");
     long big = (1L << 62) + 5;
 
@@ -88,7 +67,7 @@ class LimiterMachineTest {
     // St. John's, 2009-11-01 00:01 NDT: clocks went back to 2009-10-31 23:01 NST, so 23:01 to
     // 00:00 of October 31 came round again after November 1 had begun (02:31Z to 03:30Z).
     ZoneId stJohns = ZoneId.of("America/St_Johns");
-    Run run = new Run(Limit.quota(2, Limit.Period.DAY, stJohns));
+    MachineRun run = new MachineRun(Limit.quota(2, Limit.Period.DAY, stJohns));
     long now = at("2009-11-01T02:45:00Z");
 
     assertThat(run.call(now, LimiterOperation.ACQUIRE, 1).allowed()).isTrue();
@@ -106,7 +85,7 @@ class LimiterMachineTest {
   void aWaitThatOutlastsTheTopUpsOfAQuotaIsNever() {
     Limit quota = Limit.quota(1, Limit.Period.DAY, ZoneOffset.UTC);
     Limit weekly = Limit.fixedWindow(3, Duration.ofDays(7)); // weeks start on Thursdays, 00:00Z
-    Run run = new Run(quota, weekly);
+    MachineRun run = new MachineRun(quota, weekly);
     long now = at("2026-01-01T12:00:00Z");
     run.call(now, LimiterOperation.TOP_UP, 5);
     assertThat(run.call(now, LimiterOperation.ACQUIRE, 3).allowed()).isTrue();
@@ -122,7 +101,7 @@ class LimiterMachineTest {
   void aWaitThatEndsBeforeTheTopUpsDoIsExact() {
     Limit quota = Limit.quota(1, Limit.Period.DAY, ZoneOffset.UTC);
     Limit perMinute = Limit.fixedWindow(3, Duration.ofMinutes(1));
-    Run run = new Run(quota, perMinute);
+    MachineRun run = new MachineRun(quota, perMinute);
     long now = at("2026-01-01T12:00:30Z");
     run.call(now, LimiterOperation.TOP_UP, 5);
     assertThat(run.call(now, LimiterOperation.ACQUIRE, 3).allowed()).isTrue();
