@@ -16,6 +16,7 @@ import dev.tally.Tally;
 import dev.tally.TransactionResult;
 import dev.tally.spi.LimiterRecord;
 import dev.tally.server.ratelimit.Descriptor;
+import dev.tally.server.async.Stages;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
 import io.micrometer.core.instrument.MeterRegistry;

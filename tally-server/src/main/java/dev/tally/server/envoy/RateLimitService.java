@@ -4,7 +4,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.TallyException;
-import dev.tally.server.app.Stages;
+import dev.tally.server.async.Stages;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;

@@ -1,7 +1,7 @@
 package dev.tally.server.http;
 
 import dev.tally.server.app.Problem;
-import dev.tally.server.app.Stages;
+import dev.tally.server.async.Stages;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;

@@ -184,7 +184,7 @@ public final class Reply {
 
   /** The reply for an exception: its problem and message. Bugs are logged with their stack. */
   public static Reply error(Throwable failure) {
-    Throwable e = dev.tally.server.app.Stages.unwrap(failure);
+    Throwable e = dev.tally.server.async.Stages.unwrap(failure);
     Problem p = Problem.of(e);
     if (p == Problem.INTERNAL) {
       LOG.log(Level.ERROR, "unexpected failure", e);

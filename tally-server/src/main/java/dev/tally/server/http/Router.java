@@ -2,7 +2,7 @@ package dev.tally.server.http;
 
 import dev.tally.server.app.Problem;
 import dev.tally.server.app.RequestException;
-import dev.tally.server.app.Stages;
+import dev.tally.server.async.Stages;
 import dev.tally.server.app.TallyApp;
 import dev.tally.server.app.TallyApp.LimiterAction;
 import io.micrometer.core.instrument.Counter;

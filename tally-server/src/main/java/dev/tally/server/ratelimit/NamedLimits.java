@@ -4,6 +4,7 @@ import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
+import dev.tally.server.async.Stages;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -319,14 +320,13 @@ public final class NamedLimits {
         decided = CompletableFuture.failedFuture(e);
       }
       first = decided.handle((d, failure) -> {
-        Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-            ? failure.getCause() : failure;
+        Throwable cause = failure == null ? null : Stages.unwrap(failure);
         // A name that holds a counter, or a set the store cannot decide jointly (too many keys):
         // refused, never the error that Envoy, failing open, would let through. Store failures are
         // the request's.
         if (cause != null && !(cause instanceof dev.tally.WrongKindException)
             && !(cause instanceof IllegalArgumentException)) {
-          throw failure instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(failure);
+          throw Stages.unchecked(failure);
         }
         for (int j = 0; j < joint.size(); j++) {
           Rule r = matched[joint.get(j)];
@@ -439,10 +439,9 @@ public final class NamedLimits {
       if (failure == null) {
         return decided(name, rule, decision);
       }
-      Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-          ? failure.getCause() : failure;
+      Throwable cause = Stages.unwrap(failure);
       if (!(cause instanceof dev.tally.WrongKindException)) { // store failures, a reused id: the request's
-        throw failure instanceof RuntimeException r ? r : new java.util.concurrent.CompletionException(failure);
+        throw Stages.unchecked(failure);
       }
       // This one name holds a counter: refuse this descriptor and decide the others, rather than
       // fail the whole request, which Envoy failing open lets through.
