@@ -176,7 +176,6 @@ final class BenchCommand implements Callable<Integer> {
     }
   }
 
-  /** Whether the user named the store ({@code --store} or {@code $TALLY_STORE}). */
   private boolean storeGiven() {
     for (CommandLine cl = spec.commandLine(); cl != null; cl = cl.getParent()) {
       if (cl.getParseResult() != null && cl.getParseResult().hasMatchedOption("--store")) {

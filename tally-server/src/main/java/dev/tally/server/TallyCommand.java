@@ -88,14 +88,12 @@ final class TallyCommand {
 
   // ------------------------------------------------------------------ plumbing
 
-  /** Opens the store, runs one call, prints its result, returns the exit code. */
   <T> int run(Function<TallyApp, CompletionStage<T>> call, Function<T, String> plain) {
     try (Tally tally = Tally.open(store); TallyApp app = new TallyApp(tally, null, null, null)) {
       return print(reply(call.apply(opId == null ? app : app.withOperationId(opId))), plain);
     }
   }
 
-  /** What the call came to, as the HTTP API would answer it. */
   static Reply reply(CompletionStage<?> call) {
     return call.handle((v, e) -> e != null ? Reply.error(e) : Reply.of(v))
         .toCompletableFuture().join();

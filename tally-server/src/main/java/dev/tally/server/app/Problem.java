@@ -105,39 +105,19 @@ public enum Problem {
 
   /** What an exception thrown by Tally (or by input checks) means for the caller. */
   public static Problem of(Throwable e) {
-    if (e instanceof RequestException b) {
-      return b.problem();
-    }
-    if (e instanceof OperationIdConflictException) {
-      return UNPROCESSABLE; // the Idempotency-Key draft: a key reused for another request
-    }
-    if (e instanceof IllegalArgumentException) {
-      return BAD_REQUEST;
-    }
-    if (e instanceof KeyNotFoundException) {
-      return NOT_FOUND;
-    }
-    if (e instanceof CounterOverflowException || e instanceof NotAnIntegerException) {
-      return CONFLICT;
-    }
-    if (e instanceof FlushBusyException) {
-      return FLUSH_BUSY; // not a conflict in the data: the same flush, run again later, succeeds
-    }
-    if (e instanceof BucketFullException) {
-      return DENIED;
-    }
-    if (e instanceof StoreTimeoutException) {
-      return STORE_TIMEOUT;
-    }
-    if (e instanceof StoreException) {
-      return STORE_UNAVAILABLE;
-    }
-    if (e instanceof UnsupportedOperationException) {
-      return UNSUPPORTED;
-    }
-    if (e instanceof TallyException) {
-      return CONFLICT;
-    }
-    return INTERNAL;
+    return e instanceof RequestException b ? b.problem()
+        // the Idempotency-Key draft: a key reused for another request
+        : e instanceof OperationIdConflictException ? UNPROCESSABLE
+        : e instanceof IllegalArgumentException ? BAD_REQUEST
+        : e instanceof KeyNotFoundException ? NOT_FOUND
+        : e instanceof CounterOverflowException || e instanceof NotAnIntegerException ? CONFLICT
+        // not a conflict in the data: the same flush, run again later, succeeds
+        : e instanceof FlushBusyException ? FLUSH_BUSY
+        : e instanceof BucketFullException ? DENIED
+        : e instanceof StoreTimeoutException ? STORE_TIMEOUT
+        : e instanceof StoreException ? STORE_UNAVAILABLE
+        : e instanceof UnsupportedOperationException ? UNSUPPORTED
+        : e instanceof TallyException ? CONFLICT
+        : INTERNAL;
   }
 }

@@ -27,7 +27,6 @@ public final class Stages {
     }
   }
 
-  /** As {@link CompletionStage#thenApply}. */
   public static <T, U> CompletionStage<U> map(CompletionStage<T> stage, Function<? super T, ? extends U> fn) {
     if (stage instanceof CompletableFuture<T> f && f.isDone() && !f.isCompletedExceptionally()) {
       try {

@@ -52,7 +52,6 @@ public final class GrpcEndpoint implements AutoCloseable {
    */
   public record Loops(EventLoopGroup boss, EventLoopGroup workers,
       Class<? extends ServerChannel> channel) {
-    /** Refuses nulls. */
     public Loops {
       Objects.requireNonNull(boss, "boss");
       Objects.requireNonNull(workers, "workers");
@@ -131,7 +130,6 @@ public final class GrpcEndpoint implements AutoCloseable {
     return new GrpcEndpoint(server);
   }
 
-  /** Where it listens. */
   public InetSocketAddress address() {
     return (InetSocketAddress) server.getListenSockets().get(0);
   }

@@ -153,7 +153,6 @@ final class RateLimitService {
     return out;
   }
 
-  /** The outcome as Envoy reads it. */
   RateLimitResponse response(Outcome o) {
     RateLimitResponse.Builder b = RateLimitResponse.newBuilder().setOverallCode(code(o.overall()));
     NamedLimits.Status closest = null;

@@ -75,7 +75,6 @@ final class Body {
         + Json.string(n));
   }
 
-  /** A signed 64-bit integer; {@code dflt} if absent. */
   long integer(String field, long dflt) {
     Number n = number(field, dflt);
     if (n instanceof Double) {
@@ -95,7 +94,6 @@ final class Body {
     return n.booleanValue();
   }
 
-  /** A string; null if absent. */
   String string(String field) {
     JsonNode n = node.get(field);
     if (n == null || n.isNull()) {
@@ -115,7 +113,6 @@ final class Body {
     return s;
   }
 
-  /** A duration string ({@code "40d"}); null if absent. */
   Duration duration(String field) {
     JsonNode n = node.get(field);
     if (n == null || n.isNull()) {

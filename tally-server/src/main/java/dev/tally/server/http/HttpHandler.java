@@ -423,7 +423,6 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     c.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
   }
 
-  /** Runs {@code task} on this handler's event loop; completes {@code done} if it cannot. */
   void runOnLoop(Runnable task, CompletableFuture<Void> done) {
     ChannelHandlerContext c = ctx;
     if (c == null) {

@@ -105,7 +105,6 @@ final class Json {
     return (ObjectNode) node;
   }
 
-  /** A value as JSON text, for messages. */
   static String string(JsonNode node) {
     try {
       return MAPPER.writeValueAsString(node);
@@ -195,7 +194,6 @@ final class Json {
     return out.toByteArray();
   }
 
-  /** A result record's members, inside the object being written. */
   private static void members(JsonGenerator g, Object result) throws IOException {
     if (result instanceof CounterValue c) {
       g.writeStringField("key", c.key());
@@ -417,7 +415,6 @@ final class Json {
     g.writeEndArray();
   }
 
-  /** Whether status {@code s} is an enforced denial (not shadow mode) by a rule. */
   private static boolean enforcedOver(Status s) {
     return s.code() == Code.OVER_LIMIT && s.enforced();
   }

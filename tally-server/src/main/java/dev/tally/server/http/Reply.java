@@ -222,22 +222,18 @@ public final class Reply {
     return status;
   }
 
-  /** Why it did not succeed, or null if it did. */
   public Problem problem() {
     return problem;
   }
 
-  /** The exit code the command line ends with. */
   public int exitCode() {
     return problem == null ? 0 : problem.exitCode();
   }
 
-  /** The result record, or null for a plain problem. */
   public Object result() {
     return result;
   }
 
-  /** A problem's message, or null. */
   public String message() {
     return detail;
   }
@@ -247,12 +243,10 @@ public final class Reply {
     return rendered;
   }
 
-  /** Header fields to send with it, in order. */
   public Map<String, String> headers() {
     return headers.isEmpty() ? headers : Collections.unmodifiableMap(headers);
   }
 
-  /** The body as compact JSON text. */
   public String json() {
     return new String(bytes(false), java.nio.charset.StandardCharsets.UTF_8);
   }

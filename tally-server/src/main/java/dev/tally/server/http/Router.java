@@ -194,7 +194,6 @@ final class Router {
   private static final Set<String> IN_USE_PARAMETERS = Set.of("maxPermits", Int64.PARAMETER);
   private static final String LEASE_EXAMPLE = "{\"maxPermits\": 10, \"weight\": 1, \"ttl\": \"30s\"}";
 
-  /** A concurrency limit's routes: acquire, a lease's renew and release, and the permits in use. */
   private void concurrencyRoutes(Map<String, Route> t) {
     String limit = CONCURRENCY + "{name}";
     add(t, limit, "GET", c -> {

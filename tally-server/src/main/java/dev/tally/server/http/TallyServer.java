@@ -312,7 +312,6 @@ public final class TallyServer implements AutoCloseable {
     }
   }
 
-  /** Where the server listens, e.g. {@code http://127.0.0.1:8080}. */
   public URI uri() {
     InetSocketAddress a = (InetSocketAddress) listener.localAddress();
     String host = a.getAddress() instanceof Inet6Address
@@ -325,17 +324,14 @@ public final class TallyServer implements AutoCloseable {
     return grpc == null ? null : grpc.address();
   }
 
-  /** The port listened on (useful with port 0). */
   public int port() {
     return ((InetSocketAddress) listener.localAddress()).getPort();
   }
 
-  /** The registry {@code /metrics} exposes. */
   public PrometheusMeterRegistry registry() {
     return registry;
   }
 
-  /** Blocks until {@link #close} has finished. */
   public void awaitClosed() throws InterruptedException {
     closed.await();
   }

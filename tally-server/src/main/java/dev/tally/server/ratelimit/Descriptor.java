@@ -13,7 +13,6 @@ import java.util.List;
  *     0 to check without taking anything; null to take the request's
  */
 public record Descriptor(List<Entry> entries, LimitOverride override, Long hitsAddend) {
-  /** Copies the entries. */
   public Descriptor {
     entries = List.copyOf(entries);
     if (hitsAddend != null && hitsAddend < 0) {
@@ -26,7 +25,6 @@ public record Descriptor(List<Entry> entries, LimitOverride override, Long hitsA
     this(entries, override, null);
   }
 
-  /** A descriptor without an override. */
   public static Descriptor of(Entry... entries) {
     return new Descriptor(List.of(entries), null);
   }

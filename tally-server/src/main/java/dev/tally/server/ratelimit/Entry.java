@@ -10,7 +10,6 @@ import java.util.Objects;
  * @param value its value, e.g. {@code 10.0.0.1}; may be empty
  */
 public record Entry(String key, String value) {
-  /** Refuses nulls. */
   public Entry {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(value, "value");

@@ -62,14 +62,12 @@ public final class NamedLimits {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
   /** The largest count Envoy's protocol carries (uint32): an unlimited descriptor's remaining. */
   public static final long MAX_UINT32 = 0xFFFF_FFFFL;
-  /** The most descriptors one request may carry. */
   public static final int MAX_DESCRIPTORS = 1000;
   /** The longest key or value a limiter's name carries as it is; a longer one is hashed. */
   public static final int MAX_PART_BYTES = 128;
   /** Keys whose stored limits differed, warned about once each, up to this many. */
   private static final int MAX_WARNED = 1000;
 
-  /** A descriptor's outcome. */
   public enum Code {
     /** Under its limit, unlimited, or no limit applies. */
     OK,
@@ -170,7 +168,6 @@ public final class NamedLimits {
     }
   }
 
-  /** The rules this checks against. */
   public Rules rules() {
     return rules;
   }
@@ -487,7 +484,6 @@ public final class NamedLimits {
     return s;
   }
 
-  /** The state of the limit that decided {@code d}. */
   static Decision.LimitState decidingLimit(Decision d) {
     List<Decision.LimitState> each = d.limits();
     return each.size() == 1 ? each.get(0) : each.get(d.limitIndex());
@@ -531,7 +527,6 @@ public final class NamedLimits {
     return b.append(':').append(rule.requestsPerUnit()).append('/').append(unit).toString();
   }
 
-  /** {@code s} escaped, or its hash if it is long. */
   private static void part(StringBuilder b, String s) {
     if (s.length() > MAX_PART_BYTES / 3 && s.getBytes(StandardCharsets.UTF_8).length > MAX_PART_BYTES) {
       b.append(hash(s));
@@ -550,7 +545,6 @@ public final class NamedLimits {
     }
   }
 
-  /** The digits of {@code v}, its sign included. */
   private static int stringSize(long v) {
     int n = v < 0 ? 2 : 1;
     for (long x = Math.abs(v / 10); x > 0; x /= 10) {

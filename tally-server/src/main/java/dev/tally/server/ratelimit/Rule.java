@@ -18,7 +18,6 @@ import java.util.List;
  */
 public record Rule(long requestsPerUnit, Unit unit, boolean unlimited, boolean shadowMode,
     String name, List<String> replaces, String path, String source, boolean quotaMode) {
-  /** Copies the list. */
   public Rule {
     replaces = List.copyOf(replaces);
   }

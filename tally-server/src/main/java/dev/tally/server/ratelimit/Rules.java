@@ -40,15 +40,11 @@ public final class Rules implements AutoCloseable {
 
   /** What a reload did. */
   public enum Outcome {
-    /** The files are as they were: nothing to do. */
     UNCHANGED,
-    /** The files changed and the new rules are in force. */
     APPLIED,
-    /** The files changed but were refused; the rules in force stay. */
     REFUSED
   }
 
-  /** The rules in force and what loaded them. */
   private record Loaded(RuleSet rules, byte[] digest, Instant at) {}
 
   /**
@@ -99,7 +95,6 @@ public final class Rules implements AutoCloseable {
     return new Rules(List.of(), new Loaded(parse(files), digest(files), Instant.now()));
   }
 
-  /** The rules in force now. */
   public RuleSet current() {
     return loaded.rules();
   }
@@ -185,7 +180,6 @@ public final class Rules implements AutoCloseable {
     }, nanos, nanos, TimeUnit.NANOSECONDS);
   }
 
-  /** Stops watching. */
   @Override
   public synchronized void close() {
     if (poller != null) {

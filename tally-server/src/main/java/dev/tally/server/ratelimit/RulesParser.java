@@ -124,11 +124,10 @@ final class RulesParser {
     return new RuleSet.Domain(name, level, file, shares);
   }
 
-  /** Builds a tree of plain values from the parser's tokens, keeping lines. */
   private Value read(JsonParser p) throws IOException, RulesException {
     JsonToken t = p.currentToken();
     int line = p.currentTokenLocation().getLineNr();
-    switch (t) {
+    return switch (t) {
       case START_OBJECT -> {
         Map<String, Value> values = new LinkedHashMap<>();
         Map<String, Integer> lines = new LinkedHashMap<>();
@@ -143,32 +142,22 @@ final class RulesParser {
           lines.put(key, keyLine);
           values.put(key, read(p));
         }
-        return new Value(new Mapping(values, lines), line);
+        yield new Value(new Mapping(values, lines), line);
       }
       case START_ARRAY -> {
         List<Value> items = new ArrayList<>();
         while (p.nextToken() != JsonToken.END_ARRAY) {
           items.add(read(p));
         }
-        return new Value(items, line);
+        yield new Value(items, line);
       }
-      case VALUE_STRING -> {
-        return new Value(p.getText(), line);
-      }
-      case VALUE_NUMBER_INT -> {
-        return new Value(p.getBigIntegerValue(), line);
-      }
-      case VALUE_NUMBER_FLOAT -> {
-        return new Value(p.getDoubleValue(), line);
-      }
-      case VALUE_TRUE, VALUE_FALSE -> {
-        return new Value(t == JsonToken.VALUE_TRUE, line);
-      }
-      case VALUE_NULL -> {
-        return new Value(null, line);
-      }
+      case VALUE_STRING -> new Value(p.getText(), line);
+      case VALUE_NUMBER_INT -> new Value(p.getBigIntegerValue(), line);
+      case VALUE_NUMBER_FLOAT -> new Value(p.getDoubleValue(), line);
+      case VALUE_TRUE, VALUE_FALSE -> new Value(t == JsonToken.VALUE_TRUE, line);
+      case VALUE_NULL -> new Value(null, line);
       default -> throw error(line, "unexpected YAML (" + t + ")");
-    }
+    };
   }
 
   private Level level(List<Value> items, String parent) throws RulesException {
@@ -351,7 +340,6 @@ final class RulesParser {
     return v == null || v.value() == null || "".equals(v.value());
   }
 
-  /** Notes the keys of {@link #NOTED_KEYS} in {@code m}, checking the booleans among them. */
   private void note(Mapping m) throws RulesException {
     for (String key : m.keyLines().keySet()) {
       if (NOTED_KEYS.containsKey(key)) {
@@ -374,19 +362,8 @@ final class RulesParser {
 
   private static String describe(Value v) {
     Object o = v.value();
-    if (o == null) {
-      return "nothing";
-    }
-    if (o instanceof Mapping) {
-      return "a mapping";
-    }
-    if (o instanceof List) {
-      return "a list";
-    }
-    if (o instanceof String s) {
-      return "'" + s + "' (a string)";
-    }
-    return o.toString();
+    return o == null ? "nothing" : o instanceof Mapping ? "a mapping" : o instanceof List ? "a list"
+        : o instanceof String s ? "'" + s + "' (a string)" : o.toString();
   }
 
   private RulesException error(int line, String message) {
@@ -394,10 +371,6 @@ final class RulesParser {
   }
 
   private static String firstLine(String s) {
-    if (s == null) {
-      return "unreadable";
-    }
-    int nl = s.indexOf('\n');
-    return (nl < 0 ? s : s.substring(0, nl)).strip();
+    return s == null ? "unreadable" : s.lines().findFirst().orElse("").strip();
   }
 }

@@ -33,12 +33,10 @@ public enum Unit {
     return number;
   }
 
-  /** The length of one window. */
   public Duration window() {
     return window;
   }
 
-  /** The name a rules file uses, e.g. {@code minute}. */
   public String yamlName() {
     return name().toLowerCase(Locale.ROOT);
   }
