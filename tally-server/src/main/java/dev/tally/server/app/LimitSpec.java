@@ -13,28 +13,13 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
- * A {@link Limit} as the command line and the JSON API write it, with what the
- * {@code RateLimit-Policy} header field needs to describe it (its quota and window).
+ * A {@link Limit} as the command line and the JSON API write it ({@link Kind#example()}: {@code
+ * 100/1m}, {@code 10:1/1s}, {@code 15:30/60s} as redis-cell's {@code CL.THROTTLE key 15 30 60},
+ * {@code 50/day@Europe/Paris}), with what the {@code RateLimit-Policy} header field needs to
+ * describe it (its quota and window). A bucket (token, leaky, GCRA) takes a warm-up after its
+ * rate ({@link Limit#warmUp}): {@code 100/1s warm-up 1m} (from a third of the rate, as Guava's)
+ * or {@code 100/1s warm-up 1m from 1/4}.
  *
- * <table>
- *   <caption>Forms</caption>
- *   <tr><td>{@code tokenBucket} / {@code --token-bucket}</td><td>{@code 100/1m}: 100 tokens,
- *       refilled at 100 a minute; {@code 10:1/1s}: 10 tokens, one more each second</td></tr>
- *   <tr><td>{@code leakyBucket} / {@code --leaky-bucket}</td><td>{@code 100/1m}: 100 deep,
- *       drains fully in a minute</td></tr>
- *   <tr><td>{@code gcra} / {@code --gcra}</td><td>{@code 15:30/60s}: redis-cell's
- *       {@code CL.THROTTLE key 15 30 60} (bursts of 16)</td></tr>
- *   <tr><td>{@code fixedWindow}, {@code slidingWindow}</td><td>{@code 1000/1h}</td></tr>
- *   <tr><td>{@code quota} / {@code --quota}</td><td>{@code 1000/month},
- *       {@code 50/day@Europe/Paris} (UTC unless a zone is given)</td></tr>
- * </table>
- *
- * A bucket (token, leaky, GCRA) takes a warm-up after its rate ({@link Limit#warmUp}):
- * {@code 100/1s warm-up 1m} (from a third of the rate, as Guava's) or
- * {@code 100/1s warm-up 1m from 1/4}.
- *
- * @param text what it was parsed from, e.g. {@code 100/1m}
- * @param policy its name in the {@code RateLimit} header fields
  * @param window how long it takes to refill completely; null for a quota, whose period varies
  * @param period a quota's calendar period, else null
  * @param zone a quota's time zone, else null

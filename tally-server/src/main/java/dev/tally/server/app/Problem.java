@@ -13,25 +13,7 @@ import dev.tally.jdbc.FlushBusyException;
 /**
  * Why an operation did not succeed, with the HTTP status and the command-line exit code that
  * say so. One table for both front ends, so a script and an HTTP client read the same outcome.
- *
- * <table>
- *   <caption>Outcomes</caption>
- *   <tr><th>problem</th><th>HTTP</th><th>exit</th></tr>
- *   <tr><td>(success)</td><td>200</td><td>0</td></tr>
- *   <tr><td>{@code denied}: a limiter said no</td><td>429</td><td>1</td></tr>
- *   <tr><td>{@code bad_request}: bad input, said how to fix it</td><td>400</td><td>2</td></tr>
- *   <tr><td>{@code too_large}: a body over the limit</td><td>413</td><td>2</td></tr>
- *   <tr><td>{@code not_found}: no such counter</td><td>404</td><td>3</td></tr>
- *   <tr><td>{@code lease_gone}: a concurrency limit's lease was released or has expired, for
- *       good (its fencing token is never granted again)</td><td>410</td><td>3</td></tr>
- *   <tr><td>{@code no_route}: no such route or limiter action (HTTP only)</td><td>404</td><td>2</td></tr>
- *   <tr><td>{@code store_unavailable}, {@code store_timeout}</td><td>503, 504</td><td>4</td></tr>
- *   <tr><td>{@code conflict}: overflow, or a floating counter read as an integer</td>
- *       <td>409</td><td>5</td></tr>
- *   <tr><td>{@code flush_busy}: another flusher holds the prefix, nothing changed (command
- *       line only: HTTP has no flush)</td><td>409</td><td>6</td></tr>
- *   <tr><td>{@code internal}: a bug; the log has the stack trace</td><td>500</td><td>70</td></tr>
- * </table>
+ * {@link #NO_ROUTE} is HTTP's alone, {@link #FLUSH_BUSY} the command line's (HTTP has no flush).
  */
 public enum Problem {
   DENIED(429, 1, "https://iana.org/assignments/http-problem-types#quota-exceeded",

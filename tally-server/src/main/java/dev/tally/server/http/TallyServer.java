@@ -53,13 +53,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * handled without a thread of its own through the stores' asynchronous API. Bounded memory per
  * connection, timers for slow and idle connections, Prometheus metrics through Micrometer, a
  * bearer token whenever it listens beyond loopback, and a graceful {@link #close}.
- *
- * <pre>{@code
- * try (TallyServer server = TallyServer.start("file:./tally-data",
- *     FailurePolicies.both(FailurePolicy.THROW), TallyServer.Settings.defaults(), null)) {
- *   server.awaitClosed();
- * }
- * }</pre>
  */
 public final class TallyServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");

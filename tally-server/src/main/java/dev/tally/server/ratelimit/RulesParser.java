@@ -17,20 +17,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Reads one rules file in envoyproxy/ratelimit's YAML format:
- *
- * <pre>
- * domain: messaging
- * descriptors:
- *   - key: message_type
- *     value: marketing
- *     descriptors:
- *       - key: to_number
- *         rate_limit: {unit: day, requests_per_unit: 5}
- *   - key: to_number
- *     rate_limit: {unit: day, requests_per_unit: 100}
- *     shadow_mode: true
- * </pre>
+ * Reads one rules file in envoyproxy/ratelimit's YAML format (docs/envoy.md has an example).
  *
  * <p>Stricter than envoyproxy/ratelimit where its leniency hides mistakes: every error names the
  * file and line, keys are checked per level (a {@code unit} beside {@code key} is refused, not
