@@ -16,6 +16,7 @@ import dev.tally.Tally;
 import dev.tally.TransactionResult;
 import dev.tally.spi.LimiterRecord;
 import dev.tally.server.ratelimit.Descriptor;
+import dev.tally.server.async.Lazy;
 import dev.tally.server.async.Stages;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
@@ -65,7 +66,7 @@ public final class TallyApp implements AutoCloseable {
   private final long limitsVersion;
   /** The app this is a view of (itself for the root): it owns the waits. */
   private final TallyApp root;
-  private volatile ScheduledExecutorService waits;
+  private final Lazy<ScheduledExecutorService> waits;
   /** Acquires waiting for their next attempt, failed with shutting_down if closed first. */
   private final Set<CompletableFuture<?>> waiting = ConcurrentHashMap.newKeySet();
 
@@ -92,6 +93,8 @@ public final class TallyApp implements AutoCloseable {
     this.opId = null;
     this.limitsVersion = 0;
     this.root = this;
+    this.waits = new Lazy<>(() -> Executors.newSingleThreadScheduledExecutor(
+        Lazy.daemonThreads("tally-acquire-waits-")));
   }
 
   private TallyApp(TallyApp root, String opId, long limitsVersion) {
@@ -105,6 +108,7 @@ public final class TallyApp implements AutoCloseable {
     this.opId = opId;
     this.limitsVersion = limitsVersion;
     this.root = root;
+    this.waits = root.waits;
   }
 
   /**
@@ -578,7 +582,7 @@ public final class TallyApp implements AutoCloseable {
       if (root.waiting.add(result)) {
         result.whenComplete((r, f) -> root.waiting.remove(result));
       }
-      waits().schedule(next, nanos, TimeUnit.NANOSECONDS);
+      waits.get().schedule(next, nanos, TimeUnit.NANOSECONDS);
     } catch (RejectedExecutionException closing) {
       result.completeExceptionally(shuttingDown());
     }
@@ -588,25 +592,6 @@ public final class TallyApp implements AutoCloseable {
   public static RequestException shuttingDown() {
     return new RequestException(Problem.SHUTTING_DOWN,
         "the server is shutting down; retry elsewhere");
-  }
-
-  private ScheduledExecutorService waits() {
-    if (root != this) {
-      return root.waits();
-    }
-    ScheduledExecutorService w = waits;
-    if (w == null) {
-      synchronized (this) {
-        if ((w = waits) == null) {
-          waits = w = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "tally-acquire-waits");
-            t.setDaemon(true);
-            return t;
-          });
-        }
-      }
-    }
-    return w;
   }
 
   private RateLimiter open(String name, List<LimitSpec> limits) {
@@ -807,7 +792,7 @@ public final class TallyApp implements AutoCloseable {
     if (root != this) {
       return; // a view: the root owns the waits and the pool
     }
-    ScheduledExecutorService w = waits;
+    ScheduledExecutorService w = waits.made();
     if (w != null) {
       w.shutdownNow(); // the attempts it held will never run: answer their callers here
     }

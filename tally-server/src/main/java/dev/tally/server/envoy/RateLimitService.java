@@ -97,7 +97,7 @@ final class RateLimitService {
     CompletionStage<Outcome> stage;
     try {
       stage = limits.check(request.getDomain(), descriptors(request),
-          Integer.toUnsignedLong(request.getHitsAddend()));
+          Integer.toUnsignedLong(request.getHitsAddend()), null);
     } catch (IllegalArgumentException e) {
       fail(observer, start, Status.INVALID_ARGUMENT.withDescription(e.getMessage()));
       return;
@@ -203,10 +203,7 @@ final class RateLimitService {
   }
 
   private static boolean nearer(NamedLimits.Status a, NamedLimits.Status b) {
-    if (a.code() != b.code()) {
-      return a.code() == Code.OVER_LIMIT;
-    }
-    return a.remaining() < b.remaining();
+    return a.code() != b.code() ? a.code() == Code.OVER_LIMIT : a.remaining() < b.remaining();
   }
 
   private static boolean cancelled(StreamObserver<?> observer) {
@@ -225,17 +222,13 @@ final class RateLimitService {
   }
 
   private static Status status(Throwable e) {
-    if (e instanceof StoreTimeoutException) {
-      return Status.DEADLINE_EXCEEDED.withDescription(e.getMessage());
-    }
-    if (e instanceof StoreException) {
-      return Status.UNAVAILABLE.withDescription(e.getMessage());
-    }
-    if (e instanceof IllegalArgumentException) {
-      return Status.INVALID_ARGUMENT.withDescription(e.getMessage());
-    }
-    if (e instanceof TallyException) { // the name holds a counter, an id reused...
-      return Status.FAILED_PRECONDITION.withDescription(e.getMessage());
+    Status known = e instanceof StoreTimeoutException ? Status.DEADLINE_EXCEEDED
+        : e instanceof StoreException ? Status.UNAVAILABLE
+        : e instanceof IllegalArgumentException ? Status.INVALID_ARGUMENT
+        : e instanceof TallyException ? Status.FAILED_PRECONDITION // a counter's name, a reused id...
+        : null;
+    if (known != null) {
+      return known.withDescription(e.getMessage());
     }
     LOG.log(Level.ERROR, "ShouldRateLimit failed", e);
     return Status.INTERNAL.withDescription("internal error ("

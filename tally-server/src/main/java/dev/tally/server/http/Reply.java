@@ -126,7 +126,7 @@ public final class Reply {
       String detail = "the store is unavailable, and the limiter '" + refused.name() + "' refuses"
           + " requests until it answers (failure-policy fail-closed)";
       return new Reply(Problem.STORE_UNAVAILABLE, detail, null)
-          .header("Retry-After", Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000)));
+          .header("Retry-After", retryAfter(j));
     }
     String detail = j.never()
         ? j.permits() + " permits exceed the limit of " + refused.decision().limit() + " of the limiter '"
@@ -135,9 +135,13 @@ public final class Reply {
             + " permits now; nothing was taken from any limiter";
     Reply reply = new Reply(Problem.DENIED, detail, j);
     if (!j.never()) {
-      reply.header("Retry-After", Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000)));
+      reply.header("Retry-After", retryAfter(j));
     }
     return reply;
+  }
+
+  private static String retryAfter(JointLimiterDecision j) {
+    return Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000));
   }
 
   /** The request's limits as the {@code RateLimit} fields name them, windows as of {@code now}. */

@@ -306,10 +306,13 @@ public final class TallyServer implements AutoCloseable {
   }
 
   public URI uri() {
-    InetSocketAddress a = (InetSocketAddress) listener.localAddress();
-    String host = a.getAddress() instanceof Inet6Address
-        ? "[" + a.getAddress().getHostAddress() + "]" : a.getAddress().getHostAddress();
-    return URI.create((tls ? "https://" : "http://") + host + ":" + a.getPort());
+    return URI.create((tls ? "https://" : "http://") + hostPort((InetSocketAddress) listener.localAddress()));
+  }
+
+  /** {@code 127.0.0.1:8080}, {@code [::1]:8080}. */
+  public static String hostPort(InetSocketAddress a) {
+    String host = a.getAddress().getHostAddress();
+    return (a.getAddress() instanceof Inet6Address ? "[" + host + "]" : host) + ":" + a.getPort();
   }
 
   /** Where Envoy's rate limit service listens over gRPC, or null if it does not. */

@@ -23,40 +23,20 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Limits named by an operator in rules files, checked for a domain's descriptors: what Envoy's
  * {@code ShouldRateLimit}, {@code POST /v1/ratelimit/{domain}} and {@code tally ratelimit} all
- * call, so the three answer alike.
+ * call, so the three answer alike (docs/envoy.md describes the behaviour in full).
  *
- * <p>Each descriptor is matched against the rules in force ({@link RuleSet#match}); the one rule
- * it matches (or the limit Envoy sent with it, which replaces the rules' as in
- * envoyproxy/ratelimit) is a {@linkplain Limit#fixedWindow fixed window} of
- * {@code requests_per_unit} per unit, aligned to the epoch as envoyproxy/ratelimit aligns its
- * windows, so counts and {@code duration_until_reset} read as Envoy expects. Its limiter is named
- * after the domain, the descriptor's entries with the values the request carries (so a rule
- * without a value counts each value apart, e.g. each remote address), and the limit itself:
+ * <p>Each descriptor's one matching rule (or the limit Envoy sent with it) is a fixed window
+ * aligned to the epoch, as envoyproxy/ratelimit aligns its windows, in a limiter named after the
+ * domain, the entries and the limit ({@link #limiterName}). A long key or value is hashed into
+ * the name rather than refused: a request never escapes its limit by sending a long value, as it
+ * would if Envoy, failing open, let a refused name through. The limit is part of the name, so a
+ * reload that changes a limit takes effect at once, on a fresh window.
  *
- * <pre>rls:messaging:message_type=marketing:to_number=2061111111:5/day</pre>
- *
- * ({@code %}, {@code :} and {@code =} inside the parts are written {@code %25}, {@code %3A},
- * {@code %3D}). A key or value longer than {@value #MAX_PART_BYTES} bytes is written as
- * {@code sha256-} and the base64url SHA-256 of its UTF-8 bytes, and a name that would still pass
- * {@link dev.tally.Counters#MAX_KEY_BYTES} keeps its domain and limit around the hash of
- * everything between: a request never escapes its limit by sending a long value (a path, a
- * token), as it would if its name were refused and Envoy, failing open, let it through.
- * Because the limit is part of the name, a reload that changes a limit takes
- * effect at once, on a window that starts from zero, while the old window expires by itself.
- *
- * <p>A decision takes {@code hits_addend} units (0 means 1) from every matched limit that has
- * room, or a descriptor's own {@code hits_addend} where it carries one (there 0 checks without
- * taking anything, as Envoy means it for costs applied later); a limit without room takes nothing (a difference from envoyproxy/ratelimit, whose
- * counter counts refused hits too). The request is over limit when any descriptor is, except
- * one whose rule is in shadow mode: its status says {@code OVER_LIMIT}, and the request still
- * passes. Limiters are called through Tally's asynchronous API: no thread waits for the store.
- *
- * <p>{@linkplain #NamedLimits(Tally, Rules, boolean) All or nothing} (opt-in): the descriptors
- * that can refuse the request on their own (an enforced limit, not in quota mode) take their hits
- * in one joint decision ({@link Tally#decideAsync}), so a refused request takes nothing from any of
- * them; the other descriptors (shadow mode, quota mode, one whose own {@code hits_addend} differs
- * from the first one's, a limiter already in the decision) are decided after it, each alone,
- * taking their hits only if it granted and only checking otherwise.
+ * <p>A limit without room takes nothing (envoyproxy/ratelimit counts refused hits too). With
+ * {@linkplain #NamedLimits(Tally, Rules, boolean) all or nothing}, the descriptors that can refuse
+ * the request on their own take their hits in one joint decision ({@link Tally#decideAsync}); the
+ * others are decided after it, each alone, taking hits only if it granted. No thread waits for
+ * the store.
  */
 public final class NamedLimits {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
@@ -174,25 +154,14 @@ public final class NamedLimits {
 
   /**
    * Checks {@code descriptors} of {@code domain}, taking {@code hitsAddend} units (0 means 1)
-   * from every limit that has room. The stage fails if the store does (after its failure policy)
-   * or a limiter name is invalid (longer than 1024 bytes).
-   *
-   * @throws IllegalArgumentException if there are no descriptors, or more than
-   *     {@link #MAX_DESCRIPTORS}, or the addend is negative
-   */
-  public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
-      long hitsAddend) {
-    return check(domain, descriptors, hitsAddend, null);
-  }
-
-  /**
-   * {@link #check(String, List, long)} carrying an operation id (HTTP's {@code Idempotency-Key},
-   * the command line's {@code --op-id}): descriptor {@code i} decides with the id
-   * {@code ID/i}, so a repeat within the store's retention takes nothing again and answers
-   * what the first call answered, and the same id on another request is refused
-   * ({@link dev.tally.OperationIdConflictException}).
+   * from every limit that has room. The stage fails if the store does (after its failure policy).
+   * With an operation id (HTTP's {@code Idempotency-Key}, the command line's {@code --op-id}),
+   * descriptor {@code i} decides with the id {@code ID/i}, so a repeat within the store's
+   * retention takes nothing again and answers what the first call answered.
    *
    * @param operationId the id, or null for none
+   * @throws IllegalArgumentException if there are no descriptors, or more than
+   *     {@link #MAX_DESCRIPTORS}, or the addend is negative
    */
   public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
       long hitsAddend, String operationId) {

@@ -1,5 +1,6 @@
 package dev.tally.server.ratelimit;
 
+import dev.tally.server.async.Lazy;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
@@ -39,11 +40,7 @@ public final class Rules implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
 
   /** What a reload did. */
-  public enum Outcome {
-    UNCHANGED,
-    APPLIED,
-    REFUSED
-  }
+  public enum Outcome { UNCHANGED, APPLIED, REFUSED }
 
   private record Loaded(RuleSet rules, byte[] digest, Instant at) {}
 
@@ -165,11 +162,7 @@ public final class Rules implements AutoCloseable {
     if (poller != null || paths.isEmpty()) {
       return;
     }
-    poller = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "tally-rules-watch");
-      t.setDaemon(true);
-      return t;
-    });
+    poller = Executors.newSingleThreadScheduledExecutor(Lazy.daemonThreads("tally-rules-watch-"));
     long nanos = interval.toNanos();
     poller.scheduleWithFixedDelay(() -> {
       try {

@@ -199,22 +199,12 @@ final class RulesParser {
       }
     }
     Map<String, KeyRules> byKey = new LinkedHashMap<>();
-    for (String key : seenKeys(seen)) {
+    for (String key : seen.keySet().stream().map(id -> id.substring(0, id.indexOf('\0'))).distinct()
+        .toList()) {
       byKey.put(key, new KeyRules(Map.copyOf(exact.getOrDefault(key, Map.of())),
           List.copyOf(wildcards.getOrDefault(key, List.of())), any.get(key)));
     }
     return new Level(Map.copyOf(byKey));
-  }
-
-  private static List<String> seenKeys(Map<String, Integer> seen) {
-    List<String> keys = new ArrayList<>();
-    for (String id : seen.keySet()) {
-      String key = id.substring(0, id.indexOf('\0'));
-      if (!keys.contains(key)) {
-        keys.add(key);
-      }
-    }
-    return keys;
   }
 
   /** {@code line}: where the {@code rate_limit:} key is, which errors and sources name. */

@@ -53,11 +53,7 @@ public enum Unit {
 
   /** The unit a rules file names, case-insensitively, or null. */
   static Unit ofYaml(String name) {
-    for (Unit u : values()) {
-      if (u.name().equalsIgnoreCase(name)) {
-        return u;
-      }
-    }
-    return null;
+    return java.util.Arrays.stream(values()).filter(u -> u.name().equalsIgnoreCase(name)).findFirst()
+        .orElse(null);
   }
 }
