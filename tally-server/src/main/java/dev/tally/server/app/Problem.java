@@ -16,8 +16,7 @@ import dev.tally.jdbc.FlushBusyException;
  * {@link #NO_ROUTE} is HTTP's alone, {@link #FLUSH_BUSY} the command line's (HTTP has no flush).
  */
 public enum Problem {
-  DENIED(429, 1, "https://iana.org/assignments/http-problem-types#quota-exceeded",
-      "Request cannot be satisfied as assigned quota has been exceeded"),
+  DENIED(429, 1, dev.tally.http.Problem.QUOTA_EXCEEDED_TYPE, dev.tally.http.Problem.QUOTA_EXCEEDED_TITLE),
   BAD_REQUEST(400, 2, "Bad Request"),
   UNAUTHORIZED(401, 2, "Unauthorized"),
   FORBIDDEN(403, 2, "Forbidden"),
@@ -38,10 +37,6 @@ public enum Problem {
   CONFLICT(409, 5, "Conflict"),
   FLUSH_BUSY(409, 6, "Conflict"),
   INTERNAL(500, 70, "Internal Server Error");
-
-  /** The problem type draft-ietf-httpapi-ratelimit-headers defines for a request over quota. */
-  public static final String QUOTA_EXCEEDED =
-      "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
   private final int status;
   private final int exitCode;
