@@ -56,17 +56,10 @@ public final class NamedLimits {
   }
 
   /**
-   * One descriptor's answer.
-   *
-   * @param code over its limit or not
-   * @param rule the rule that applied (a rules file's, or one made of the request's override),
-   *     or null if none did
-   * @param remaining requests left in the current window ({@link #MAX_UINT32} when unlimited, 0
-   *     without a rule)
-   * @param resetNanos until the current window ends (0 without a limit)
-   * @param limiter the limiter's name, or null if no store was asked
-   * @param storedLimit the limit stored with that limiter, which decided: it differs from the
-   *     rule's only if something other than these rules wrote the same name (-1 if none asked)
+   * One descriptor's answer: the rule that applied (a file's or the request's override; null if
+   * none did), {@link #MAX_UINT32} remaining when unlimited, the limiter asked (null if none) and
+   * the limit stored with it, which decided (-1 if none asked): it differs from the rule's only if
+   * something other than these rules wrote the same name.
    */
   public record Status(Code code, Rule rule, long remaining, long resetNanos, String limiter,
       long storedLimit) {
@@ -81,15 +74,7 @@ public final class NamedLimits {
     }
   }
 
-  /**
-   * The answer to a request.
-   *
-   * @param domain the domain asked
-   * @param knownDomain whether the rules define it (an unknown domain answers OK throughout, as
-   *     envoyproxy/ratelimit does)
-   * @param overall OVER_LIMIT if any enforced descriptor is
-   * @param statuses one per descriptor, in the request's order
-   */
+  /** The answer to a request, a status per descriptor; an unknown domain answers OK throughout. */
   public record Outcome(String domain, boolean knownDomain, Code overall, List<Status> statuses) {}
 
   private final Tally tally;
@@ -108,20 +93,11 @@ public final class NamedLimits {
     }
   }
 
-  /**
-   * @param tally the store the limiters live in
-   * @param rules the rules in force, read on each request
-   */
   public NamedLimits(Tally tally, Rules rules) {
     this(tally, rules, false);
   }
 
-  /**
-   * @param allOrNothing whether a request's descriptors are decided all or nothing (see the class
-   *     comment) rather than each counted alone, as envoyproxy/ratelimit counts them
-   * @throws IllegalArgumentException if all or nothing is asked of a store that cannot decide a
-   *     request's limiters together ({@link #requireJointDecisions})
-   */
+  /** All or nothing (see the class comment) is refused on a store {@link #requireJointDecisions} refuses. */
   public NamedLimits(Tally tally, Rules rules, boolean allOrNothing) {
     this.tally = Objects.requireNonNull(tally, "tally");
     this.rules = Objects.requireNonNull(rules, "rules");
@@ -136,8 +112,6 @@ public final class NamedLimits {
    * Cluster, where a joint decision needs every key in one hash slot and limiter names carry no
    * hash tag (one tag for every name would put all the rules' counts on one node). Refused at
    * startup rather than on each request, which Envoy, failing open, would let through.
-   *
-   * @throws IllegalArgumentException for a {@code redis-cluster:} or {@code rediss-cluster:} URI
    */
   public static void requireJointDecisions(String storeUri) {
     if (storeUri.startsWith("redis-cluster:") || storeUri.startsWith("rediss-cluster:")) {
@@ -158,10 +132,6 @@ public final class NamedLimits {
    * With an operation id (HTTP's {@code Idempotency-Key}, the command line's {@code --op-id}),
    * descriptor {@code i} decides with the id {@code ID/i}, so a repeat within the store's
    * retention takes nothing again and answers what the first call answered.
-   *
-   * @param operationId the id, or null for none
-   * @throws IllegalArgumentException if there are no descriptors, or more than
-   *     {@link #MAX_DESCRIPTORS}, or the addend is negative
    */
   public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
       long hitsAddend, String operationId) {
@@ -374,10 +344,7 @@ public final class NamedLimits {
         + suffix;
   }
 
-  /**
-   * @param set the rule set {@code rule} belongs to, or null for a request's override
-   * @param entries the descriptor's entries as its limit counts them ({@link RuleSet#countedAs})
-   */
+  /** {@code set} is null for a request's override; {@code entries} as {@link RuleSet#countedAs} counts them. */
   private CompletionStage<Status> status(RuleSet set, String domain, List<Entry> entries, Rule rule,
       long hits, String operationId) {
     if (rule == null) {
