@@ -327,7 +327,7 @@ final class TallyCommand {
     if (limit != null && limit < 1) {
       return usage("keys", "--limit must be 1 or more, not " + limit);
     }
-    return run(app -> app.keys(prefix, limit == null ? Integer.MAX_VALUE : limit), (KeyList list) -> {
+    return run(app -> app.keys(prefix, null, limit == null ? Integer.MAX_VALUE : limit), (KeyList list) -> {
       StringBuilder b = new StringBuilder();
       list.keys().forEach(k -> b.append(b.length() == 0 ? "" : "\n").append(k));
       if (list.truncated()) {

@@ -331,10 +331,6 @@ public final class TallyApp implements AutoCloseable {
     });
   }
 
-  public CompletionStage<KeyList> keys(String prefix, int limit) {
-    return keys(prefix, null, limit);
-  }
-
   /**
    * The live keys starting with {@code prefix} and sorting strictly after {@code after} (null:
    * from the first), sorted, at most {@code limit} of them: a page of a listing too long for one.
@@ -421,14 +417,7 @@ public final class TallyApp implements AutoCloseable {
   // ------------------------------------------------------------------ limiters
 
   /** The limiter operations that answer at once. */
-  public enum LimiterAction {
-    TRY,
-    PEEK,
-    REFUND,
-    RESET,
-    RECONFIGURE,
-    TOP_UP
-  }
+  public enum LimiterAction { TRY, PEEK, REFUND, RESET, RECONFIGURE, TOP_UP }
 
   /**
    * Runs {@code action} on the limiter {@code name} opened with {@code limits}. A denial is a
