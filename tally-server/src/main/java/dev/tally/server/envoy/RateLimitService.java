@@ -58,11 +58,7 @@ final class RateLimitService {
   private final MeterRegistry registry;
   private final Map<String, Timer> timers = new ConcurrentHashMap<>();
 
-  /**
-   * @param responseHeaders whether answers carry {@code x-ratelimit-limit}, {@code -remaining}
-   *     and {@code -reset} for Envoy to add to its response
-   * @param registry where calls are timed, or null
-   */
+  /** {@code responseHeaders}: x-ratelimit-limit, -remaining and -reset for Envoy to add; a null registry times nothing. */
   RateLimitService(NamedLimits limits, boolean responseHeaders, MeterRegistry registry) {
     this.limits = limits;
     this.responseHeaders = responseHeaders;

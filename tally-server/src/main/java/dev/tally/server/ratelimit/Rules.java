@@ -46,9 +46,8 @@ public final class Rules implements AutoCloseable {
 
   /**
    * What an operator wants to know: the files and domains in force, when they were loaded, how
-   * many reloads were applied and refused, and the last refusal.
-   *
-   * @param lastError the last refusal's message, or null if the files in force are the last read
+   * many reloads were applied and refused, and the last refusal (null if the files in force are
+   * the last read).
    */
   public record Status(List<String> files, List<String> domains, Instant loadedAt, long applied,
       long refused, String lastError) {}
@@ -67,10 +66,8 @@ public final class Rules implements AutoCloseable {
   }
 
   /**
-   * Reads the rules; the server does not start with rules it cannot use.
-   *
-   * @param paths files, or directories of {@code *.yaml} files
-   * @throws RulesException naming the file and line of the first problem
+   * Reads the rules (files, or directories of {@code *.yaml} files); the server does not start
+   * with rules it cannot use, and the exception names the file and line of the first problem.
    */
   public static Rules load(List<Path> paths) throws RulesException {
     if (paths.isEmpty()) {
