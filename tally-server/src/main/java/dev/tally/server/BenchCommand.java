@@ -102,13 +102,9 @@ final class BenchCommand implements Callable<Integer> {
   static final class WorkloadConverter implements picocli.CommandLine.ITypeConverter<Workload> {
     @Override
     public Workload convert(String value) {
-      for (Workload w : Workload.values()) {
-        if (w.label().equals(value)) {
-          return w;
-        }
-      }
-      throw new picocli.CommandLine.TypeConversionException("'" + value
-          + "' is not a workload: expected incr-one, incr-many or limiter");
+      return java.util.Arrays.stream(Workload.values()).filter(w -> w.label().equals(value)).findFirst()
+          .orElseThrow(() -> new picocli.CommandLine.TypeConversionException("'" + value
+              + "' is not a workload: expected incr-one, incr-many or limiter"));
     }
   }
 
@@ -176,7 +172,6 @@ final class BenchCommand implements Callable<Integer> {
     }
   }
 
-  /** Whether the user named the store ({@code --store} or {@code $TALLY_STORE}). */
   private boolean storeGiven() {
     for (CommandLine cl = spec.commandLine(); cl != null; cl = cl.getParent()) {
       if (cl.getParseResult() != null && cl.getParseResult().hasMatchedOption("--store")) {
@@ -216,30 +211,18 @@ final class BenchCommand implements Callable<Integer> {
 
   private Op op(Tally tally, Limit bucket) {
     Counters counters = tally.counters();
-    switch (workload) {
-      case INCR_ONE -> {
-        String one = prefix + "one";
-        return random -> {
-          counters.incr(one);
-          return true;
-        };
-      }
-      case INCR_MANY -> {
-        String[] names = new String[keys];
-        for (int i = 0; i < keys; i++) {
-          names[i] = prefix + "many:" + i;
-        }
-        return random -> {
-          counters.incr(names[random.nextInt(names.length)]);
-          return true;
-        };
-      }
-      case LIMITER -> {
-        RateLimiter limiter = tally.limiter(prefix + "limiter", bucket);
-        return random -> limiter.tryAcquire();
-      }
-      default -> throw new AssertionError(workload);
+    if (workload == Workload.LIMITER) {
+      RateLimiter limiter = tally.limiter(prefix + "limiter", bucket);
+      return random -> limiter.tryAcquire();
     }
+    String[] names = new String[workload == Workload.INCR_ONE ? 1 : keys];
+    for (int i = 0; i < names.length; i++) {
+      names[i] = workload == Workload.INCR_ONE ? prefix + "one" : prefix + "many:" + i;
+    }
+    return random -> {
+      counters.incr(names.length == 1 ? names[0] : names[random.nextInt(names.length)]);
+      return true;
+    };
   }
 
   private static final class Result {
@@ -428,15 +411,8 @@ final class BenchCommand implements Callable<Integer> {
 
   /** 850ns, 12.3us, 1.25ms, 2.1s. */
   static String nanos(long n) {
-    if (n < 1_000) {
-      return n + "ns";
-    }
-    if (n < 1_000_000) {
-      return String.format(Locale.ROOT, "%.1fus", n / 1e3);
-    }
-    if (n < 1_000_000_000) {
-      return String.format(Locale.ROOT, "%.2fms", n / 1e6);
-    }
-    return String.format(Locale.ROOT, "%.2fs", n / 1e9);
+    return n < 1_000 ? n + "ns" : n < 1_000_000 ? String.format(Locale.ROOT, "%.1fus", n / 1e3)
+        : n < 1_000_000_000 ? String.format(Locale.ROOT, "%.2fms", n / 1e6)
+        : String.format(Locale.ROOT, "%.2fs", n / 1e9);
   }
 }

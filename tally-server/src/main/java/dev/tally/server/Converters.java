@@ -15,7 +15,6 @@ import picocli.CommandLine.TypeConversionException;
 final class Converters {
   private Converters() {}
 
-  /** Registers them on {@code cli} and the subcommands it has so far. */
   static void register(CommandLine cli) {
     cli.registerConverter(Duration.class, of(Specs::duration));
     cli.registerConverter(Number.class, of(v -> Specs.number(v, "number")));

@@ -27,7 +27,6 @@ final class DecideCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;
 
-  /** One limiter: its name, then its limits. */
   static final class Limiter extends LimitCommand.Limits {
     @Option(names = "--limiter", paramLabel = "NAME", required = true,
         description = "A limiter, e.g. api:user:42; the limit options after it are its own.")

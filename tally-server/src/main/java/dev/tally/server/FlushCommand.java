@@ -12,14 +12,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
-/**
- * {@code tally flush}: one exactly-once run of {@link Flush}, moving the counts under a prefix
- * of the store into a PostgreSQL table through the given statement. Safe to kill at any instant
- * and run again; a second one started while one runs exits at once with 6
- * ({@link dev.tally.server.app.Problem#FLUSH_BUSY}), changing nothing. The other exit codes are
- * the command line's own (docs/cli.md): 2 for bad input, 4 for a store or database that fails
- * or does not answer in time.
- */
+/** {@code tally flush}: one exactly-once run of {@link Flush}; its exit codes are the description's. */
 @Command(name = "flush", mixinStandardHelpOptions = true, sortOptions = false,
     description = {
         "Move the counts under --prefix from the store into a database table, exactly once:",

@@ -34,7 +34,6 @@ final class LimitCommand {
   @ParentCommand
   TallyCommand root;
 
-  /** The limit options, shared by every limit subcommand. */
   static class Limits {
     @Option(names = "--token-bucket", paramLabel = "[CAP:]N/PERIOD",
         description = "Token bucket: 100/1m (100, refilled at 100 a minute) or 10:1/1s.")

@@ -26,7 +26,6 @@ public final class Main {
         new PrintWriter(System.err, true, Charset.defaultCharset())));
   }
 
-  /** Runs the command line with these streams and returns the exit code. */
   public static int run(String[] args, PrintWriter out, PrintWriter err) {
     return run(args, System.in, out, err);
   }
@@ -152,7 +151,6 @@ public final class Main {
     return s == null || s.isEmpty() ? "bad usage" : Character.toLowerCase(s.charAt(0)) + s.substring(1);
   }
 
-  /** The version from the jar's manifest. */
   static final class Version implements IVersionProvider {
     @Override
     public String[] getVersion() {

@@ -10,7 +10,6 @@ import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.Inet6Address;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -227,9 +226,7 @@ final class ServeCommand implements Callable<Integer> {
     out.println("listening on " + server.uri());
     InetSocketAddress grpc = server.grpcAddress();
     if (grpc != null) {
-      String host = grpc.getAddress() instanceof Inet6Address
-          ? "[" + grpc.getAddress().getHostAddress() + "]" : grpc.getAddress().getHostAddress();
-      out.println("grpc listening on " + host + ":" + grpc.getPort());
+      out.println("grpc listening on " + TallyServer.hostPort(grpc));
     }
     out.flush();
     server.awaitClosed();

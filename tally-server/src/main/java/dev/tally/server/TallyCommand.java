@@ -88,14 +88,12 @@ final class TallyCommand {
 
   // ------------------------------------------------------------------ plumbing
 
-  /** Opens the store, runs one call, prints its result, returns the exit code. */
   <T> int run(Function<TallyApp, CompletionStage<T>> call, Function<T, String> plain) {
     try (Tally tally = Tally.open(store); TallyApp app = new TallyApp(tally, null, null, null)) {
       return print(reply(call.apply(opId == null ? app : app.withOperationId(opId))), plain);
     }
   }
 
-  /** What the call came to, as the HTTP API would answer it. */
   static Reply reply(CompletionStage<?> call) {
     return call.handle((v, e) -> e != null ? Reply.error(e) : Reply.of(v))
         .toCompletableFuture().join();
@@ -187,19 +185,19 @@ final class TallyCommand {
       @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "DELTA", arity = "0..1", defaultValue = "1",
           description = "How much to add (default 1).") Number delta,
-      @Option(names = "--default", paramLabel = "N", defaultValue = "0",
-          description = "Start value of a missing counter (default 0).") Number dflt,
-      @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
-          boolean mustExist,
-      @Mixin BoundOptions bounds) {
-    if (bounds.given()) {
-      return bounded(key, delta, dflt, mustExist, bounds, false);
-    }
-    return runEach(key, (app, k) -> app.incr(k, delta, dflt, mustExist), TallyCommand::value);
+      @Mixin StepOptions step) {
+    return step(key, delta, step, false);
   }
 
-  /** Options of a bounded increment, shared by incr and decr. */
-  static final class BoundOptions {
+  /** The options incr and decr share. */
+  static final class StepOptions {
+    @Option(names = "--default", paramLabel = "N", defaultValue = "0",
+        description = "Start value of a missing counter (default 0).")
+    Number dflt;
+
+    @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
+    boolean mustExist;
+
     @Option(names = "--min", paramLabel = "N", description = "Never go below N: refuse (exit 1,"
         + " printing the value kept) or, with --saturate, stop at N.")
     Long min;
@@ -212,7 +210,7 @@ final class TallyCommand {
         + " instead of refusing.")
     boolean saturate;
 
-    boolean given() {
+    boolean bounded() {
       return min != null || max != null || saturate;
     }
 
@@ -223,10 +221,14 @@ final class TallyCommand {
     }
   }
 
-  private int bounded(String key, Number delta, Number dflt, boolean mustExist, BoundOptions options,
-      boolean negate) {
+  private int step(String key, Number delta, StepOptions options, boolean negate) {
+    Number dflt = options.dflt;
+    if (!options.bounded()) {
+      return runEach(key, (app, k) -> negate ? app.decr(k, delta, dflt, options.mustExist)
+          : app.incr(k, delta, dflt, options.mustExist), TallyCommand::value);
+    }
     String command = negate ? "decr" : "incr";
-    if (mustExist) {
+    if (options.mustExist) {
       return usage(command, "--must-exist cannot be combined with --min, --max or --saturate");
     }
     if (delta instanceof Double || dflt instanceof Double) {
@@ -253,17 +255,9 @@ final class TallyCommand {
   int decr(
       @Parameters(index = "0", paramLabel = "KEY", description = KEY) String key,
       @Parameters(index = "1", paramLabel = "DELTA", arity = "0..1", defaultValue = "1",
-          description = "How much to subtract (default 1).")
-          Number delta,
-      @Option(names = "--default", paramLabel = "N", defaultValue = "0",
-          description = "Start value of a missing counter (default 0).") Number dflt,
-      @Option(names = "--must-exist", description = "Never create: exit 3 if the counter is missing.")
-          boolean mustExist,
-      @Mixin BoundOptions bounds) {
-    if (bounds.given()) {
-      return bounded(key, delta, dflt, mustExist, bounds, true);
-    }
-    return runEach(key, (app, k) -> app.decr(k, delta, dflt, mustExist), TallyCommand::value);
+          description = "How much to subtract (default 1).") Number delta,
+      @Mixin StepOptions step) {
+    return step(key, delta, step, true);
   }
 
   @Command(mixinStandardHelpOptions = true, name = "get", description = "Print a counter's value; exit 3 if it is missing or expired.")
@@ -333,7 +327,7 @@ final class TallyCommand {
     if (limit != null && limit < 1) {
       return usage("keys", "--limit must be 1 or more, not " + limit);
     }
-    return run(app -> app.keys(prefix, limit == null ? Integer.MAX_VALUE : limit), (KeyList list) -> {
+    return run(app -> app.keys(prefix, null, limit == null ? Integer.MAX_VALUE : limit), (KeyList list) -> {
       StringBuilder b = new StringBuilder();
       list.keys().forEach(k -> b.append(b.length() == 0 ? "" : "\n").append(k));
       if (list.truncated()) {

@@ -193,11 +193,7 @@ final class TransactionCommand implements Callable<Integer> {
   }
 
   private static void put(ObjectNode o, String field, Number n) {
-    if (n instanceof Double d) {
-      o.put(field, d);
-    } else {
-      o.put(field, n.longValue());
-    }
+    o.set(field, n instanceof Double d ? o.numberNode(d) : o.numberNode(n.longValue()));
   }
 
   /** One line per result: the value, {@code missing} or {@code deleted}. */

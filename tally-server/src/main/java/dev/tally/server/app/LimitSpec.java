@@ -13,34 +13,25 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
- * A {@link Limit} as the command line and the JSON API write it, with what the
- * {@code RateLimit-Policy} header field needs to describe it (its quota and window).
+ * A {@link Limit} as the command line and the JSON API write it ({@link Kind#example()}: {@code
+ * 100/1m}, {@code 10:1/1s}, {@code 15:30/60s} as redis-cell's {@code CL.THROTTLE key 15 30 60},
+ * {@code 50/day@Europe/Paris}), with what the {@code RateLimit-Policy} header field needs to
+ * describe it (its quota and window). A bucket (token, leaky, GCRA) takes a warm-up after its
+ * rate ({@link Limit#warmUp}): {@code 100/1s warm-up 1m} (from a third of the rate, as Guava's)
+ * or {@code 100/1s warm-up 1m from 1/4}.
  *
- * <table>
- *   <caption>Forms</caption>
- *   <tr><td>{@code tokenBucket} / {@code --token-bucket}</td><td>{@code 100/1m}: 100 tokens,
- *       refilled at 100 a minute; {@code 10:1/1s}: 10 tokens, one more each second</td></tr>
- *   <tr><td>{@code leakyBucket} / {@code --leaky-bucket}</td><td>{@code 100/1m}: 100 deep,
- *       drains fully in a minute</td></tr>
- *   <tr><td>{@code gcra} / {@code --gcra}</td><td>{@code 15:30/60s}: redis-cell's
- *       {@code CL.THROTTLE key 15 30 60} (bursts of 16)</td></tr>
- *   <tr><td>{@code fixedWindow}, {@code slidingWindow}</td><td>{@code 1000/1h}</td></tr>
- *   <tr><td>{@code quota} / {@code --quota}</td><td>{@code 1000/month},
- *       {@code 50/day@Europe/Paris} (UTC unless a zone is given)</td></tr>
- * </table>
- *
- * A bucket (token, leaky, GCRA) takes a warm-up after its rate ({@link Limit#warmUp}):
- * {@code 100/1s warm-up 1m} (from a third of the rate, as Guava's) or
- * {@code 100/1s warm-up 1m from 1/4}.
+ * @param window how long it takes to refill completely; null for a quota, whose period varies
+ * @param period a quota's calendar period, else null
+ * @param zone a quota's time zone, else null
  */
-public final class LimitSpec {
+public record LimitSpec(Kind kind, String text, String policy, Limit limit, Duration window,
+    Limit.Period period, ZoneId zone) {
   private static final Pattern QUOTA = Pattern.compile("(\\d+)/(day|month)(?:@(.+))?");
   private static final Pattern WARM_UP = Pattern.compile("(.+?)\\s+warm-up\\s+(\\S+)(?:\\s+from\\s+1/(\\d{1,2}))?");
   /** Guava's and Sentinel's cold factor, when a warm-up names none. */
   private static final int COLD_FACTOR = 3;
   private static final Pattern POLICY_NAME = Pattern.compile("[A-Za-z0-9._:-]{1,64}");
 
-  /** The algorithms, with the names each front end uses for them. */
   public enum Kind {
     TOKEN_BUCKET("tokenBucket", "token-bucket", "a token bucket", "100/1m or 10:1/1s"),
     LEAKY_BUCKET("leakyBucket", "leaky-bucket", "a leaky bucket", "100/1m"),
@@ -61,12 +52,10 @@ public final class LimitSpec {
       this.example = example;
     }
 
-    /** The field name in JSON, e.g. {@code tokenBucket}. */
     public String jsonName() {
       return jsonName;
     }
 
-    /** The command-line option without dashes, e.g. {@code token-bucket}. */
     public String optionName() {
       return optionName;
     }
@@ -75,7 +64,6 @@ public final class LimitSpec {
       return example;
     }
 
-    /** The kind whose JSON field name is {@code name}, or null. */
     public static Kind ofJsonName(String name) {
       for (Kind k : values()) {
         if (k.jsonName.equals(name)) {
@@ -88,25 +76,6 @@ public final class LimitSpec {
     public static String jsonNames() {
       return Arrays.stream(values()).map(k -> k.jsonName).collect(Collectors.joining(", "));
     }
-  }
-
-  private final Kind kind;
-  private final String text;
-  private final String policy;
-  private final Limit limit;
-  private final Duration window; // null for quotas, whose period has no fixed length
-  private final ZoneId zone;
-  private final Limit.Period period;
-
-  private LimitSpec(Kind kind, String text, String policy, Limit limit, Duration window,
-      Limit.Period period, ZoneId zone) {
-    this.kind = kind;
-    this.text = text;
-    this.policy = policy;
-    this.limit = limit;
-    this.window = window;
-    this.period = period;
-    this.zone = zone;
   }
 
   /**
@@ -207,34 +176,6 @@ public final class LimitSpec {
         .multiply(BigInteger.valueOf(units))
         .divide(BigInteger.valueOf(per));
     return Duration.ofNanos(nanos.min(BigInteger.valueOf(Long.MAX_VALUE)).longValue());
-  }
-
-  public Kind kind() {
-    return kind;
-  }
-
-  /** The text it was parsed from, e.g. {@code 100/1m}. */
-  public String text() {
-    return text;
-  }
-
-  /** The policy name for the {@code RateLimit} header fields. */
-  public String policy() {
-    return policy;
-  }
-
-  /** The calendar period of a quota, else null. */
-  Limit.Period period() {
-    return period;
-  }
-
-  /** The time zone of a quota, else null. */
-  ZoneId zone() {
-    return zone;
-  }
-
-  public Limit limit() {
-    return limit;
   }
 
   /**

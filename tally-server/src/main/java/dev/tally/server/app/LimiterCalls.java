@@ -4,11 +4,11 @@ import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
+import dev.tally.server.async.Lazy;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
@@ -23,8 +23,10 @@ import java.util.function.Supplier;
  * a waiting acquire holds no thread between its attempts).
  */
 final class LimiterCalls implements AutoCloseable {
-  private volatile ExecutorService pool;
-  private volatile ExecutorService steps;
+  private final Lazy<ExecutorService> pool =
+      new Lazy<>(() -> Executors.newFixedThreadPool(2, Lazy.daemonThreads("tally-limiter-admin-")));
+  private final Lazy<ExecutorService> steps =
+      new Lazy<>(() -> Executors.newCachedThreadPool(Lazy.daemonThreads("tally-concurrency-")));
 
   private static RateLimiter with(RateLimiter limiter, String opId) {
     return opId == null ? limiter : limiter.withOperationId(opId);
@@ -54,42 +56,17 @@ final class LimiterCalls implements AutoCloseable {
   }
 
   private <T> CompletionStage<T> blocking(Supplier<T> op) {
-    ExecutorService p = pool;
-    if (p == null) {
-      synchronized (this) {
-        if ((p = pool) == null) {
-          pool = p = Executors.newFixedThreadPool(2, threads("tally-limiter-admin-"));
-        }
-      }
-    }
-    return CompletableFuture.supplyAsync(op, p);
+    return CompletableFuture.supplyAsync(op, pool.get());
   }
 
   /** One step of a concurrency limit (acquire, renew, release, in use), off the caller's thread. */
   <T> CompletableFuture<T> concurrency(Supplier<T> op) {
-    ExecutorService p = steps;
-    if (p == null) {
-      synchronized (this) {
-        if ((p = steps) == null) {
-          steps = p = Executors.newCachedThreadPool(threads("tally-concurrency-"));
-        }
-      }
-    }
-    return CompletableFuture.supplyAsync(op, p);
-  }
-
-  private static java.util.concurrent.ThreadFactory threads(String prefix) {
-    AtomicInteger n = new AtomicInteger();
-    return r -> {
-      Thread t = new Thread(r, prefix + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    };
+    return CompletableFuture.supplyAsync(op, steps.get());
   }
 
   @Override
   public void close() {
-    for (ExecutorService p : new ExecutorService[] {pool, steps}) {
+    for (ExecutorService p : new ExecutorService[] {pool.made(), steps.made()}) {
       if (p != null) {
         p.shutdown();
       }

@@ -13,29 +13,10 @@ import dev.tally.jdbc.FlushBusyException;
 /**
  * Why an operation did not succeed, with the HTTP status and the command-line exit code that
  * say so. One table for both front ends, so a script and an HTTP client read the same outcome.
- *
- * <table>
- *   <caption>Outcomes</caption>
- *   <tr><th>problem</th><th>HTTP</th><th>exit</th></tr>
- *   <tr><td>(success)</td><td>200</td><td>0</td></tr>
- *   <tr><td>{@code denied}: a limiter said no</td><td>429</td><td>1</td></tr>
- *   <tr><td>{@code bad_request}: bad input, said how to fix it</td><td>400</td><td>2</td></tr>
- *   <tr><td>{@code too_large}: a body over the limit</td><td>413</td><td>2</td></tr>
- *   <tr><td>{@code not_found}: no such counter</td><td>404</td><td>3</td></tr>
- *   <tr><td>{@code lease_gone}: a concurrency limit's lease was released or has expired, for
- *       good (its fencing token is never granted again)</td><td>410</td><td>3</td></tr>
- *   <tr><td>{@code no_route}: no such route or limiter action (HTTP only)</td><td>404</td><td>2</td></tr>
- *   <tr><td>{@code store_unavailable}, {@code store_timeout}</td><td>503, 504</td><td>4</td></tr>
- *   <tr><td>{@code conflict}: overflow, or a floating counter read as an integer</td>
- *       <td>409</td><td>5</td></tr>
- *   <tr><td>{@code flush_busy}: another flusher holds the prefix, nothing changed (command
- *       line only: HTTP has no flush)</td><td>409</td><td>6</td></tr>
- *   <tr><td>{@code internal}: a bug; the log has the stack trace</td><td>500</td><td>70</td></tr>
- * </table>
+ * {@link #NO_ROUTE} is HTTP's alone, {@link #FLUSH_BUSY} the command line's (HTTP has no flush).
  */
 public enum Problem {
-  DENIED(429, 1, "https://iana.org/assignments/http-problem-types#quota-exceeded",
-      "Request cannot be satisfied as assigned quota has been exceeded"),
+  DENIED(429, 1, dev.tally.http.Problem.QUOTA_EXCEEDED_TYPE, dev.tally.http.Problem.QUOTA_EXCEEDED_TITLE),
   BAD_REQUEST(400, 2, "Bad Request"),
   UNAUTHORIZED(401, 2, "Unauthorized"),
   FORBIDDEN(403, 2, "Forbidden"),
@@ -56,10 +37,6 @@ public enum Problem {
   CONFLICT(409, 5, "Conflict"),
   FLUSH_BUSY(409, 6, "Conflict"),
   INTERNAL(500, 70, "Internal Server Error");
-
-  /** The problem type draft-ietf-httpapi-ratelimit-headers defines for a request over quota. */
-  public static final String QUOTA_EXCEEDED =
-      "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
   private final int status;
   private final int exitCode;
@@ -105,39 +82,19 @@ public enum Problem {
 
   /** What an exception thrown by Tally (or by input checks) means for the caller. */
   public static Problem of(Throwable e) {
-    if (e instanceof RequestException b) {
-      return b.problem();
-    }
-    if (e instanceof OperationIdConflictException) {
-      return UNPROCESSABLE; // the Idempotency-Key draft: a key reused for another request
-    }
-    if (e instanceof IllegalArgumentException) {
-      return BAD_REQUEST;
-    }
-    if (e instanceof KeyNotFoundException) {
-      return NOT_FOUND;
-    }
-    if (e instanceof CounterOverflowException || e instanceof NotAnIntegerException) {
-      return CONFLICT;
-    }
-    if (e instanceof FlushBusyException) {
-      return FLUSH_BUSY; // not a conflict in the data: the same flush, run again later, succeeds
-    }
-    if (e instanceof BucketFullException) {
-      return DENIED;
-    }
-    if (e instanceof StoreTimeoutException) {
-      return STORE_TIMEOUT;
-    }
-    if (e instanceof StoreException) {
-      return STORE_UNAVAILABLE;
-    }
-    if (e instanceof UnsupportedOperationException) {
-      return UNSUPPORTED;
-    }
-    if (e instanceof TallyException) {
-      return CONFLICT;
-    }
-    return INTERNAL;
+    return e instanceof RequestException b ? b.problem()
+        // the Idempotency-Key draft: a key reused for another request
+        : e instanceof OperationIdConflictException ? UNPROCESSABLE
+        : e instanceof IllegalArgumentException ? BAD_REQUEST
+        : e instanceof KeyNotFoundException ? NOT_FOUND
+        : e instanceof CounterOverflowException || e instanceof NotAnIntegerException ? CONFLICT
+        // not a conflict in the data: the same flush, run again later, succeeds
+        : e instanceof FlushBusyException ? FLUSH_BUSY
+        : e instanceof BucketFullException ? DENIED
+        : e instanceof StoreTimeoutException ? STORE_TIMEOUT
+        : e instanceof StoreException ? STORE_UNAVAILABLE
+        : e instanceof UnsupportedOperationException ? UNSUPPORTED
+        : e instanceof TallyException ? CONFLICT
+        : INTERNAL;
   }
 }

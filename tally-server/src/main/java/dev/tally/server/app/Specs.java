@@ -17,7 +17,6 @@ import java.util.regex.Pattern;
  * instead, in one line.
  */
 public final class Specs {
-  /** The hint every duration error ends with. */
   public static final String DURATION_HINT = "expected a duration like 500ms, 30s, 5m, 40d";
 
   private static final Pattern DURATION_PART =

@@ -16,6 +16,8 @@ import dev.tally.Tally;
 import dev.tally.TransactionResult;
 import dev.tally.spi.LimiterRecord;
 import dev.tally.server.ratelimit.Descriptor;
+import dev.tally.server.async.Lazy;
+import dev.tally.server.async.Stages;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -48,7 +50,6 @@ import java.util.function.Supplier;
 public final class TallyApp implements AutoCloseable {
   /** The longest an {@code acquire} may wait; waiting holds no thread. */
   public static final Duration MAX_WAIT = Duration.ofMinutes(5);
-  /** The most operations one transaction may hold. */
   public static final int MAX_TRANSACTION_OPS = 1000;
   private static final String HEALTH_KEY = "tally.healthz";
 
@@ -60,18 +61,16 @@ public final class TallyApp implements AutoCloseable {
   private final NamedLimits namedLimits;
   private final LimiterCalls limiters;
   private final StoreTimings timings;
-  /** The operation id every mutating call of this view carries, or null. */
   private final String opId;
   /** The version this view's limiters give their limits ({@link RateLimiter#withVersion}); 0: none. */
   private final long limitsVersion;
   /** The app this is a view of (itself for the root): it owns the waits. */
   private final TallyApp root;
-  private volatile ScheduledExecutorService waits;
+  private final Lazy<ScheduledExecutorService> waits;
   /** Acquires waiting for their next attempt, failed with shutting_down if closed first. */
   private final Set<CompletableFuture<?>> waiting = ConcurrentHashMap.newKeySet();
 
   /**
-   * @param tally the store
    * @param storeName the store's name in health and metrics (its URI scheme), or null
    * @param registry where store calls are timed, or null for nowhere
    * @param namedLimits the operator's rules, or null for none
@@ -80,10 +79,7 @@ public final class TallyApp implements AutoCloseable {
     this(tally, storeName, registry, namedLimits, null);
   }
 
-  /**
-   * @param countersPolicy what counters answer when the store fails, or null for the store's
-   *     (limiters take the store's, {@link Tally.Builder#failurePolicy})
-   */
+  /** @param countersPolicy for counters, or null: the store's (limiters always take the store's) */
   public TallyApp(Tally tally, String storeName, MeterRegistry registry, NamedLimits namedLimits,
       FailurePolicy countersPolicy) {
     this.tally = Objects.requireNonNull(tally, "tally");
@@ -97,6 +93,8 @@ public final class TallyApp implements AutoCloseable {
     this.opId = null;
     this.limitsVersion = 0;
     this.root = this;
+    this.waits = new Lazy<>(() -> Executors.newSingleThreadScheduledExecutor(
+        Lazy.daemonThreads("tally-acquire-waits-")));
   }
 
   private TallyApp(TallyApp root, String opId, long limitsVersion) {
@@ -110,6 +108,7 @@ public final class TallyApp implements AutoCloseable {
     this.opId = opId;
     this.limitsVersion = limitsVersion;
     this.root = root;
+    this.waits = root.waits;
   }
 
   /**
@@ -125,14 +124,6 @@ public final class TallyApp implements AutoCloseable {
     return new TallyApp(root, id, limitsVersion);
   }
 
-  /**
-   * A view whose limiters give their limits {@code version} ({@link RateLimiter#withVersion}): on a
-   * key whose stored limits are of an older version they replace them, keeping what was
-   * consumed; an older or equal version applies the stored ones. The decision says which
-   * ({@link Decision#mismatch()}, {@link Decision#storedVersion()}). 0 gives no version.
-   *
-   * @throws RequestException if {@code version} is negative or above 2^45 - 1
-   */
   public TallyApp withLimitsVersion(long version) {
     if (version < 0 || version > LimiterRecord.MAX_LIMITS_VERSION) {
       throw new RequestException("the limits' version must be from 0 to "
@@ -141,7 +132,6 @@ public final class TallyApp implements AutoCloseable {
     return version == limitsVersion ? this : new TallyApp(root, opId, version);
   }
 
-  /** The operation id of this view, or null. */
   public String operationId() {
     return opId;
   }
@@ -178,6 +168,14 @@ public final class TallyApp implements AutoCloseable {
 
   private static <T> CompletionStage<T> refused(String message) {
     return CompletableFuture.failedFuture(new RequestException(message));
+  }
+
+  private static <T> CompletionStage<T> guard(Supplier<CompletionStage<T>> checked) {
+    try {
+      return checked.get();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   // ------------------------------------------------------------------ counters
@@ -260,7 +258,6 @@ public final class TallyApp implements AutoCloseable {
         + " expired)");
   }
 
-  /** The value of a counter, integer or floating; not found if it is missing or expired. */
   public CompletionStage<CounterValue> get(String key) {
     return run("get", () -> integerOrFloating(counters.get(key), () -> counters.getDouble(key)),
         v -> present(key, v));
@@ -286,27 +283,23 @@ public final class TallyApp implements AutoCloseable {
             : CompletableFuture.failedFuture(Stages.unwrap(e)));
   }
 
-  /** Sets a counter, expiring after {@code ttl} (null: never). */
   public CompletionStage<CounterValue> put(String key, Number value, Duration ttl) {
     return run("put", () -> value instanceof Double d
             ? counters.put(key, d, ttl) : counters.put(key, value.longValue(), ttl),
         v -> new CounterValue(key, value));
   }
 
-  /** Sets a counter only if it is missing or expired. */
   public CompletionStage<Added> add(String key, Number value, Duration ttl) {
     return run("add", () -> value instanceof Double d
             ? counters.add(key, d, ttl) : counters.add(key, value.longValue(), ttl),
         added -> new Added(key, added));
   }
 
-  /** Reads and deletes a counter in one step; not found if it is missing. */
   public CompletionStage<CounterValue> pop(String key) {
     return run("pop", () -> integerOrFloating(counters.pop(key), () -> counters.popDouble(key)),
         v -> present(key, v));
   }
 
-  /** Deletes a counter; not found if there was none. */
   public CompletionStage<Deleted> delete(String key) {
     return run("delete", () -> counters.delete(key), deleted -> {
       if (!deleted) {
@@ -338,11 +331,6 @@ public final class TallyApp implements AutoCloseable {
     });
   }
 
-  /** The live keys starting with {@code prefix}, sorted, at most {@code limit} of them. */
-  public CompletionStage<KeyList> keys(String prefix, int limit) {
-    return keys(prefix, null, limit);
-  }
-
   /**
    * The live keys starting with {@code prefix} and sorting strictly after {@code after} (null:
    * from the first), sorted, at most {@code limit} of them: a page of a listing too long for one.
@@ -363,7 +351,6 @@ public final class TallyApp implements AutoCloseable {
     });
   }
 
-  /** Applies every operation atomically, or none; results come back in order. */
   public CompletionStage<TxResult> transaction(List<TxOp> ops) {
     if (ops.isEmpty()) {
       return refused("a transaction needs at least one operation in 'ops'");
@@ -430,20 +417,7 @@ public final class TallyApp implements AutoCloseable {
   // ------------------------------------------------------------------ limiters
 
   /** The limiter operations that answer at once. */
-  public enum LimiterAction {
-    /** Take permits if every limit allows, else take nothing (denied). */
-    TRY,
-    /** Report the state, taking nothing. */
-    PEEK,
-    /** Give permits back. */
-    REFUND,
-    /** Forget the state: full again. */
-    RESET,
-    /** Store these limits for the name, keeping what was consumed. */
-    RECONFIGURE,
-    /** Add units to the current period of a quota. */
-    TOP_UP
-  }
+  public enum LimiterAction { TRY, PEEK, REFUND, RESET, RECONFIGURE, TOP_UP }
 
   /**
    * Runs {@code action} on the limiter {@code name} opened with {@code limits}. A denial is a
@@ -453,50 +427,31 @@ public final class TallyApp implements AutoCloseable {
    */
   public CompletionStage<LimiterDecision> limiter(LimiterAction action, String name,
       List<LimitSpec> limits, long permits) {
-    RateLimiter limiter;
-    try {
-      limiter = open(name, limits);
-    } catch (RuntimeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    switch (action) {
-      case TRY -> {
-        if (permits < 0) {
-          return negativePermits(permits);
-        }
-        return run("limiter.try", () -> limiters.decide(limiter, permits, opId),
+    return guard(() -> {
+      RateLimiter limiter = open(name, limits);
+      if (permits < 0 && (action == LimiterAction.TRY || action == LimiterAction.REFUND)) {
+        return negativePermits(permits);
+      }
+      return switch (action) {
+        case TRY -> run("limiter.try", () -> limiters.decide(limiter, permits, opId),
             d -> new LimiterDecision(name, permits, limits, d, null, 0));
-      }
-      case PEEK -> {
-        return peek("limiter.peek", limiter, limits, limiters.decide(limiter, 0, null), null, 0);
-      }
-      case REFUND -> {
-        if (permits < 0) {
-          return negativePermits(permits);
-        }
-        return peek("limiter.refund", limiter, limits, limiters.refund(limiter, permits, opId),
+        case PEEK -> peek("limiter.peek", limiter, limits, limiters.decide(limiter, 0, null), null, 0);
+        case REFUND -> peek("limiter.refund", limiter, limits, limiters.refund(limiter, permits, opId),
             "refunded", permits);
-      }
-      case RESET -> {
-        return peek("limiter.reset", limiter, limits, limiters.reset(limiter, opId), null, 0);
-      }
-      case RECONFIGURE -> {
-        return run("limiter.reconfigure", () -> limiters.reconfigure(limiter, opId, limits(limits))
-                .thenCompose(next -> limiters.decide(next, 0, null)),
+        case RESET -> peek("limiter.reset", limiter, limits, limiters.reset(limiter, opId), null, 0);
+        case RECONFIGURE -> run("limiter.reconfigure", () -> limiters.reconfigure(limiter, opId,
+                limits(limits)).thenCompose(next -> limiters.decide(next, 0, null)),
             d -> new LimiterDecision(name, 0, limits, d, null, 0));
-      }
-      case TOP_UP -> {
-        if (limits.size() != 1 || limits.get(0).kind() != LimitSpec.Kind.QUOTA) {
-          return refused("top-up needs exactly one quota limit, e.g. {\"quota\": \"1000/month\"}");
+        case TOP_UP -> {
+          if (limits.size() != 1 || limits.get(0).kind() != LimitSpec.Kind.QUOTA) {
+            yield refused("top-up needs exactly one quota limit, e.g. {\"quota\": \"1000/month\"}");
+          }
+          yield permits <= 0 ? refused("top-up units must be positive, not " + permits)
+              : peek("limiter.top-up", limiter, limits, limiters.topUp((Quota) limiter, permits, opId),
+                  "toppedUp", permits);
         }
-        if (permits <= 0) {
-          return refused("top-up units must be positive, not " + permits);
-        }
-        return peek("limiter.top-up", limiter, limits,
-            limiters.topUp((Quota) limiter, permits, opId), "toppedUp", permits);
-      }
-      default -> throw new AssertionError(action);
-    }
+      };
+    });
   }
 
   /** One limiter of a joint decision: its name, limits and their version (0: the view's). */
@@ -507,8 +462,7 @@ public final class TallyApp implements AutoCloseable {
    * ({@link Tally#decide}). A refusal is a decision, not a failure.
    */
   public CompletionStage<JointLimiterDecision> decide(List<JointLimiter> limiters, long permits) {
-    List<RateLimiter> handles = new ArrayList<>(limiters.size());
-    try {
+    return guard(() -> {
       if (opId != null) {
         throw new RequestException("a joint decision takes no operation id (Idempotency-Key): it is"
             + " decided once, all or nothing, and a repeat is a new decision");
@@ -520,19 +474,18 @@ public final class TallyApp implements AutoCloseable {
         throw new RequestException("a joint decision needs at least one limiter, e.g. "
             + "{\"limiters\": [{\"name\": \"user:42\", \"limit\": {\"tokenBucket\": \"100/1m\"}}]}");
       }
+      List<RateLimiter> handles = new ArrayList<>(limiters.size());
       for (JointLimiter l : limiters) {
         handles.add((l.version() == 0 ? this : withLimitsVersion(l.version())).open(l.name(), l.limits()));
       }
-    } catch (RuntimeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return run("limiter.decide", () -> tally.decideAsync(handles, permits), joint -> {
-      List<LimiterDecision> each = new ArrayList<>(limiters.size());
-      for (int i = 0; i < limiters.size(); i++) {
-        JointLimiter l = limiters.get(i);
-        each.add(new LimiterDecision(l.name(), permits, l.limits(), joint.decision(i), null, 0));
-      }
-      return new JointLimiterDecision(permits, joint, each);
+      return run("limiter.decide", () -> tally.decideAsync(handles, permits), joint -> {
+        List<LimiterDecision> each = new ArrayList<>(limiters.size());
+        for (int i = 0; i < limiters.size(); i++) {
+          JointLimiter l = limiters.get(i);
+          each.add(new LimiterDecision(l.name(), permits, l.limits(), joint.decision(i), null, 0));
+        }
+        return new JointLimiterDecision(permits, joint, each);
+      });
     });
   }
 
@@ -559,11 +512,7 @@ public final class TallyApp implements AutoCloseable {
       if (permits < 0) {
         return TallyApp.<LimiterDecision>negativePermits(permits).toCompletableFuture();
       }
-      Duration wait = maxWait == null ? Duration.ZERO : maxWait;
-      if (wait.compareTo(MAX_WAIT) > 0) {
-        throw new RequestException("maxWait " + Specs.format(wait) + " is longer than the "
-            + Specs.format(MAX_WAIT) + " allowed");
-      }
+      Duration wait = maxWait(maxWait);
       RateLimiter limiter = open(name, limits);
       attempt(limiter, limits, permits, System.nanoTime() + wait.toNanos(), 1, result);
     } catch (RuntimeException e) {
@@ -578,7 +527,6 @@ public final class TallyApp implements AutoCloseable {
    * denials, then the grant) and applies nothing, where one id for every attempt would replay the
    * first denial for ever.
    */
-  @SuppressWarnings("CollectionUndefinedEquality") // the set holds each waiting future by identity, as meant
   private void attempt(RateLimiter limiter, List<LimitSpec> limits, long permits, long deadline,
       int n, CompletableFuture<LimiterDecision> result) {
     CompletionStage<Decision> decided;
@@ -599,42 +547,40 @@ public final class TallyApp implements AutoCloseable {
           result.complete(new LimiterDecision(limiter.name(), permits, limits, d, null, 0));
           return;
         }
-        if (root.waiting.add(result)) {
-          result.whenComplete((reply, f) -> root.waiting.remove(result));
-        }
-        waits().schedule(() -> attempt(limiter, limits, permits, deadline, n + 1, result),
-            Math.max(wait, 1_000), TimeUnit.NANOSECONDS);
-      } catch (RejectedExecutionException closing) {
-        result.completeExceptionally(shuttingDown());
+        retryLater(result, () -> attempt(limiter, limits, permits, deadline, n + 1, result),
+            Math.max(wait, 1_000));
       } catch (RuntimeException e) {
         result.completeExceptionally(e);
       }
     });
   }
 
+  private static Duration maxWait(Duration maxWait) {
+    Duration wait = maxWait == null ? Duration.ZERO : maxWait;
+    if (wait.compareTo(MAX_WAIT) > 0) {
+      throw new RequestException("maxWait " + Specs.format(wait) + " is longer than the "
+          + Specs.format(MAX_WAIT) + " allowed");
+    }
+    return wait;
+  }
+
+  /** Runs {@code next} after {@code nanos}; {@code result} fails with shutting_down if closed first. */
+  @SuppressWarnings("CollectionUndefinedEquality") // the set holds each waiting future by identity, as meant
+  private void retryLater(CompletableFuture<?> result, Runnable next, long nanos) {
+    try {
+      if (root.waiting.add(result)) {
+        result.whenComplete((r, f) -> root.waiting.remove(result));
+      }
+      waits.get().schedule(next, nanos, TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException closing) {
+      result.completeExceptionally(shuttingDown());
+    }
+  }
+
   /** The refusal of a call cut short by shutdown: nothing was taken, it may be sent again. */
   public static RequestException shuttingDown() {
     return new RequestException(Problem.SHUTTING_DOWN,
         "the server is shutting down; retry elsewhere");
-  }
-
-  private ScheduledExecutorService waits() {
-    if (root != this) {
-      return root.waits();
-    }
-    ScheduledExecutorService w = waits;
-    if (w == null) {
-      synchronized (this) {
-        if ((w = waits) == null) {
-          waits = w = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "tally-acquire-waits");
-            t.setDaemon(true);
-            return t;
-          });
-        }
-      }
-    }
-    return w;
   }
 
   private RateLimiter open(String name, List<LimitSpec> limits) {
@@ -670,11 +616,7 @@ public final class TallyApp implements AutoCloseable {
       Duration ttl, Duration maxWait) {
     CompletableFuture<ConcurrencyLease> result = new CompletableFuture<>();
     try {
-      Duration wait = maxWait == null ? Duration.ZERO : maxWait;
-      if (wait.compareTo(MAX_WAIT) > 0) {
-        throw new RequestException("maxWait " + Specs.format(wait) + " is longer than the "
-            + Specs.format(MAX_WAIT) + " allowed");
-      }
+      Duration wait = maxWait(maxWait);
       ConcurrencyLimit limit = concurrency(name, maxPermits, leaseTtl(ttl));
       if (weight < 1 || weight > maxPermits) {
         throw new RequestException("weight must be 1 to maxPermits (" + maxPermits + "), not " + weight);
@@ -690,7 +632,6 @@ public final class TallyApp implements AutoCloseable {
     return result;
   }
 
-  @SuppressWarnings("CollectionUndefinedEquality") // the set holds each waiting future by identity, as meant
   private void attemptLease(ConcurrencyLimit limit, long weight, Duration ttl, long deadline, long backoff,
       String denied, CompletableFuture<ConcurrencyLease> result) {
     long start = System.nanoTime();
@@ -712,16 +653,8 @@ public final class TallyApp implements AutoCloseable {
         result.completeExceptionally(new RequestException(Problem.DENIED, denied));
         return;
       }
-      try {
-        if (root.waiting.add(result)) {
-          result.whenComplete((l, f) -> root.waiting.remove(result));
-        }
-        waits().schedule(() -> attemptLease(limit, weight, ttl, deadline,
-            Math.min(backoff * 2, MAX_LEASE_BACKOFF_NANOS), denied, result), Math.min(backoff, left),
-            TimeUnit.NANOSECONDS);
-      } catch (RejectedExecutionException closing) {
-        result.completeExceptionally(shuttingDown());
-      }
+      retryLater(result, () -> attemptLease(limit, weight, ttl, deadline,
+          Math.min(backoff * 2, MAX_LEASE_BACKOFF_NANOS), denied, result), Math.min(backoff, left));
     });
   }
 
@@ -743,7 +676,6 @@ public final class TallyApp implements AutoCloseable {
     });
   }
 
-  /** Gives the lease's permits back; harmless on a lease released or expired already. */
   public CompletionStage<LeaseReleased> releaseLease(String name, long maxPermits, String id) {
     return concurrencyStep("concurrency.release", () -> {
       Lease lease = concurrency(name, maxPermits, null).lease(id);
@@ -751,7 +683,6 @@ public final class TallyApp implements AutoCloseable {
     });
   }
 
-  /** The permits held by unexpired leases of the concurrency limit {@code name}. */
   public CompletionStage<ConcurrencyInUse> leasesInUse(String name, long maxPermits) {
     return concurrencyStep("concurrency.in-use", () -> {
       ConcurrencyLimit limit = concurrency(name, maxPermits, null);
@@ -761,13 +692,10 @@ public final class TallyApp implements AutoCloseable {
 
   /** Checks the input on the caller's thread (bad input reaches no pool), then runs the step on the pool. */
   private <T> CompletionStage<T> concurrencyStep(String operation, Supplier<Supplier<T>> checked) {
-    Supplier<T> step;
-    try {
-      step = checked.get();
-    } catch (RuntimeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return run(operation, () -> limiters.concurrency(step), v -> v);
+    return guard(() -> {
+      Supplier<T> step = checked.get();
+      return run(operation, () -> limiters.concurrency(step), v -> v);
+    });
   }
 
   private static Duration leaseTtl(Duration ttl) {
@@ -801,23 +729,18 @@ public final class TallyApp implements AutoCloseable {
    */
   public CompletionStage<NamedLimitResult> rateLimit(String domain, List<Descriptor> descriptors,
       long hitsAddend) {
-    NamedLimits limits;
-    try {
-      limits = namedLimits();
-    } catch (RequestException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    if (!limits.rules().current().hasDomain(domain)) {
-      Set<String> d = limits.rules().current().domains();
-      return CompletableFuture.failedFuture(new RequestException(Problem.NOT_FOUND, "no rules"
-          + " for domain '" + domain + "'; the rules define "
-          + (d.isEmpty() ? "no domain yet" : "domains " + String.join(", ", d))));
-    }
-    return run("ratelimit", () -> limits.check(domain, descriptors, hitsAddend, opId),
-        o -> new NamedLimitResult(o, descriptors));
+    return guard(() -> {
+      NamedLimits limits = namedLimits();
+      if (!limits.rules().current().hasDomain(domain)) {
+        Set<String> d = limits.rules().current().domains();
+        throw new RequestException(Problem.NOT_FOUND, "no rules for domain '" + domain
+            + "'; the rules define " + (d.isEmpty() ? "no domain yet" : "domains " + String.join(", ", d)));
+      }
+      return run("ratelimit", () -> limits.check(domain, descriptors, hitsAddend, opId),
+          o -> new NamedLimitResult(o, descriptors));
+    });
   }
 
-  /** The rules in force, where from, and the last refused reload. */
   public Rules.Status rules() {
     return namedLimits().rules().status();
   }
@@ -858,7 +781,7 @@ public final class TallyApp implements AutoCloseable {
     if (root != this) {
       return; // a view: the root owns the waits and the pool
     }
-    ScheduledExecutorService w = waits;
+    ScheduledExecutorService w = waits.made();
     if (w != null) {
       w.shutdownNow(); // the attempts it held will never run: answer their callers here
     }

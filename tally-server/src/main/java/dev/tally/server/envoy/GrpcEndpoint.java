@@ -43,16 +43,9 @@ public final class GrpcEndpoint implements AutoCloseable {
   private static final Metadata.Key<String> AUTHORIZATION =
       Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
 
-  /**
-   * The event loops the endpoint runs on: its owner's, which it never shuts down.
-   *
-   * @param boss accepts connections
-   * @param workers serves them
-   * @param channel the server socket channel those loops take (epoll or NIO)
-   */
+  /** The event loops the endpoint runs on, with their channel class: its owner's, never shut down here. */
   public record Loops(EventLoopGroup boss, EventLoopGroup workers,
       Class<? extends ServerChannel> channel) {
-    /** Refuses nulls. */
     public Loops {
       Objects.requireNonNull(boss, "boss");
       Objects.requireNonNull(workers, "workers");
@@ -61,18 +54,10 @@ public final class GrpcEndpoint implements AutoCloseable {
   }
 
   /**
-   * How the endpoint listens and answers.
-   *
-   * @param address where (port 0: any free one)
-   * @param tls the server's TLS context (ALPN {@code h2}), or null for HTTP/2 in cleartext
-   * @param authorized whether an {@code authorization} metadata value (null if absent) may call,
-   *     or null if every call may (no token configured: no check on each call)
-   * @param maxMessageBytes the largest request accepted (at least 1 KiB is)
-   * @param responseHeaders whether answers carry {@code x-ratelimit-limit}, {@code -remaining}
-   *     and {@code -reset} for Envoy to add to its response
-   * @param maxResets the most streams a client may reset in {@code resetWindowSeconds} on one
-   *     connection before it is closed (HTTP/2 rapid reset)
-   * @param resetWindowSeconds that window
+   * How the endpoint listens and answers: a null TLS context is cleartext HTTP/2; a null
+   * {@code authorized} checks no {@code authorization} metadata (no token configured); at least 1
+   * KiB messages are accepted; a connection that resets {@code maxResets} streams in the window
+   * is closed (HTTP/2 rapid reset).
    */
   public record Options(InetSocketAddress address, SslContext tls, Predicate<String> authorized,
       int maxMessageBytes, boolean responseHeaders, int maxResets, int resetWindowSeconds) {}
@@ -83,12 +68,7 @@ public final class GrpcEndpoint implements AutoCloseable {
     this.server = server;
   }
 
-  /**
-   * Listens on {@code options.address()}, on {@code loops}.
-   *
-   * @param registry where calls are timed, or null
-   * @throws IOException if the address cannot be listened on
-   */
+  /** Listens on {@code options.address()}, on {@code loops}, timing calls in {@code registry} (or nowhere if null). */
   public static GrpcEndpoint start(NamedLimits limits, Loops loops, Options options,
       MeterRegistry registry) throws IOException {
     ResetFloodLog.install();
@@ -131,7 +111,6 @@ public final class GrpcEndpoint implements AutoCloseable {
     return new GrpcEndpoint(server);
   }
 
-  /** Where it listens. */
   public InetSocketAddress address() {
     return (InetSocketAddress) server.getListenSockets().get(0);
   }

@@ -4,7 +4,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.TallyException;
-import dev.tally.server.app.Stages;
+import dev.tally.server.async.Stages;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
@@ -58,11 +58,7 @@ final class RateLimitService {
   private final MeterRegistry registry;
   private final Map<String, Timer> timers = new ConcurrentHashMap<>();
 
-  /**
-   * @param responseHeaders whether answers carry {@code x-ratelimit-limit}, {@code -remaining}
-   *     and {@code -reset} for Envoy to add to its response
-   * @param registry where calls are timed, or null
-   */
+  /** {@code responseHeaders}: x-ratelimit-limit, -remaining and -reset for Envoy to add; a null registry times nothing. */
   RateLimitService(NamedLimits limits, boolean responseHeaders, MeterRegistry registry) {
     this.limits = limits;
     this.responseHeaders = responseHeaders;
@@ -97,7 +93,7 @@ final class RateLimitService {
     CompletionStage<Outcome> stage;
     try {
       stage = limits.check(request.getDomain(), descriptors(request),
-          Integer.toUnsignedLong(request.getHitsAddend()));
+          Integer.toUnsignedLong(request.getHitsAddend()), null);
     } catch (IllegalArgumentException e) {
       fail(observer, start, Status.INVALID_ARGUMENT.withDescription(e.getMessage()));
       return;
@@ -153,7 +149,6 @@ final class RateLimitService {
     return out;
   }
 
-  /** The outcome as Envoy reads it. */
   RateLimitResponse response(Outcome o) {
     RateLimitResponse.Builder b = RateLimitResponse.newBuilder().setOverallCode(code(o.overall()));
     NamedLimits.Status closest = null;
@@ -204,10 +199,7 @@ final class RateLimitService {
   }
 
   private static boolean nearer(NamedLimits.Status a, NamedLimits.Status b) {
-    if (a.code() != b.code()) {
-      return a.code() == Code.OVER_LIMIT;
-    }
-    return a.remaining() < b.remaining();
+    return a.code() != b.code() ? a.code() == Code.OVER_LIMIT : a.remaining() < b.remaining();
   }
 
   private static boolean cancelled(StreamObserver<?> observer) {
@@ -226,17 +218,13 @@ final class RateLimitService {
   }
 
   private static Status status(Throwable e) {
-    if (e instanceof StoreTimeoutException) {
-      return Status.DEADLINE_EXCEEDED.withDescription(e.getMessage());
-    }
-    if (e instanceof StoreException) {
-      return Status.UNAVAILABLE.withDescription(e.getMessage());
-    }
-    if (e instanceof IllegalArgumentException) {
-      return Status.INVALID_ARGUMENT.withDescription(e.getMessage());
-    }
-    if (e instanceof TallyException) { // the name holds a counter, an id reused...
-      return Status.FAILED_PRECONDITION.withDescription(e.getMessage());
+    Status known = e instanceof StoreTimeoutException ? Status.DEADLINE_EXCEEDED
+        : e instanceof StoreException ? Status.UNAVAILABLE
+        : e instanceof IllegalArgumentException ? Status.INVALID_ARGUMENT
+        : e instanceof TallyException ? Status.FAILED_PRECONDITION // a counter's name, a reused id...
+        : null;
+    if (known != null) {
+      return known.withDescription(e.getMessage());
     }
     LOG.log(Level.ERROR, "ShouldRateLimit failed", e);
     return Status.INTERNAL.withDescription("internal error ("

@@ -33,7 +33,6 @@ final class Auth {
     return expected != null;
   }
 
-  /** Whether an {@code Authorization} header value carries the token. */
   boolean allows(String authorization) {
     if (expected == null) {
       return true;

@@ -12,15 +12,7 @@ import java.util.Set;
  * A JSON request object read strictly: unknown fields, wrong types and out-of-range numbers are
  * refused with a message naming the field and what it should hold.
  */
-final class Body {
-  private final ObjectNode node;
-  private final String where;
-
-  private Body(ObjectNode node, String where) {
-    this.node = node;
-    this.where = where;
-  }
-
+record Body(ObjectNode node, String where) {
   /** Parses {@code bytes}, allowing only {@code fields}; {@code example} shows a good body. */
   static Body parse(byte[] bytes, String example, Set<String> fields) {
     return of(Json.parseObject(bytes, example), "", fields);
@@ -43,8 +35,13 @@ final class Body {
   }
 
   boolean has(String field) {
+    return present(field) != null;
+  }
+
+  /** The field's value, or null if it is absent or JSON null. */
+  private JsonNode present(String field) {
     JsonNode n = node.get(field);
-    return n != null && !n.isNull();
+    return n == null || n.isNull() ? null : n;
   }
 
   JsonNode raw(String field) {
@@ -53,8 +50,8 @@ final class Body {
 
   /** An integer ({@code Long}) or a finite decimal ({@code Double}); {@code dflt} if absent. */
   Number number(String field, Number dflt) {
-    JsonNode n = node.get(field);
-    if (n == null || n.isNull()) {
+    JsonNode n = present(field);
+    if (n == null) {
       return dflt;
     }
     if (n.isIntegralNumber()) {
@@ -75,7 +72,6 @@ final class Body {
         + Json.string(n));
   }
 
-  /** A signed 64-bit integer; {@code dflt} if absent. */
   long integer(String field, long dflt) {
     Number n = number(field, dflt);
     if (n instanceof Double) {
@@ -85,8 +81,8 @@ final class Body {
   }
 
   boolean bool(String field, boolean dflt) {
-    JsonNode n = node.get(field);
-    if (n == null || n.isNull()) {
+    JsonNode n = present(field);
+    if (n == null) {
       return dflt;
     }
     if (!n.isBoolean()) {
@@ -95,10 +91,9 @@ final class Body {
     return n.booleanValue();
   }
 
-  /** A string; null if absent. */
   String string(String field) {
-    JsonNode n = node.get(field);
-    if (n == null || n.isNull()) {
+    JsonNode n = present(field);
+    if (n == null) {
       return null;
     }
     if (!n.isTextual()) {
@@ -115,10 +110,9 @@ final class Body {
     return s;
   }
 
-  /** A duration string ({@code "40d"}); null if absent. */
   Duration duration(String field) {
-    JsonNode n = node.get(field);
-    if (n == null || n.isNull()) {
+    JsonNode n = present(field);
+    if (n == null) {
       return null;
     }
     if (!n.isTextual()) {

@@ -7,12 +7,10 @@ import dev.tally.server.app.RequestException;
 final class BoundsField {
   private BoundsField() {}
 
-  /** Whether the body asks for a bounded increment. */
   static boolean present(Body b) {
     return b.has("min") || b.has("max") || b.has("onBound");
   }
 
-  /** The bounds the body gives; a clear error for bad ones. */
   static Bounds of(Body b) {
     if (b.bool("mustExist", false)) {
       throw new RequestException("mustExist cannot be combined with min, max or onBound");

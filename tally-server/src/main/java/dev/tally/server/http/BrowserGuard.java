@@ -53,7 +53,6 @@ final class BrowserGuard {
         + (u.getPort() < 0 ? "" : ":" + u.getPort());
   }
 
-  /** Whether {@code origin} (as sent) is on the CORS allowlist. */
   boolean corsAllowed(String origin) {
     if (origin == null || corsOrigins.isEmpty()) {
       return false;

@@ -1,7 +1,7 @@
 package dev.tally.server.http;
 
 import dev.tally.server.app.Problem;
-import dev.tally.server.app.Stages;
+import dev.tally.server.async.Stages;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -304,19 +304,14 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
 
   /** The answer to a request the decoder could not read: too long a line or header, bad framing. */
   private static Answer malformed(Throwable cause) {
-    Reply reply;
-    if (cause instanceof TooLongHttpHeaderException) {
-      reply = Reply.error(Problem.HEADERS_TOO_LARGE, "the request's header fields are larger than"
-          + " the " + TallyServer.MAX_HEADER_BYTES + " bytes allowed");
-    } else if (cause instanceof TooLongHttpLineException) {
-      reply = Reply.error(Problem.URI_TOO_LONG, "the request line is longer than the "
-          + TallyServer.MAX_LINE_BYTES + " bytes allowed");
-    } else if (cause instanceof TooLongFrameException) {
-      reply = Reply.error(Problem.HEADERS_TOO_LARGE, String.valueOf(cause.getMessage()));
-    } else {
-      reply = Reply.error(Problem.BAD_REQUEST, "malformed HTTP request: " + cause.getMessage());
-    }
-    return Answer.of(reply, false);
+    return Answer.of(cause instanceof TooLongHttpHeaderException
+        ? Reply.error(Problem.HEADERS_TOO_LARGE, "the request's header fields are larger than the "
+            + TallyServer.MAX_HEADER_BYTES + " bytes allowed")
+        : cause instanceof TooLongHttpLineException ? Reply.error(Problem.URI_TOO_LONG,
+            "the request line is longer than the " + TallyServer.MAX_LINE_BYTES + " bytes allowed")
+        : cause instanceof TooLongFrameException
+            ? Reply.error(Problem.HEADERS_TOO_LARGE, String.valueOf(cause.getMessage()))
+        : Reply.error(Problem.BAD_REQUEST, "malformed HTTP request: " + cause.getMessage()), false);
   }
 
   private void leaveGate() {
@@ -423,7 +418,6 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     c.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
   }
 
-  /** Runs {@code task} on this handler's event loop; completes {@code done} if it cannot. */
   void runOnLoop(Runnable task, CompletableFuture<Void> done) {
     ChannelHandlerContext c = ctx;
     if (c == null) {

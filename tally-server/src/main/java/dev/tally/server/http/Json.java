@@ -8,26 +8,28 @@ import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.core.util.ByteArrayBuilder;
 import com.fasterxml.jackson.core.util.JsonGeneratorDelegate;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.ser.std.ToStringSerializer;
 import dev.tally.Decision;
 import dev.tally.JointDecision;
-import dev.tally.server.app.Added;
 import dev.tally.server.app.CounterTtl;
 import dev.tally.server.app.BoundedValue;
-import dev.tally.server.app.ConcurrencyInUse;
 import dev.tally.server.app.ConcurrencyLease;
 import dev.tally.server.app.CounterValue;
 import dev.tally.server.app.Deleted;
 import dev.tally.server.app.Health;
 import dev.tally.server.app.KeyList;
 import dev.tally.server.app.JointLimiterDecision;
-import dev.tally.server.app.LeaseReleased;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.NamedLimitResult;
 import dev.tally.server.app.Problem;
@@ -41,6 +43,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -61,6 +64,9 @@ final class Json {
       // NaN and Infinity are read, so that the field's check says what is wrong with them
       .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
       .nodeFactory(NODES)
+      .addMixIn(KeyList.class, KeyListJson.class)
+      .addMixIn(ConcurrencyLease.class, LeaseJson.class)
+      .addMixIn(Rules.Status.class, RulesJson.class)
       .build();
   /** Reads request bodies as trees, with the tree deserializer found once, not per body. */
   private static final ObjectReader TREES = MAPPER.readerFor(JsonNode.class);
@@ -105,7 +111,6 @@ final class Json {
     return (ObjectNode) node;
   }
 
-  /** A value as JSON text, for messages. */
   static String string(JsonNode node) {
     try {
       return MAPPER.writeValueAsString(node);
@@ -195,7 +200,6 @@ final class Json {
     return out.toByteArray();
   }
 
-  /** A result record's members, inside the object being written. */
   private static void members(JsonGenerator g, Object result) throws IOException {
     if (result instanceof CounterValue c) {
       g.writeStringField("key", c.key());
@@ -204,21 +208,11 @@ final class Json {
       g.writeStringField("key", b.key());
       number(g, "value", b.value());
       g.writeBooleanField("applied", b.applied());
-    } else if (result instanceof Added a) {
-      g.writeStringField("key", a.key());
-      g.writeBooleanField("added", a.added());
     } else if (result instanceof Deleted d) {
       g.writeStringField("key", d.key());
       g.writeBooleanField("deleted", true);
     } else if (result instanceof CounterTtl t) {
       ttl(g, t);
-    } else if (result instanceof KeyList k) {
-      g.writeStringField("prefix", k.prefix());
-      strings(g, "keys", k.keys());
-      g.writeBooleanField("truncated", k.truncated());
-      if (k.next() != null) {
-        g.writeStringField("next", k.next());
-      }
     } else if (result instanceof TxResult tx) {
       g.writeArrayFieldStart("results");
       for (TxResult.Item i : tx.results()) {
@@ -247,42 +241,35 @@ final class Json {
       g.writeNumberField("latencyMicros", h.latencyMicros());
     } else if (result instanceof NamedLimitResult n) {
       named(g, n);
-    } else if (result instanceof ConcurrencyLease l) {
-      g.writeStringField("name", l.name());
-      g.writeStringField("id", l.id());
-      g.writeNumberField("fencingToken", l.fencingToken());
-      if (l.weight() > 0) { // a renewal does not learn it
-        g.writeNumberField("weight", l.weight());
+    } else { // the records off the hot path, by their components and the mixins below
+      for (Map.Entry<String, JsonNode> f : MAPPER.<ObjectNode>valueToTree(result).properties()) {
+        g.writeFieldName(f.getKey());
+        MAPPER.writeTree(g, f.getValue());
       }
-      g.writeStringField("expiresAt", l.expiresAt().toString());
-      g.writeNumberField("expiresInMillis", l.expiresInMillis());
-    } else if (result instanceof LeaseReleased r) {
-      g.writeStringField("name", r.name());
-      g.writeStringField("id", r.id());
-      g.writeBooleanField("released", r.released());
-    } else if (result instanceof ConcurrencyInUse u) {
-      g.writeStringField("name", u.name());
-      g.writeNumberField("maxPermits", u.maxPermits());
-      g.writeNumberField("inUse", u.inUse());
-    } else if (result instanceof Rules.Status s) {
-      strings(g, "domains", s.domains());
-      strings(g, "files", s.files());
-      g.writeStringField("loadedAt", s.loadedAt().toString());
-      g.writeNumberField("reloads", s.applied());
-      g.writeNumberField("refusedReloads", s.refused());
-      g.writeStringField("lastError", s.lastError());
-    } else {
-      throw new IllegalArgumentException("no JSON form for " + result.getClass());
     }
   }
 
-  private static void strings(JsonGenerator g, String field, Iterable<String> values)
-      throws IOException {
-    g.writeArrayFieldStart(field);
-    for (String v : values) {
-      g.writeString(v);
-    }
-    g.writeEndArray();
+  @JsonInclude(JsonInclude.Include.NON_NULL)
+  interface KeyListJson {}
+
+  interface LeaseJson {
+    @JsonInclude(JsonInclude.Include.NON_DEFAULT) // a renewal does not learn the weight
+    long weight();
+
+    @JsonSerialize(using = ToStringSerializer.class)
+    Instant expiresAt();
+  }
+
+  @JsonPropertyOrder({"domains", "files", "loadedAt", "reloads", "refusedReloads", "lastError"})
+  interface RulesJson {
+    @JsonSerialize(using = ToStringSerializer.class)
+    Instant loadedAt();
+
+    @JsonProperty("reloads")
+    long applied();
+
+    @JsonProperty("refusedReloads")
+    long refused();
   }
 
   private static void number(JsonGenerator g, String field, Number value) throws IOException {
@@ -417,7 +404,6 @@ final class Json {
     g.writeEndArray();
   }
 
-  /** Whether status {@code s} is an enforced denial (not shadow mode) by a rule. */
   private static boolean enforcedOver(Status s) {
     return s.code() == Code.OVER_LIMIT && s.enforced();
   }

@@ -17,7 +17,6 @@ final class Meters<M> {
 
   private final ConcurrentHashMap<String, Entry<M>[]> byRoute = new ConcurrentHashMap<>();
 
-  /** The meter of {@code route, method, status}, or null if none was added. */
   M get(String route, String method, int status) {
     Entry<M>[] entries = byRoute.get(route);
     if (entries != null) {

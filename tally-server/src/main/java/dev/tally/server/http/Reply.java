@@ -126,7 +126,7 @@ public final class Reply {
       String detail = "the store is unavailable, and the limiter '" + refused.name() + "' refuses"
           + " requests until it answers (failure-policy fail-closed)";
       return new Reply(Problem.STORE_UNAVAILABLE, detail, null)
-          .header("Retry-After", Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000)));
+          .header("Retry-After", retryAfter(j));
     }
     String detail = j.never()
         ? j.permits() + " permits exceed the limit of " + refused.decision().limit() + " of the limiter '"
@@ -135,9 +135,13 @@ public final class Reply {
             + " permits now; nothing was taken from any limiter";
     Reply reply = new Reply(Problem.DENIED, detail, j);
     if (!j.never()) {
-      reply.header("Retry-After", Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000)));
+      reply.header("Retry-After", retryAfter(j));
     }
     return reply;
+  }
+
+  private static String retryAfter(JointLimiterDecision j) {
+    return Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000));
   }
 
   /** The request's limits as the {@code RateLimit} fields name them, windows as of {@code now}. */
@@ -184,7 +188,7 @@ public final class Reply {
 
   /** The reply for an exception: its problem and message. Bugs are logged with their stack. */
   public static Reply error(Throwable failure) {
-    Throwable e = dev.tally.server.app.Stages.unwrap(failure);
+    Throwable e = dev.tally.server.async.Stages.unwrap(failure);
     Problem p = Problem.of(e);
     if (p == Problem.INTERNAL) {
       LOG.log(Level.ERROR, "unexpected failure", e);
@@ -222,22 +226,18 @@ public final class Reply {
     return status;
   }
 
-  /** Why it did not succeed, or null if it did. */
   public Problem problem() {
     return problem;
   }
 
-  /** The exit code the command line ends with. */
   public int exitCode() {
     return problem == null ? 0 : problem.exitCode();
   }
 
-  /** The result record, or null for a plain problem. */
   public Object result() {
     return result;
   }
 
-  /** A problem's message, or null. */
   public String message() {
     return detail;
   }
@@ -247,12 +247,10 @@ public final class Reply {
     return rendered;
   }
 
-  /** Header fields to send with it, in order. */
   public Map<String, String> headers() {
     return headers.isEmpty() ? headers : Collections.unmodifiableMap(headers);
   }
 
-  /** The body as compact JSON text. */
   public String json() {
     return new String(bytes(false), java.nio.charset.StandardCharsets.UTF_8);
   }

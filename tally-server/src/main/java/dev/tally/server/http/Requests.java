@@ -176,7 +176,6 @@ final class Requests {
   static final Set<String> OP_FIELDS =
       Set.of("op", "key", "delta", "default", "value", "ttl", "mustExist");
 
-  /** The most limiters one joint decision takes over HTTP. */
   static final int MAX_JOINT_LIMITERS = 100;
 
   /**
@@ -209,7 +208,6 @@ final class Requests {
 
   private static final Set<String> JOINT_LIMITER_FIELDS = Set.of("name", "limit", "limits", "version");
 
-  /** The {@code ops} of a transaction body. */
   static List<TxOp> ops(Body body) {
     JsonNode ops = body.raw("ops");
     if (ops == null || !ops.isArray()) {

@@ -2,7 +2,7 @@ package dev.tally.server.http;
 
 import dev.tally.server.app.Problem;
 import dev.tally.server.app.RequestException;
-import dev.tally.server.app.Stages;
+import dev.tally.server.async.Stages;
 import dev.tally.server.app.TallyApp;
 import dev.tally.server.app.TallyApp.LimiterAction;
 import io.micrometer.core.instrument.Counter;
@@ -15,13 +15,13 @@ import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
  * Maps HTTP requests onto {@link TallyApp} calls, whatever connection they came on, through one
@@ -62,7 +62,8 @@ final class Router {
       String remote) {}
 
   /** A request on its way to its handler: the path's variable, the app to call, the format. */
-  private record Call(Request request, String var, String id, TallyApp app, boolean int64Strings) {
+  private record Call(Request request, String var, String id, TallyApp app, boolean int64Strings,
+      Map<String, String> query) {
     Body body(String example, Set<String> fields) {
       return Body.parse(request.body(), example, fields);
     }
@@ -125,37 +126,25 @@ final class Router {
     add(t, "/v1/counters", "GET", this::keys);
     add(t, "/v1/transactions", "POST", c -> json(c, c.app().transaction(Requests.ops(
         c.body("{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"))))));
-    add(t, "/v1/ratelimit", "GET", c -> {
-      c.empty();
-      return json(c, CompletableFuture.completedFuture(c.app().rules()));
-    });
+    bodiless(t, "/v1/ratelimit", "GET", c -> CompletableFuture.completedFuture(c.app().rules()));
     add(t, "/v1/ratelimit/{domain}", "POST", c -> {
       NamedLimitRequest r = NamedLimitRequest.parse(c.request().body());
       return json(c, c.app().rateLimit(c.var(), r.descriptors(), r.hitsAddend()));
     });
     String counter = "/v1/counters/{key}";
-    add(t, counter, "GET", c -> {
-      c.empty();
-      return json(c, c.app().get(c.var()));
-    });
+    bodiless(t, counter, "GET", c -> c.app().get(c.var()));
     add(t, counter, "PUT", c -> {
       Body b = c.body("{\"value\": 5, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
       return json(c, c.app().put(c.var(), value(b), b.duration("ttl")));
     });
-    add(t, counter, "DELETE", c -> {
-      c.empty();
-      return json(c, c.app().delete(c.var()));
-    });
+    bodiless(t, counter, "DELETE", c -> c.app().delete(c.var()));
     add(t, counter + "/incr", "POST", c -> increment(c, false));
     add(t, counter + "/decr", "POST", c -> increment(c, true));
     add(t, counter + "/add", "POST", c -> {
       Body b = c.body("{\"value\": 1000, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
       return json(c, c.app().add(c.var(), value(b), b.duration("ttl")));
     });
-    add(t, counter + "/pop", "POST", c -> {
-      c.empty();
-      return json(c, c.app().pop(c.var()));
-    });
+    bodiless(t, counter + "/pop", "POST", c -> c.app().pop(c.var()));
     add(t, counter + "/touch", "POST", c -> {
       Body b = c.body("{\"ttl\": \"1h\"}", Set.of("ttl"));
       if (b.raw("ttl") == null) {
@@ -164,10 +153,7 @@ final class Router {
       }
       return json(c, c.app().touch(c.var(), b.duration("ttl")));
     });
-    add(t, counter + "/ttl", "GET", c -> {
-      c.empty();
-      return json(c, c.app().ttl(c.var()));
-    });
+    bodiless(t, counter + "/ttl", "GET", c -> c.app().ttl(c.var()));
     add(t, "/v1/limiters:decide", "POST", c -> {
       Body b = c.body(JOINT_EXAMPLE, Set.of("permits", "limiters"));
       return json(c, c.app().decide(Requests.jointLimiters(b), b.integer("permits", 1)));
@@ -194,13 +180,11 @@ final class Router {
   private static final Set<String> IN_USE_PARAMETERS = Set.of("maxPermits", Int64.PARAMETER);
   private static final String LEASE_EXAMPLE = "{\"maxPermits\": 10, \"weight\": 1, \"ttl\": \"30s\"}";
 
-  /** A concurrency limit's routes: acquire, a lease's renew and release, and the permits in use. */
   private void concurrencyRoutes(Map<String, Route> t) {
     String limit = CONCURRENCY + "{name}";
     add(t, limit, "GET", c -> {
       c.empty();
-      int at = c.request().uri().indexOf('?');
-      String max = Requests.query(at < 0 ? null : c.request().uri().substring(at + 1)).get("maxPermits");
+      String max = c.query().get("maxPermits");
       if (max == null) {
         throw new RequestException("missing query parameter maxPermits, e.g. ?maxPermits=10");
       }
@@ -243,6 +227,15 @@ final class Router {
     return Map.copyOf(byAction);
   }
 
+  /** A route that takes no body (an empty object at most) and answers {@code call}'s result. */
+  private void bodiless(Map<String, Route> table, String template, String method,
+      Function<Call, CompletionStage<?>> call) {
+    add(table, template, method, c -> {
+      c.empty();
+      return json(c, call.apply(c));
+    });
+  }
+
   private static void add(Map<String, Route> table, String template, String method, Handler h) {
     Route r = table.get(template);
     Map<String, Handler> methods = new LinkedHashMap<>(r == null ? Map.of() : r.methods());
@@ -278,8 +271,7 @@ final class Router {
   }
 
   private CompletionStage<Answer> keys(Call c) {
-    int at = c.request().uri().indexOf('?');
-    Map<String, String> q = Requests.query(at < 0 ? null : c.request().uri().substring(at + 1));
+    Map<String, String> q = c.query();
     int limit = 10_000;
     if (q.containsKey("limit")) {
       try {
@@ -339,7 +331,7 @@ final class Router {
       template = to.route().template();
       checkQuery(query, template.equals("/v1/counters") ? LIST_PARAMETERS
           : template.equals(CONCURRENCY + "{name}") ? IN_USE_PARAMETERS : INT64, r.method());
-      answer = guarded(r, to, strings);
+      answer = guarded(r, to, strings, query);
     } catch (RuntimeException e) {
       answer = done(Answer.of(Reply.error(e), strings));
     }
@@ -356,7 +348,8 @@ final class Router {
   }
 
   /** Browser safety, OPTIONS, the token, the method: then the call. */
-  private CompletionStage<Answer> guarded(Request r, Resolved to, boolean strings) {
+  private CompletionStage<Answer> guarded(Request r, Resolved to, boolean strings,
+      Map<String, String> query) {
     if (!auth.required()) {
       String refusal = guard.refusal(r.headers().get(HOST), r.headers().get(ORIGIN),
           r.headers().get(SEC_FETCH_SITE));
@@ -391,7 +384,7 @@ final class Router {
         calls = app.withOperationId(key);
       }
     }
-    return handler.handle(new Call(r, to.var(), to.id(), calls, strings));
+    return handler.handle(new Call(r, to.var(), to.id(), calls, strings, query));
   }
 
   /** CORS, metrics and the access log, whatever the answer; HEAD loses the body here. */

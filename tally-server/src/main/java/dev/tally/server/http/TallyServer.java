@@ -53,13 +53,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * handled without a thread of its own through the stores' asynchronous API. Bounded memory per
  * connection, timers for slow and idle connections, Prometheus metrics through Micrometer, a
  * bearer token whenever it listens beyond loopback, and a graceful {@link #close}.
- *
- * <pre>{@code
- * try (TallyServer server = TallyServer.start("file:./tally-data",
- *     FailurePolicies.both(FailurePolicy.THROW), TallyServer.Settings.defaults(), null)) {
- *   server.awaitClosed();
- * }
- * }</pre>
  */
 public final class TallyServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
@@ -80,22 +73,8 @@ public final class TallyServer implements AutoCloseable {
   private static final Duration ANSWER_BOUND = Duration.ofSeconds(2);
 
   /**
-   * How to serve.
-   *
-   * @param bind the address to listen on; anything but loopback needs a token
-   * @param port the port, or 0 for any free one
-   * @param token the bearer token clients must send, or null for none (loopback only)
-   * @param threads event-loop threads
-   * @param maxBodyBytes the largest request body accepted (413 beyond)
-   * @param shutdownGrace how long {@link #close} waits for requests in flight
-   * @param requestTimeout how long one request may take to arrive, first byte to last (408)
-   * @param idleTimeout how long a connection may stay open with nothing sent either way
-   * @param allowedHosts names besides loopback that the {@code Host} field may carry
-   * @param corsOrigins web origins that may call the server (CORS)
-   * @param accessLog whether to log one line per request
-   * @param tlsCertificate a PEM certificate chain to serve TLS with, or null for cleartext
-   * @param tlsKey the PEM (PKCS#8) private key of the certificate, or null
-   * @param requireIdempotencyKey whether every mutating request must carry an Idempotency-Key
+   * How to serve: {@code tally serve}'s options of the same names. A null token is none (loopback
+   * only); null TLS paths serve cleartext.
    */
   public record Settings(String bind, int port, String token, int threads, int maxBodyBytes,
       Duration shutdownGrace, Duration requestTimeout, Duration idleTimeout,
@@ -152,13 +131,8 @@ public final class TallyServer implements AutoCloseable {
 
   /**
    * The operator's named limits, served over HTTP ({@code /v1/ratelimit}) and, with a port, as
-   * Envoy's rate limit service over gRPC (docs/envoy.md).
-   *
-   * @param rules the rules in force (the caller watches and closes them)
-   * @param grpcPort the gRPC port (0: any free one), or null for no gRPC
-   * @param responseHeaders whether gRPC answers carry x-ratelimit-limit, -remaining, -reset
-   * @param allOrNothing whether a request's descriptors are decided all or nothing
-   *     ({@link NamedLimits#NamedLimits(Tally, Rules, boolean)})
+   * Envoy's rate limit service over gRPC (docs/envoy.md) unless the port is null. The caller
+   * watches and closes the rules.
    */
   public record NamedLimitSettings(Rules rules, Integer grpcPort, boolean responseHeaders,
       boolean allOrNothing) {}
@@ -312,12 +286,14 @@ public final class TallyServer implements AutoCloseable {
     }
   }
 
-  /** Where the server listens, e.g. {@code http://127.0.0.1:8080}. */
   public URI uri() {
-    InetSocketAddress a = (InetSocketAddress) listener.localAddress();
-    String host = a.getAddress() instanceof Inet6Address
-        ? "[" + a.getAddress().getHostAddress() + "]" : a.getAddress().getHostAddress();
-    return URI.create((tls ? "https://" : "http://") + host + ":" + a.getPort());
+    return URI.create((tls ? "https://" : "http://") + hostPort((InetSocketAddress) listener.localAddress()));
+  }
+
+  /** {@code 127.0.0.1:8080}, {@code [::1]:8080}. */
+  public static String hostPort(InetSocketAddress a) {
+    String host = a.getAddress().getHostAddress();
+    return (a.getAddress() instanceof Inet6Address ? "[" + host + "]" : host) + ":" + a.getPort();
   }
 
   /** Where Envoy's rate limit service listens over gRPC, or null if it does not. */
@@ -325,17 +301,14 @@ public final class TallyServer implements AutoCloseable {
     return grpc == null ? null : grpc.address();
   }
 
-  /** The port listened on (useful with port 0). */
   public int port() {
     return ((InetSocketAddress) listener.localAddress()).getPort();
   }
 
-  /** The registry {@code /metrics} exposes. */
   public PrometheusMeterRegistry registry() {
     return registry;
   }
 
-  /** Blocks until {@link #close} has finished. */
   public void awaitClosed() throws InterruptedException {
     closed.await();
   }

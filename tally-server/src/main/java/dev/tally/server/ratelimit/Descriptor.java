@@ -5,15 +5,10 @@ import java.util.List;
 /**
  * One descriptor of a request: its entries, and optionally a limit the caller sends in place of
  * the rules' (Envoy's {@code RateLimitDescriptor.limit}) and its own cost (Envoy's
- * {@code RateLimitDescriptor.hits_addend}).
- *
- * @param entries the entries, matched level by level
- * @param override the caller's own limit, or null to take the rules'
- * @param hitsAddend what this descriptor takes in place of the request's {@code hits_addend},
- *     0 to check without taking anything; null to take the request's
+ * {@code RateLimitDescriptor.hits_addend}: 0 checks without taking anything; null takes the
+ * request's).
  */
 public record Descriptor(List<Entry> entries, LimitOverride override, Long hitsAddend) {
-  /** Copies the entries. */
   public Descriptor {
     entries = List.copyOf(entries);
     if (hitsAddend != null && hitsAddend < 0) {
@@ -26,17 +21,14 @@ public record Descriptor(List<Entry> entries, LimitOverride override, Long hitsA
     this(entries, override, null);
   }
 
-  /** A descriptor without an override. */
   public static Descriptor of(Entry... entries) {
     return new Descriptor(List.of(entries), null);
   }
 
   /**
    * A limit Envoy sends with a descriptor ({@code limit: {requests_per_unit, unit}} in its route
-   * configuration): envoyproxy/ratelimit applies it instead of the rules, and so does Tally.
-   *
-   * @param requestsPerUnit requests allowed in each window
-   * @param unit the window, or null if Envoy sent a unit Tally does not know
+   * configuration): envoyproxy/ratelimit applies it instead of the rules, and so does Tally. The
+   * unit is null if Envoy sent one Tally does not know.
    */
   public record LimitOverride(long requestsPerUnit, Unit unit) {}
 

@@ -4,13 +4,9 @@ import java.util.Objects;
 
 /**
  * One entry of a descriptor: {@code ("remote_address", "10.0.0.1")}. Envoy sends descriptors as
- * lists of these, and the rules are matched against them one level per entry.
- *
- * @param key the descriptor key, e.g. {@code remote_address}
- * @param value its value, e.g. {@code 10.0.0.1}; may be empty
+ * lists of these, and the rules are matched against them one level per entry. A value may be empty.
  */
 public record Entry(String key, String value) {
-  /** Refuses nulls. */
   public Entry {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(value, "value");

@@ -4,6 +4,7 @@ import dev.tally.Decision;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
+import dev.tally.server.async.Stages;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -22,53 +23,31 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Limits named by an operator in rules files, checked for a domain's descriptors: what Envoy's
  * {@code ShouldRateLimit}, {@code POST /v1/ratelimit/{domain}} and {@code tally ratelimit} all
- * call, so the three answer alike.
+ * call, so the three answer alike (docs/envoy.md describes the behaviour in full).
  *
- * <p>Each descriptor is matched against the rules in force ({@link RuleSet#match}); the one rule
- * it matches (or the limit Envoy sent with it, which replaces the rules' as in
- * envoyproxy/ratelimit) is a {@linkplain Limit#fixedWindow fixed window} of
- * {@code requests_per_unit} per unit, aligned to the epoch as envoyproxy/ratelimit aligns its
- * windows, so counts and {@code duration_until_reset} read as Envoy expects. Its limiter is named
- * after the domain, the descriptor's entries with the values the request carries (so a rule
- * without a value counts each value apart, e.g. each remote address), and the limit itself:
+ * <p>Each descriptor's one matching rule (or the limit Envoy sent with it) is a fixed window
+ * aligned to the epoch, as envoyproxy/ratelimit aligns its windows, in a limiter named after the
+ * domain, the entries and the limit ({@link #limiterName}). A long key or value is hashed into
+ * the name rather than refused: a request never escapes its limit by sending a long value, as it
+ * would if Envoy, failing open, let a refused name through. The limit is part of the name, so a
+ * reload that changes a limit takes effect at once, on a fresh window.
  *
- * <pre>rls:messaging:message_type=marketing:to_number=2061111111:5/day</pre>
- *
- * ({@code %}, {@code :} and {@code =} inside the parts are written {@code %25}, {@code %3A},
- * {@code %3D}). A key or value longer than {@value #MAX_PART_BYTES} bytes is written as
- * {@code sha256-} and the base64url SHA-256 of its UTF-8 bytes, and a name that would still pass
- * {@link dev.tally.Counters#MAX_KEY_BYTES} keeps its domain and limit around the hash of
- * everything between: a request never escapes its limit by sending a long value (a path, a
- * token), as it would if its name were refused and Envoy, failing open, let it through.
- * Because the limit is part of the name, a reload that changes a limit takes
- * effect at once, on a window that starts from zero, while the old window expires by itself.
- *
- * <p>A decision takes {@code hits_addend} units (0 means 1) from every matched limit that has
- * room, or a descriptor's own {@code hits_addend} where it carries one (there 0 checks without
- * taking anything, as Envoy means it for costs applied later); a limit without room takes nothing (a difference from envoyproxy/ratelimit, whose
- * counter counts refused hits too). The request is over limit when any descriptor is, except
- * one whose rule is in shadow mode: its status says {@code OVER_LIMIT}, and the request still
- * passes. Limiters are called through Tally's asynchronous API: no thread waits for the store.
- *
- * <p>{@linkplain #NamedLimits(Tally, Rules, boolean) All or nothing} (opt-in): the descriptors
- * that can refuse the request on their own (an enforced limit, not in quota mode) take their hits
- * in one joint decision ({@link Tally#decideAsync}), so a refused request takes nothing from any of
- * them; the other descriptors (shadow mode, quota mode, one whose own {@code hits_addend} differs
- * from the first one's, a limiter already in the decision) are decided after it, each alone,
- * taking their hits only if it granted and only checking otherwise.
+ * <p>A limit without room takes nothing (envoyproxy/ratelimit counts refused hits too). With
+ * {@linkplain #NamedLimits(Tally, Rules, boolean) all or nothing}, the descriptors that can refuse
+ * the request on their own take their hits in one joint decision ({@link Tally#decideAsync}); the
+ * others are decided after it, each alone, taking hits only if it granted. No thread waits for
+ * the store.
  */
 public final class NamedLimits {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
   /** The largest count Envoy's protocol carries (uint32): an unlimited descriptor's remaining. */
   public static final long MAX_UINT32 = 0xFFFF_FFFFL;
-  /** The most descriptors one request may carry. */
   public static final int MAX_DESCRIPTORS = 1000;
   /** The longest key or value a limiter's name carries as it is; a longer one is hashed. */
   public static final int MAX_PART_BYTES = 128;
   /** Keys whose stored limits differed, warned about once each, up to this many. */
   private static final int MAX_WARNED = 1000;
 
-  /** A descriptor's outcome. */
   public enum Code {
     /** Under its limit, unlimited, or no limit applies. */
     OK,
@@ -77,17 +56,10 @@ public final class NamedLimits {
   }
 
   /**
-   * One descriptor's answer.
-   *
-   * @param code over its limit or not
-   * @param rule the rule that applied (a rules file's, or one made of the request's override),
-   *     or null if none did
-   * @param remaining requests left in the current window ({@link #MAX_UINT32} when unlimited, 0
-   *     without a rule)
-   * @param resetNanos until the current window ends (0 without a limit)
-   * @param limiter the limiter's name, or null if no store was asked
-   * @param storedLimit the limit stored with that limiter, which decided: it differs from the
-   *     rule's only if something other than these rules wrote the same name (-1 if none asked)
+   * One descriptor's answer: the rule that applied (a file's or the request's override; null if
+   * none did), {@link #MAX_UINT32} remaining when unlimited, the limiter asked (null if none) and
+   * the limit stored with it, which decided (-1 if none asked): it differs from the rule's only if
+   * something other than these rules wrote the same name.
    */
   public record Status(Code code, Rule rule, long remaining, long resetNanos, String limiter,
       long storedLimit) {
@@ -102,15 +74,7 @@ public final class NamedLimits {
     }
   }
 
-  /**
-   * The answer to a request.
-   *
-   * @param domain the domain asked
-   * @param knownDomain whether the rules define it (an unknown domain answers OK throughout, as
-   *     envoyproxy/ratelimit does)
-   * @param overall OVER_LIMIT if any enforced descriptor is
-   * @param statuses one per descriptor, in the request's order
-   */
+  /** The answer to a request, a status per descriptor; an unknown domain answers OK throughout. */
   public record Outcome(String domain, boolean knownDomain, Code overall, List<Status> statuses) {}
 
   private final Tally tally;
@@ -129,20 +93,11 @@ public final class NamedLimits {
     }
   }
 
-  /**
-   * @param tally the store the limiters live in
-   * @param rules the rules in force, read on each request
-   */
   public NamedLimits(Tally tally, Rules rules) {
     this(tally, rules, false);
   }
 
-  /**
-   * @param allOrNothing whether a request's descriptors are decided all or nothing (see the class
-   *     comment) rather than each counted alone, as envoyproxy/ratelimit counts them
-   * @throws IllegalArgumentException if all or nothing is asked of a store that cannot decide a
-   *     request's limiters together ({@link #requireJointDecisions})
-   */
+  /** All or nothing (see the class comment) is refused on a store {@link #requireJointDecisions} refuses. */
   public NamedLimits(Tally tally, Rules rules, boolean allOrNothing) {
     this.tally = Objects.requireNonNull(tally, "tally");
     this.rules = Objects.requireNonNull(rules, "rules");
@@ -157,8 +112,6 @@ public final class NamedLimits {
    * Cluster, where a joint decision needs every key in one hash slot and limiter names carry no
    * hash tag (one tag for every name would put all the rules' counts on one node). Refused at
    * startup rather than on each request, which Envoy, failing open, would let through.
-   *
-   * @throws IllegalArgumentException for a {@code redis-cluster:} or {@code rediss-cluster:} URI
    */
   public static void requireJointDecisions(String storeUri) {
     if (storeUri.startsWith("redis-cluster:") || storeUri.startsWith("rediss-cluster:")) {
@@ -169,32 +122,16 @@ public final class NamedLimits {
     }
   }
 
-  /** The rules this checks against. */
   public Rules rules() {
     return rules;
   }
 
   /**
    * Checks {@code descriptors} of {@code domain}, taking {@code hitsAddend} units (0 means 1)
-   * from every limit that has room. The stage fails if the store does (after its failure policy)
-   * or a limiter name is invalid (longer than 1024 bytes).
-   *
-   * @throws IllegalArgumentException if there are no descriptors, or more than
-   *     {@link #MAX_DESCRIPTORS}, or the addend is negative
-   */
-  public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
-      long hitsAddend) {
-    return check(domain, descriptors, hitsAddend, null);
-  }
-
-  /**
-   * {@link #check(String, List, long)} carrying an operation id (HTTP's {@code Idempotency-Key},
-   * the command line's {@code --op-id}): descriptor {@code i} decides with the id
-   * {@code ID/i}, so a repeat within the store's retention takes nothing again and answers
-   * what the first call answered, and the same id on another request is refused
-   * ({@link dev.tally.OperationIdConflictException}).
-   *
-   * @param operationId the id, or null for none
+   * from every limit that has room. The stage fails if the store does (after its failure policy).
+   * With an operation id (HTTP's {@code Idempotency-Key}, the command line's {@code --op-id}),
+   * descriptor {@code i} decides with the id {@code ID/i}, so a repeat within the store's
+   * retention takes nothing again and answers what the first call answered.
    */
   public CompletionStage<Outcome> check(String domain, List<Descriptor> descriptors,
       long hitsAddend, String operationId) {
@@ -319,14 +256,13 @@ public final class NamedLimits {
         decided = CompletableFuture.failedFuture(e);
       }
       first = decided.handle((d, failure) -> {
-        Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-            ? failure.getCause() : failure;
+        Throwable cause = failure == null ? null : Stages.unwrap(failure);
         // A name that holds a counter, or a set the store cannot decide jointly (too many keys):
         // refused, never the error that Envoy, failing open, would let through. Store failures are
         // the request's.
         if (cause != null && !(cause instanceof dev.tally.WrongKindException)
             && !(cause instanceof IllegalArgumentException)) {
-          throw failure instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(failure);
+          throw Stages.unchecked(failure);
         }
         for (int j = 0; j < joint.size(); j++) {
           Rule r = matched[joint.get(j)];
@@ -408,10 +344,7 @@ public final class NamedLimits {
         + suffix;
   }
 
-  /**
-   * @param set the rule set {@code rule} belongs to, or null for a request's override
-   * @param entries the descriptor's entries as its limit counts them ({@link RuleSet#countedAs})
-   */
+  /** {@code set} is null for a request's override; {@code entries} as {@link RuleSet#countedAs} counts them. */
   private CompletionStage<Status> status(RuleSet set, String domain, List<Entry> entries, Rule rule,
       long hits, String operationId) {
     if (rule == null) {
@@ -439,10 +372,9 @@ public final class NamedLimits {
       if (failure == null) {
         return decided(name, rule, decision);
       }
-      Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-          ? failure.getCause() : failure;
+      Throwable cause = Stages.unwrap(failure);
       if (!(cause instanceof dev.tally.WrongKindException)) { // store failures, a reused id: the request's
-        throw failure instanceof RuntimeException r ? r : new java.util.concurrent.CompletionException(failure);
+        throw Stages.unchecked(failure);
       }
       // This one name holds a counter: refuse this descriptor and decide the others, rather than
       // fail the whole request, which Envoy failing open lets through.
@@ -488,7 +420,6 @@ public final class NamedLimits {
     return s;
   }
 
-  /** The state of the limit that decided {@code d}. */
   static Decision.LimitState decidingLimit(Decision d) {
     List<Decision.LimitState> each = d.limits();
     return each.size() == 1 ? each.get(0) : each.get(d.limitIndex());
@@ -532,7 +463,6 @@ public final class NamedLimits {
     return b.append(':').append(rule.requestsPerUnit()).append('/').append(unit).toString();
   }
 
-  /** {@code s} escaped, or its hash if it is long. */
   private static void part(StringBuilder b, String s) {
     if (s.length() > MAX_PART_BYTES / 3 && s.getBytes(StandardCharsets.UTF_8).length > MAX_PART_BYTES) {
       b.append(hash(s));
@@ -551,7 +481,6 @@ public final class NamedLimits {
     }
   }
 
-  /** The digits of {@code v}, its sign included. */
   private static int stringSize(long v) {
     int n = v < 0 ? 2 : 1;
     for (long x = Math.abs(v / 10); x > 0; x /= 10) {

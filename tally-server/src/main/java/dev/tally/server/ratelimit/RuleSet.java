@@ -17,7 +17,6 @@ import java.util.TreeSet;
  * {@code b}, nor does {@code (a=1)} match a rule nested under it.
  */
 public final class RuleSet {
-  /** No rules at all. */
   public static final RuleSet EMPTY = new RuleSet(Map.of(), List.of());
 
   /**
@@ -83,12 +82,10 @@ public final class RuleSet {
     return domains.containsKey(domain);
   }
 
-  /** The domains, sorted. */
   public Set<String> domains() {
     return new TreeSet<>(domains.keySet());
   }
 
-  /** The files these rules were read from. */
   public List<String> files() {
     return files;
   }

@@ -1,5 +1,6 @@
 package dev.tally.server.ratelimit;
 
+import dev.tally.server.async.Lazy;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
@@ -39,23 +40,14 @@ public final class Rules implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
 
   /** What a reload did. */
-  public enum Outcome {
-    /** The files are as they were: nothing to do. */
-    UNCHANGED,
-    /** The files changed and the new rules are in force. */
-    APPLIED,
-    /** The files changed but were refused; the rules in force stay. */
-    REFUSED
-  }
+  public enum Outcome { UNCHANGED, APPLIED, REFUSED }
 
-  /** The rules in force and what loaded them. */
   private record Loaded(RuleSet rules, byte[] digest, Instant at) {}
 
   /**
    * What an operator wants to know: the files and domains in force, when they were loaded, how
-   * many reloads were applied and refused, and the last refusal.
-   *
-   * @param lastError the last refusal's message, or null if the files in force are the last read
+   * many reloads were applied and refused, and the last refusal (null if the files in force are
+   * the last read).
    */
   public record Status(List<String> files, List<String> domains, Instant loadedAt, long applied,
       long refused, String lastError) {}
@@ -74,10 +66,8 @@ public final class Rules implements AutoCloseable {
   }
 
   /**
-   * Reads the rules; the server does not start with rules it cannot use.
-   *
-   * @param paths files, or directories of {@code *.yaml} files
-   * @throws RulesException naming the file and line of the first problem
+   * Reads the rules (files, or directories of {@code *.yaml} files); the server does not start
+   * with rules it cannot use, and the exception names the file and line of the first problem.
    */
   public static Rules load(List<Path> paths) throws RulesException {
     if (paths.isEmpty()) {
@@ -99,7 +89,6 @@ public final class Rules implements AutoCloseable {
     return new Rules(List.of(), new Loaded(parse(files), digest(files), Instant.now()));
   }
 
-  /** The rules in force now. */
   public RuleSet current() {
     return loaded.rules();
   }
@@ -170,11 +159,7 @@ public final class Rules implements AutoCloseable {
     if (poller != null || paths.isEmpty()) {
       return;
     }
-    poller = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "tally-rules-watch");
-      t.setDaemon(true);
-      return t;
-    });
+    poller = Executors.newSingleThreadScheduledExecutor(Lazy.daemonThreads("tally-rules-watch-"));
     long nanos = interval.toNanos();
     poller.scheduleWithFixedDelay(() -> {
       try {
@@ -185,7 +170,6 @@ public final class Rules implements AutoCloseable {
     }, nanos, nanos, TimeUnit.NANOSECONDS);
   }
 
-  /** Stops watching. */
   @Override
   public synchronized void close() {
     if (poller != null) {

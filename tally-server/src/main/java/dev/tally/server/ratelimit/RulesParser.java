@@ -17,20 +17,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Reads one rules file in envoyproxy/ratelimit's YAML format:
- *
- * <pre>
- * domain: messaging
- * descriptors:
- *   - key: message_type
- *     value: marketing
- *     descriptors:
- *       - key: to_number
- *         rate_limit: {unit: day, requests_per_unit: 5}
- *   - key: to_number
- *     rate_limit: {unit: day, requests_per_unit: 100}
- *     shadow_mode: true
- * </pre>
+ * Reads one rules file in envoyproxy/ratelimit's YAML format (docs/envoy.md has an example).
  *
  * <p>Stricter than envoyproxy/ratelimit where its leniency hides mistakes: every error names the
  * file and line, keys are checked per level (a {@code unit} beside {@code key} is refused, not
@@ -124,11 +111,10 @@ final class RulesParser {
     return new RuleSet.Domain(name, level, file, shares);
   }
 
-  /** Builds a tree of plain values from the parser's tokens, keeping lines. */
   private Value read(JsonParser p) throws IOException, RulesException {
     JsonToken t = p.currentToken();
     int line = p.currentTokenLocation().getLineNr();
-    switch (t) {
+    return switch (t) {
       case START_OBJECT -> {
         Map<String, Value> values = new LinkedHashMap<>();
         Map<String, Integer> lines = new LinkedHashMap<>();
@@ -143,32 +129,22 @@ final class RulesParser {
           lines.put(key, keyLine);
           values.put(key, read(p));
         }
-        return new Value(new Mapping(values, lines), line);
+        yield new Value(new Mapping(values, lines), line);
       }
       case START_ARRAY -> {
         List<Value> items = new ArrayList<>();
         while (p.nextToken() != JsonToken.END_ARRAY) {
           items.add(read(p));
         }
-        return new Value(items, line);
+        yield new Value(items, line);
       }
-      case VALUE_STRING -> {
-        return new Value(p.getText(), line);
-      }
-      case VALUE_NUMBER_INT -> {
-        return new Value(p.getBigIntegerValue(), line);
-      }
-      case VALUE_NUMBER_FLOAT -> {
-        return new Value(p.getDoubleValue(), line);
-      }
-      case VALUE_TRUE, VALUE_FALSE -> {
-        return new Value(t == JsonToken.VALUE_TRUE, line);
-      }
-      case VALUE_NULL -> {
-        return new Value(null, line);
-      }
+      case VALUE_STRING -> new Value(p.getText(), line);
+      case VALUE_NUMBER_INT -> new Value(p.getBigIntegerValue(), line);
+      case VALUE_NUMBER_FLOAT -> new Value(p.getDoubleValue(), line);
+      case VALUE_TRUE, VALUE_FALSE -> new Value(t == JsonToken.VALUE_TRUE, line);
+      case VALUE_NULL -> new Value(null, line);
       default -> throw error(line, "unexpected YAML (" + t + ")");
-    }
+    };
   }
 
   private Level level(List<Value> items, String parent) throws RulesException {
@@ -223,22 +199,12 @@ final class RulesParser {
       }
     }
     Map<String, KeyRules> byKey = new LinkedHashMap<>();
-    for (String key : seenKeys(seen)) {
+    for (String key : seen.keySet().stream().map(id -> id.substring(0, id.indexOf('\0'))).distinct()
+        .toList()) {
       byKey.put(key, new KeyRules(Map.copyOf(exact.getOrDefault(key, Map.of())),
           List.copyOf(wildcards.getOrDefault(key, List.of())), any.get(key)));
     }
     return new Level(Map.copyOf(byKey));
-  }
-
-  private static List<String> seenKeys(Map<String, Integer> seen) {
-    List<String> keys = new ArrayList<>();
-    for (String id : seen.keySet()) {
-      String key = id.substring(0, id.indexOf('\0'));
-      if (!keys.contains(key)) {
-        keys.add(key);
-      }
-    }
-    return keys;
   }
 
   /** {@code line}: where the {@code rate_limit:} key is, which errors and sources name. */
@@ -351,7 +317,6 @@ final class RulesParser {
     return v == null || v.value() == null || "".equals(v.value());
   }
 
-  /** Notes the keys of {@link #NOTED_KEYS} in {@code m}, checking the booleans among them. */
   private void note(Mapping m) throws RulesException {
     for (String key : m.keyLines().keySet()) {
       if (NOTED_KEYS.containsKey(key)) {
@@ -374,19 +339,8 @@ final class RulesParser {
 
   private static String describe(Value v) {
     Object o = v.value();
-    if (o == null) {
-      return "nothing";
-    }
-    if (o instanceof Mapping) {
-      return "a mapping";
-    }
-    if (o instanceof List) {
-      return "a list";
-    }
-    if (o instanceof String s) {
-      return "'" + s + "' (a string)";
-    }
-    return o.toString();
+    return o == null ? "nothing" : o instanceof Mapping ? "a mapping" : o instanceof List ? "a list"
+        : o instanceof String s ? "'" + s + "' (a string)" : o.toString();
   }
 
   private RulesException error(int line, String message) {
@@ -394,10 +348,6 @@ final class RulesParser {
   }
 
   private static String firstLine(String s) {
-    if (s == null) {
-      return "unreadable";
-    }
-    int nl = s.indexOf('\n');
-    return (nl < 0 ? s : s.substring(0, nl)).strip();
+    return s == null ? "unreadable" : s.lines().findFirst().orElse("").strip();
   }
 }

@@ -33,12 +33,10 @@ public enum Unit {
     return number;
   }
 
-  /** The length of one window. */
   public Duration window() {
     return window;
   }
 
-  /** The name a rules file uses, e.g. {@code minute}. */
   public String yamlName() {
     return name().toLowerCase(Locale.ROOT);
   }
@@ -55,11 +53,7 @@ public enum Unit {
 
   /** The unit a rules file names, case-insensitively, or null. */
   static Unit ofYaml(String name) {
-    for (Unit u : values()) {
-      if (u.name().equalsIgnoreCase(name)) {
-        return u;
-      }
-    }
-    return null;
+    return java.util.Arrays.stream(values()).filter(u -> u.name().equalsIgnoreCase(name)).findFirst()
+        .orElse(null);
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Tally;
+import dev.tally.server.async.Stages;
 import dev.tally.server.app.TallyApp.LimiterAction;
 import java.time.Duration;
 import java.util.List;

@@ -1,4 +1,4 @@
-package dev.tally.server.app;
+package dev.tally.server.async;
 
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -27,7 +27,6 @@ public final class Stages {
     }
   }
 
-  /** As {@link CompletionStage#thenApply}. */
   public static <T, U> CompletionStage<U> map(CompletionStage<T> stage, Function<? super T, ? extends U> fn) {
     if (stage instanceof CompletableFuture<T> f && f.isDone() && !f.isCompletedExceptionally()) {
       try {
@@ -92,7 +91,7 @@ public final class Stages {
   }
 
   /** {@code e} as thrown from inside a stage's function, so the dependent stage fails with it. */
-  static RuntimeException unchecked(Throwable e) {
+  public static RuntimeException unchecked(Throwable e) {
     if (e instanceof Error err) {
       throw err;
     }
