@@ -187,7 +187,7 @@ public final class RlsLoad {
         long n = 0;
         while (System.nanoTime() < deadline) {
           for (int i = 0; i < 1000; i++, n++) {
-            limits.check("bench", requests.get((int) (n % keys)), 0).toCompletableFuture().join();
+            limits.check("bench", requests.get((int) (n % keys)), 0, null).toCompletableFuture().join();
           }
         }
         System.out.printf(Locale.ROOT, "%s %d: %.0f ns per NamedLimits.check on %s%n",
