@@ -638,7 +638,6 @@ local function combined_retry(r, n, permits)
   return wait
 end
 
--- Algorithm.consume: grants n units (retry_after_of has returned 0).
 -- Algorithm.debtRoom: how many units a charge may still take, until the limit stands one full
 -- limit below empty (the bound of each algorithm is argued in its Java class).
 local function debt_room(l)
@@ -669,6 +668,7 @@ local function debt_room(l)
   return max(0, sub(twice, used))
 end
 
+-- Algorithm.consume: grants n units (retry_after_of has returned 0).
 local function consume(l, n)
   local k = kind(l[1])
   if k == GCRA then
