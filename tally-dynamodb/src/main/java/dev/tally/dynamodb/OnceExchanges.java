@@ -32,6 +32,16 @@ final class OnceExchanges {
   static final String CLAIM_EXPIRY = "_ce";
   static final String CLAIM_KEY = "_ck";
 
+  /** The key of {@code once}'s claim item. */
+  private static String claimKey(Once once) {
+    return CLAIM_PREFIX + once.id.value();
+  }
+
+  /** What a claim holds to tell its own operation from another that reuses the id. */
+  private static AttributeValue claimFingerprint(Once once) {
+    return AttributeValue.fromS(Long.toHexString(once.mutation.fingerprint()));
+  }
+
   /**
    * Claims an id for one operation, so that the same id on another key (or with other arguments)
    * is refused before anything is applied: ids share one space per store, but a conditional write
@@ -46,12 +56,12 @@ final class OnceExchanges {
     private final String fingerprint;
 
     Claim(Table t, Once once) {
-      super(once.key, t.items.key(CLAIM_PREFIX + once.id.value()), t.conflictTries);
+      super(once.key, t.items.key(claimKey(once)), t.conflictTries);
       this.once = once;
-      this.fingerprint = Long.toHexString(once.mutation.fingerprint());
+      this.fingerprint = claimFingerprint(once).s();
       Map<String, AttributeValue> item = new HashMap<>();
-      item.put(t.items.keyAttribute, AttributeValue.fromS(CLAIM_PREFIX + once.id.value()));
-      item.put(CLAIM_FINGERPRINT, AttributeValue.fromS(fingerprint));
+      item.put(t.items.keyAttribute, AttributeValue.fromS(claimKey(once)));
+      item.put(CLAIM_FINGERPRINT, claimFingerprint(once));
       item.put(CLAIM_EXPIRY, n(once.expiresAt));
       item.put(CLAIM_KEY, AttributeValue.fromS(once.key));
       item.put(Items.TTL, Items.ttlSeconds(once.expiresAt));
@@ -95,9 +105,8 @@ final class OnceExchanges {
     private final DynamoDbRequest request;
 
     Release(Table t, Once once) {
-      super(once.key, t.items.key(CLAIM_PREFIX + once.id.value()), t.conflictTries);
-      this.request = t.delete(CLAIM_PREFIX + once.id.value(), "#C = :fp",
-          values(":fp", AttributeValue.fromS(Long.toHexString(once.mutation.fingerprint()))),
+      super(once.key, t.items.key(claimKey(once)), t.conflictTries);
+      this.request = t.delete(claimKey(once), "#C = :fp", values(":fp", claimFingerprint(once)),
           ReturnValue.NONE, Map.of("#C", CLAIM_FINGERPRINT));
     }
 
