@@ -17,16 +17,17 @@ import java.util.function.Supplier;
  * thread waits on them. {@link RateLimiter#reconfigure} and {@link Quota#topUp} have no
  * asynchronous form: they run on a small pool of their own rather than on an event loop, where a
  * limiter over a remote store would stall every connection of that loop. They are rare (an
- * operator's calls), so the pool is small and made on first use. Nor has
- * {@link dev.tally.ConcurrencyLimit}: its steps run on a cached pool of their own, as the library
- * runs a blocking store's, so that a step never queues behind another's (each is one store call;
- * a waiting acquire holds no thread between its attempts).
+ * operator's calls), so the pool is small and made on first use. Nor have
+ * {@link dev.tally.ConcurrencyLimit} and {@link dev.tally.Reservation}: their steps run on a
+ * cached pool of their own, as the library runs a blocking store's, so that a step never queues
+ * behind another's (each is one or two store calls; a waiting acquire holds no thread between its
+ * attempts).
  */
 final class LimiterCalls implements AutoCloseable {
   private final Lazy<ExecutorService> pool =
       new Lazy<>(() -> Executors.newFixedThreadPool(2, Lazy.daemonThreads("tally-limiter-admin-")));
   private final Lazy<ExecutorService> steps =
-      new Lazy<>(() -> Executors.newCachedThreadPool(Lazy.daemonThreads("tally-concurrency-")));
+      new Lazy<>(() -> Executors.newCachedThreadPool(Lazy.daemonThreads("tally-limiter-step-")));
 
   private static RateLimiter with(RateLimiter limiter, String opId) {
     return opId == null ? limiter : limiter.withOperationId(opId);
@@ -59,8 +60,11 @@ final class LimiterCalls implements AutoCloseable {
     return CompletableFuture.supplyAsync(op, pool.get());
   }
 
-  /** One step of a concurrency limit (acquire, renew, release, in use), off the caller's thread. */
-  <T> CompletableFuture<T> concurrency(Supplier<T> op) {
+  /**
+   * One step of a concurrency limit (acquire, renew, release, in use) or of a reservation
+   * (reserve, settle), off the caller's thread.
+   */
+  <T> CompletableFuture<T> step(Supplier<T> op) {
     return CompletableFuture.supplyAsync(op, steps.get());
   }
 

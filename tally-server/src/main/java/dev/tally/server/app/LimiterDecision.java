@@ -6,11 +6,17 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * A limiter's decision on {@code permits}, with the limits the request gave; a refund or top-up
- * also says how much it gave ({@code given}, under the name {@code givenAs}; null for others).
+ * A limiter's decision on {@code permits}, with the limits the request gave; a refund, top-up or
+ * settlement also says how much it gave ({@code given}, under the name {@code givenAs}; null for
+ * others), and a reservation granted or settled its id ({@code reservation}; null for others).
  */
 public record LimiterDecision(String name, long permits, List<LimitSpec> limits,
-    Decision decision, String givenAs, long given) {
+    Decision decision, String givenAs, long given, String reservation) {
+  public LimiterDecision(String name, long permits, List<LimitSpec> limits, Decision decision,
+      String givenAs, long given) {
+    this(name, permits, limits, decision, givenAs, given, null);
+  }
+
   /** Whether the limits stored with the limiter decided, not the ones the request gave. */
   public boolean storedLimitsDiffer() {
     // the decision carries the deciding limit's size, so a different size is what shows

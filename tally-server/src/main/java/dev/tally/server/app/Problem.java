@@ -5,6 +5,7 @@ import dev.tally.CounterOverflowException;
 import dev.tally.KeyNotFoundException;
 import dev.tally.NotAnIntegerException;
 import dev.tally.OperationIdConflictException;
+import dev.tally.ReservationGoneException;
 import dev.tally.StoreException;
 import dev.tally.StoreTimeoutException;
 import dev.tally.TallyException;
@@ -31,6 +32,7 @@ public enum Problem {
   NOT_FOUND(404, 3, "Not Found"),
   NO_ROUTE(404, 2, "Not Found"),
   LEASE_GONE(410, 3, "Gone"),
+  RESERVATION_GONE(410, 3, "Gone"),
   STORE_UNAVAILABLE(503, 4, "Service Unavailable"),
   STORE_TIMEOUT(504, 4, "Gateway Timeout"),
   SHUTTING_DOWN(503, 4, "Service Unavailable"),
@@ -87,6 +89,7 @@ public enum Problem {
         : e instanceof OperationIdConflictException ? UNPROCESSABLE
         : e instanceof IllegalArgumentException ? BAD_REQUEST
         : e instanceof KeyNotFoundException ? NOT_FOUND
+        : e instanceof ReservationGoneException ? RESERVATION_GONE
         : e instanceof CounterOverflowException || e instanceof NotAnIntegerException ? CONFLICT
         // not a conflict in the data: the same flush, run again later, succeeds
         : e instanceof FlushBusyException ? FLUSH_BUSY

@@ -12,6 +12,7 @@ import dev.tally.Limit;
 import dev.tally.NotAnIntegerException;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
+import dev.tally.ReservationHandle;
 import dev.tally.Tally;
 import dev.tally.TransactionResult;
 import dev.tally.spi.LimiterRecord;
@@ -600,6 +601,45 @@ public final class TallyApp implements AutoCloseable {
     return specs.stream().map(LimitSpec::limit).toArray(Limit[]::new);
   }
 
+  // ------------------------------------------------------------------ reservations
+
+  /**
+   * Takes {@code estimate} permits of the limiter {@code name} and holds them for up to
+   * {@code ttl}, until settled ({@link #settle}); one never settled is settled at its estimate. With
+   * an operation id the id is the reservation's, so a retried reserve takes once and answers the
+   * same. A refusal holds nothing and carries no id.
+   */
+  public CompletionStage<LimiterDecision> reserve(String name, List<LimitSpec> limits, long estimate,
+      Duration ttl) {
+    return guard(() -> {
+      if (ttl == null) {
+        throw new RequestException("a reservation needs a ttl, how long it may stay open before it is"
+            + " settled at its estimate, e.g. \"5m\"");
+      }
+      RateLimiter limiter = open(name, limits);
+      RateLimiter handle = opId == null ? limiter : limiter.withOperationId(opId);
+      return run("limiter.reserve", () -> limiters.step(() -> handle.reserve(estimate, ttl)),
+          r -> new LimiterDecision(name, estimate, limits, r.decision(), null, 0, r.granted() ? r.id() : null));
+    });
+  }
+
+  /**
+   * Closes the reservation {@code id} of the limiter {@code name} at its real cost {@code actual}
+   * (0 cancels it). An operation id adds nothing: the reservation's id makes a repeated settlement
+   * apply once already. Closed before, at another amount, is {@link Problem#RESERVATION_GONE}.
+   */
+  public CompletionStage<LimiterDecision> settle(String name, List<LimitSpec> limits, String id, long actual) {
+    return guard(() -> {
+      if (actual < 0) {
+        throw new RequestException("actual must be zero or more, not " + actual
+            + ": what the work really cost; 0 cancels the reservation");
+      }
+      ReservationHandle reservation = open(name, limits).reservation(id);
+      return run("limiter.settle", () -> limiters.step(() -> reservation.settle(actual)),
+          d -> new LimiterDecision(name, actual, limits, d, "settled", actual, id));
+    });
+  }
+
   // ------------------------------------------------------------------ concurrency limits
 
   /** The longest a waiting lease acquire goes without asking the store, as the library's waiters. */
@@ -635,7 +675,7 @@ public final class TallyApp implements AutoCloseable {
   private void attemptLease(ConcurrencyLimit limit, long weight, Duration ttl, long deadline, long backoff,
       String denied, CompletableFuture<ConcurrencyLease> result) {
     long start = System.nanoTime();
-    limiters.concurrency(() -> limit.tryAcquire(weight, ttl)).whenComplete((lease, failure) -> {
+    limiters.step(() -> limit.tryAcquire(weight, ttl)).whenComplete((lease, failure) -> {
       if (failure != null) {
         timings.failed("concurrency.acquire", Stages.unwrap(failure), start);
         result.completeExceptionally(Stages.unwrap(failure));
@@ -694,7 +734,7 @@ public final class TallyApp implements AutoCloseable {
   private <T> CompletionStage<T> concurrencyStep(String operation, Supplier<Supplier<T>> checked) {
     return guard(() -> {
       Supplier<T> step = checked.get();
-      return run(operation, () -> limiters.concurrency(step), v -> v);
+      return run(operation, () -> limiters.step(step), v -> v);
     });
   }
 

@@ -318,6 +318,9 @@ final class Json {
     if (ld.givenAs() != null) {
       g.writeNumberField(ld.givenAs(), ld.given());
     }
+    if (ld.reservation() != null) {
+      g.writeStringField("reservation", ld.reservation());
+    }
   }
 
   private static void joint(JsonGenerator g, JointLimiterDecision j) throws IOException {

@@ -172,8 +172,39 @@ final class Router {
       return json(c, Requests.versioned(c.app(), b).acquire(c.var(), Requests.limits(b), b.integer("permits", 1),
           b.duration("maxWait")));
     });
+    reservationRoutes(t, limiter);
     concurrencyRoutes(t);
     return Map.copyOf(t);
+  }
+
+  private static final String RESERVE_EXAMPLE =
+      "{\"estimate\": 1500, \"ttl\": \"5m\", \"limit\": {\"tokenBucket\": \"90000/1m\"}}";
+  private static final String SETTLE_EXAMPLE =
+      "{\"actual\": 1234, \"limit\": {\"tokenBucket\": \"90000/1m\"}}";
+
+  private void reservationRoutes(Map<String, Route> t, String limiter) {
+    add(t, limiter + "/reserve", "POST", c -> {
+      Body b = c.body(RESERVE_EXAMPLE, Set.of("estimate", "ttl", "limit", "limits", "version"));
+      if (!b.has("estimate")) {
+        throw new RequestException("missing field 'estimate': the permits the work may cost, taken now,"
+            + " e.g. " + RESERVE_EXAMPLE);
+      }
+      return json(c, Requests.versioned(c.app(), b).reserve(c.var(), Requests.limits(b),
+          b.integer("estimate", 0), b.duration("ttl")));
+    });
+    String reservation = limiter + "/reservations/{id}";
+    add(t, reservation + "/settle", "POST", c -> {
+      Body b = c.body(SETTLE_EXAMPLE, Set.of("actual", "limit", "limits", "version"));
+      if (!b.has("actual")) {
+        throw new RequestException("missing field 'actual': what the work really cost, e.g. " + SETTLE_EXAMPLE);
+      }
+      return json(c, Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(),
+          b.integer("actual", 0)));
+    });
+    add(t, reservation + "/cancel", "POST", c -> {
+      Body b = c.body(LIMITER_EXAMPLE, Requests.LIMIT_FIELDS);
+      return json(c, Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(), 0));
+    });
   }
 
   private static final String CONCURRENCY = "/v1/concurrency/";
@@ -494,6 +525,12 @@ final class Router {
       if (route != null) {
         return new Resolved(route, Requests.decode(raw, counters ? "key" : "limiter name"));
       }
+      Resolved byId = counters || action == null ? null
+          : byId(action, "reservations/", "/v1/limiters/{name}/reservations/{id}/", "reservation id", raw,
+              "limiter name");
+      if (byId != null) {
+        return byId;
+      }
       if (!counters && oneMore) {
         Requests.decode(raw, "limiter name");
         throw new RequestException(Problem.NO_ROUTE, "no limiter action '" + action
@@ -524,17 +561,33 @@ final class Router {
     if (action == null || action.equals("acquire")) {
       return new Resolved(routes.get(action == null ? limit : limit + "/acquire"), name);
     }
-    int end = action.lastIndexOf('/');
-    if (action.startsWith("leases/") && end > "leases/".length()) {
-      String id = action.substring("leases/".length(), end);
-      Route r = routes.get(limit + "/leases/{id}/" + action.substring(end + 1));
-      if (r != null && id.indexOf('/') < 0) {
-        return new Resolved(r, name, Requests.decode(id, "lease id"));
-      }
+    Resolved byId = byId(action, "leases/", limit + "/leases/{id}/", "lease id", raw, "concurrency limit name");
+    if (byId != null) {
+      return byId;
     }
     throw new RequestException(Problem.NO_ROUTE, "no route " + path + "; a concurrency limit's"
         + " routes are GET /v1/concurrency/{name}, POST .../acquire, POST .../leases/{id}/renew"
         + " and POST .../leases/{id}/release");
+  }
+
+  /**
+   * The route of an action on one of a name's items ({@code leases/{id}/renew},
+   * {@code reservations/{id}/settle}), or null if {@code action} is not one.
+   *
+   * @param itemsRoute the routes' template up to the action, e.g. {@code .../leases/{id}/}
+   */
+  private Resolved byId(String action, String items, String itemsRoute, String idName, String rawName,
+      String nameName) {
+    int end = action.lastIndexOf('/');
+    if (!action.startsWith(items) || end <= items.length()) {
+      return null;
+    }
+    String id = action.substring(items.length(), end);
+    Route r = routes.get(itemsRoute + action.substring(end + 1));
+    if (r == null || id.indexOf('/') >= 0) {
+      return null;
+    }
+    return new Resolved(r, Requests.decode(rawName, nameName), Requests.decode(id, idName));
   }
 
   // ------------------------------------------------------------------ metrics

@@ -277,6 +277,24 @@ class OpenApiConformanceIT {
 
   @Test
   @Order(4)
+  void reservations() {
+    String limit = "\"limit\":{\"tokenBucket\":\"100/1h\"}";
+    String id = json(call(server, 200, "POST", "/v1/limiters/r:a/reserve",
+        "{\"estimate\":40,\"ttl\":\"1m\"," + limit + "}")).get("reservation").asText();
+    call(server, 429, "POST", "/v1/limiters/r:a/reserve", "{\"estimate\":80,\"ttl\":\"1m\"," + limit + "}");
+    call(server, 400, "POST", "/v1/limiters/r:a/reserve", "{\"estimate\":1," + limit + "}");
+    String at = "/v1/limiters/r:a/reservations/" + id;
+    call(server, 200, "POST", at + "/settle?int64=string", "{\"actual\":70," + limit + "}");
+    call(server, 410, "POST", at + "/settle", "{\"actual\":71," + limit + "}");
+    call(server, 410, "POST", at + "/cancel", "{" + limit + "}");
+    String other = json(call(server, 200, "POST", "/v1/limiters/r:b/reserve",
+        "{\"estimate\":1,\"ttl\":\"1m\"," + limit + "}")).get("reservation").asText();
+    call(server, 200, "POST", "/v1/limiters/r:b/reservations/" + other + "/cancel", "{" + limit + "}");
+    call(server, 400, "POST", "/v1/limiters/r:b/reservations/" + other + "/settle", "{" + limit + "}");
+  }
+
+  @Test
+  @Order(4)
   void concurrency() {
     String lease = json(call(server, 200, "POST", "/v1/concurrency/k:a/acquire",
         "{\"maxPermits\":1,\"ttl\":\"1m\"}")).get("id").asText();
