@@ -19,8 +19,8 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 
 /**
- * {@code tally limit try|acquire|peek|refund|reset|reconfigure|top-up NAME --token-bucket 100/1m
- * ...}: the limiter routes of the HTTP API, one subcommand each.
+ * {@code tally limit try|acquire|peek|refund|reset|reconfigure|top-up|reserve|settle|cancel NAME
+ * --token-bucket 100/1m ...}: the limiter routes of the HTTP API, one subcommand each.
  */
 @Command(
     name = "limit",
@@ -171,6 +171,9 @@ final class LimitCommand {
       b.append(" retry-after=").append(d.never() ? "never" : human(d.retryAfterMillis()));
     }
     b.append(" reset-after=").append(human(d.resetAfterMillis()));
+    if (d.reservation() != null) {
+      b.append(" reservation=").append(d.reservation());
+    }
     return b.toString();
   }
 
@@ -252,5 +255,47 @@ final class LimitCommand {
     }
     // A top-up's answer has the period's larger limit, by the units just added: no news to note.
     return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.TOP_UP, n, specs, units), false);
+  }
+
+  @Command(name = "reserve", mixinStandardHelpOptions = true, description = {
+      "Take --estimate permits now and hold them until settled at the real cost ('tally limit",
+      "settle'), cancelled, or until --ttl passes: then they stay taken. Prints the reservation's",
+      "id (reservation=ID); with --op-id, the id is the operation id. Exit 1 when denied."})
+  int reserve(
+      @Parameters(paramLabel = "NAME", description = NAME) String name,
+      @Mixin Limits limits,
+      @Option(names = "--estimate", paramLabel = "N", required = true,
+          description = "The permits the work may cost (1 or more).") long estimate,
+      @Option(names = "--ttl", paramLabel = "DURATION", required = true,
+          description = "How long the reservation may stay open, e.g. 5m (at most the store's"
+              + " operation-id retention, 1h by default).") Duration ttl) {
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (app, n) -> limits.on(app).reserve(n, specs, estimate, ttl));
+  }
+
+  @Command(name = "settle", mixinStandardHelpOptions = true, description = {
+      "Close a reservation at its real cost: give back the surplus, or take the excess into the",
+      "limiter's bounded debt. Exit 3 if it was settled at another amount, cancelled or expired."})
+  int settle(
+      @Parameters(paramLabel = "NAME", description = NAME) String name,
+      @Mixin Limits limits,
+      @Option(names = "--id", paramLabel = "ID", required = true,
+          description = "The reservation's id, as reserve printed it.") String id,
+      @Option(names = "--actual", paramLabel = "N", required = true,
+          description = "What the work really cost (0 or more).") long actual) {
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (app, n) -> limits.on(app).settle(n, specs, id, actual));
+  }
+
+  @Command(name = "cancel", mixinStandardHelpOptions = true, description = {
+      "Give a reservation's whole estimate back (a settlement at 0). Exit 3 if it was settled,",
+      "cancelled or expired."})
+  int cancel(
+      @Parameters(paramLabel = "NAME", description = NAME) String name,
+      @Mixin Limits limits,
+      @Option(names = "--id", paramLabel = "ID", required = true,
+          description = "The reservation's id, as reserve printed it.") String id) {
+    List<LimitSpec> specs = limits.specs();
+    return run(name, (app, n) -> limits.on(app).settle(n, specs, id, 0));
   }
 }

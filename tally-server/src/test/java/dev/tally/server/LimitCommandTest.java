@@ -76,6 +76,33 @@ class LimitCommandTest {
   }
 
   @Test
+  void aReservationSettlesAtTheRealCostOnceAndIsThenGone() {
+    Run reserved = tally.run("--op-id", "call-1", "limit", "reserve", "llm", "--token-bucket", "1000/1h",
+        "--estimate", "300", "--ttl", "5m");
+    assertThat(reserved.exit()).isZero();
+    assertThat(decision(reserved)).isEqualTo("allowed remaining=700 limit=1000 reservation=call-1\n");
+    Run refused = tally.run("limit", "reserve", "llm", "--token-bucket", "1000/1h", "--estimate", "800",
+        "--ttl", "5m");
+    assertThat(refused.exit()).isEqualTo(1);
+    assertThat(decision(refused)).isEqualTo("denied remaining=700 limit=1000\n");
+
+    Run settled = tally.run("limit", "settle", "llm", "--token-bucket", "1000/1h", "--id", "call-1",
+        "--actual", "1200");
+    assertThat(settled.exit()).isZero();
+    assertThat(decision(settled)).isEqualTo("allowed remaining=0 limit=1000 reservation=call-1\n");
+    Run again = tally.run("limit", "settle", "llm", "--token-bucket", "1000/1h", "--id", "call-1",
+        "--actual", "5");
+    assertThat(again.exit()).isEqualTo(3);
+    assertThat(again.err()).contains("call-1");
+    Run cancelled = tally.run("limit", "cancel", "llm", "--token-bucket", "1000/1h", "--id", "call-1");
+    assertThat(cancelled.exit()).isEqualTo(3);
+    // 1,200 charged, 200 of them below empty: a permit waits for those too
+    Run after = tally.run("limit", "try", "llm", "--token-bucket", "1000/1h");
+    assertThat(after.exit()).isEqualTo(1);
+    assertThat(after.out()).contains("retry-after=12m");
+  }
+
+  @Test
   void reconfigureNeedsLimits() {
     Run r = tally.run("limit", "reconfigure", "api");
     assertThat(r.exit()).isEqualTo(2);
