@@ -244,6 +244,19 @@ func TestReservationClosesOnce(t *testing.T) {
 	})
 }
 
+func TestReservationNotSettledInItsTTLIsSettledAtItsEstimate(t *testing.T) {
+	each(t, func(t *testing.T, _ string, c *tally.Client, key func(string) string) {
+		ctx := context.Background()
+		tokens := c.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour))
+		r := must(tokens.Reserve(ctx, 3, 200*time.Millisecond))
+		time.Sleep(500 * time.Millisecond) // the server's clock: nothing to inject over HTTP
+		if _, err := r.Settle(ctx, 1); !errors.Is(err, tally.ErrReservationGone) {
+			t.Fatalf("settled after its ttl: want ErrReservationGone, got %v", err)
+		}
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(7)) // the estimate stays taken
+	})
+}
+
 func TestRefusedReservationHoldsNothing(t *testing.T) {
 	each(t, func(t *testing.T, _ string, c *tally.Client, key func(string) string) {
 		ctx := context.Background()

@@ -5,6 +5,7 @@ import asyncio
 import multiprocessing
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
@@ -213,6 +214,14 @@ class Contract:
             handle = there.reservation(r.id)
             self.assertEqual(handle.settle(1).remaining, 9)
         self.assertEqual(tokens.peek().remaining, 9)
+
+    def test_reservation_not_settled_in_its_ttl_is_settled_at_its_estimate(self):
+        tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+        r = tokens.reserve(3, 0.2)
+        time.sleep(0.5)  # the server's clock: nothing to inject over HTTP
+        with self.assertRaises(ReservationGone):
+            r.settle(1)
+        self.assertEqual(tokens.peek().remaining, 7)  # the estimate stays taken
 
     def test_refused_reservation_holds_nothing(self):
         tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
