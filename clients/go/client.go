@@ -326,14 +326,19 @@ func decode(answer []byte, out any) error {
 	return d.Decode(out)
 }
 
-// do sends one request, retrying as the client is configured, and returns the body of a 200;
-// any other status is an error.
 // noIdempotencyKey marks a call whose route takes no key: none is made up for its retries.
 const noIdempotencyKey = "\x00"
 
+// repeatsItself marks a call that applies once however often it is sent (a settlement names its
+// reservation and amount): it carries no key, and is retried all the same.
+const repeatsItself = "\x01"
+
+// do sends one request, retrying as the client is configured, and returns the body of a 200;
+// any other status is an error.
 func (c *Client) do(ctx context.Context, method, path string, data []byte, idem string) ([]byte, error) {
 	changing := method != http.MethodGet
-	keyless := idem == noIdempotencyKey
+	repeatable := idem == repeatsItself
+	keyless := idem == noIdempotencyKey || repeatable
 	if keyless {
 		idem = ""
 	}
@@ -349,7 +354,7 @@ func (c *Client) do(ctx context.Context, method, path string, data []byte, idem 
 			err = errorOf(status, answer)
 		}
 		retryable := errors.Is(err, ErrUnavailable) || (errors.Is(err, ErrTimeout) && ctx.Err() == nil)
-		if attempt >= c.retries || !retryable || (changing && idem == "") {
+		if attempt >= c.retries || !retryable || (changing && idem == "" && !repeatable) {
 			return nil, err
 		}
 		wait := c.backoff << attempt

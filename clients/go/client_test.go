@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,6 +189,110 @@ func TestConcurrencyLeases(t *testing.T) {
 		}
 	})
 }
+
+func TestReservationSettlesAtTheRealCost(t *testing.T) {
+	each(t, func(t *testing.T, _ string, c *tally.Client, key func(string) string) {
+		ctx := context.Background()
+		tokens := c.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour))
+		below := must(tokens.Reserve(ctx, 6, 5*time.Minute))
+		if !below.Granted() || below.ID == "" || below.Estimate != 6 || below.Decision.Remaining != 4 {
+			t.Fatalf("reserve 6 of 10: %+v", below)
+		}
+		mustEqual(t, must(below.Settle(ctx, 2)).Remaining, int64(8)) // the surplus of 4 given back
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(8))
+		above := must(tokens.Reserve(ctx, 8, 5*time.Minute))
+		settled := must(above.Settle(ctx, 12)) // 4 beyond the estimate: into debt, 4 tokens below empty
+		if !settled.Allowed || settled.Remaining != 0 || !near(settled.ResetAfter, 14*6*time.Minute) {
+			t.Fatalf("settled 4 beyond the estimate: %+v", settled)
+		}
+		later := must(tokens.Try(ctx, 1))
+		if later.Allowed || !near(later.RetryAfter, 5*6*time.Minute) { // the debt, then one token
+			t.Fatalf("after the debt: %+v", later)
+		}
+	})
+}
+
+func TestReservationClosesOnce(t *testing.T) {
+	each(t, func(t *testing.T, url string, c *tally.Client, key func(string) string) {
+		ctx := context.Background()
+		tokens := c.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour))
+		r := must(tokens.Reserve(ctx, 5, 5*time.Minute))
+		mustEqual(t, must(r.Settle(ctx, 3)).Remaining, int64(7))
+		must(tokens.Try(ctx, 2))                                 // another caller moves the limiter on
+		mustEqual(t, must(r.Settle(ctx, 3)).Remaining, int64(7)) // a retry: the first answer, applied once
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(5))
+		var e *tally.Error
+		if _, err := r.Settle(ctx, 4); !errors.Is(err, tally.ErrReservationGone) || !errors.As(err, &e) || e.Status != 410 {
+			t.Fatalf("settled again at another amount: want ErrReservationGone (410), got %v", err)
+		}
+		if _, err := r.Cancel(ctx); !errors.Is(err, tally.ErrReservationGone) {
+			t.Fatalf("cancelled after a settlement: want ErrReservationGone, got %v", err)
+		}
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(5)) // nothing changed
+
+		cancelled := must(tokens.Reserve(ctx, 4, 5*time.Minute))
+		mustEqual(t, must(cancelled.Cancel(ctx)).Remaining, int64(5))
+		if _, err := tokens.Reservation(cancelled.ID).Settle(ctx, 4); !errors.Is(err, tally.ErrReservationGone) {
+			t.Fatalf("settled after a cancellation: want ErrReservationGone, got %v", err)
+		}
+		held := must(tokens.Reserve(ctx, 4, 5*time.Minute))
+		// a process that has only the id, retrying as it is configured
+		other := tally.New(url, tally.WithRetries(2, 10*time.Millisecond))
+		handle := other.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour)).Reservation(held.ID)
+		mustEqual(t, must(handle.Settle(ctx, 1)).Remaining, int64(4))
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(4))
+	})
+}
+
+func TestReservationNotSettledInItsTTLIsSettledAtItsEstimate(t *testing.T) {
+	each(t, func(t *testing.T, _ string, c *tally.Client, key func(string) string) {
+		ctx := context.Background()
+		tokens := c.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour))
+		r := must(tokens.Reserve(ctx, 3, 200*time.Millisecond))
+		time.Sleep(500 * time.Millisecond) // the server's clock: nothing to inject over HTTP
+		if _, err := r.Settle(ctx, 1); !errors.Is(err, tally.ErrReservationGone) {
+			t.Fatalf("settled after its ttl: want ErrReservationGone, got %v", err)
+		}
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(7)) // the estimate stays taken
+	})
+}
+
+func TestRefusedReservationHoldsNothing(t *testing.T) {
+	each(t, func(t *testing.T, _ string, c *tally.Client, key func(string) string) {
+		ctx := context.Background()
+		tokens := c.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour))
+		must(tokens.Try(ctx, 8))
+		r := must(tokens.Reserve(ctx, 5, 5*time.Minute))
+		if r.Granted() || r.ID != "" || r.Decision.Remaining != 2 || r.Decision.RetryAfter <= 0 {
+			t.Fatalf("reserve 5 of 2 left: want a refusal saying when, got %+v", r)
+		}
+		if _, err := r.Settle(ctx, 1); !errors.Is(err, tally.ErrBadRequest) {
+			t.Fatalf("settling a refused reservation: want ErrBadRequest, got %v", err)
+		}
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(2))
+	})
+}
+
+func TestReserveRetriedWithItsIDTakesOnce(t *testing.T) {
+	each(t, func(t *testing.T, url string, c *tally.Client, key func(string) string) {
+		ctx := context.Background()
+		tokens := c.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour))
+		id := strings.NewReplacer("/", "-").Replace("req-" + t.Name())
+		first := must(tokens.Reserve(ctx, 4, 5*time.Minute, tally.ReservationID(id)))
+		retry := must(tokens.Reserve(ctx, 4, 5*time.Minute, tally.ReservationID(id)))
+		if first.ID != id || retry.ID != id || first.Decision.Remaining != 6 || retry.Decision.Remaining != 6 {
+			t.Fatalf("reserved twice with id %s: %+v then %+v", id, first, retry)
+		}
+		mustEqual(t, must(tokens.Peek(ctx)).Remaining, int64(6))
+		retrying := tally.New(url, tally.WithRetries(2, 10*time.Millisecond)) // its own key for each reserve: the id
+		drawn := must(retrying.Limiter(key("tokens"), tally.TokenBucket(10, time.Hour)).Reserve(ctx, 1, time.Minute))
+		mustEqual(t, len(drawn.ID), 32)
+		mustEqual(t, must(retry.Settle(ctx, 2)).Remaining, int64(7))
+	})
+}
+
+// near says whether d is within 5 s under want: what passed since the server decided.
+func near(d, want time.Duration) bool { return d <= want && d > want-5*time.Second }
 
 func TestLeakyBucketHasCleverMethodSet(t *testing.T) {
 	each(t, func(t *testing.T, url string, _ *tally.Client, key func(string) string) {

@@ -24,6 +24,9 @@ var (
 	// ErrLeaseGone: a concurrency limit's lease was released or has expired (410); its permits
 	// may be another holder's already.
 	ErrLeaseGone = errors.New("tally: lease gone")
+	// ErrReservationGone: a reservation was settled (at another amount), cancelled, or had
+	// expired and so was settled at its estimate (410); nothing was changed.
+	ErrReservationGone = errors.New("tally: reservation gone")
 	// ErrUnsupported: the store cannot do this.
 	ErrUnsupported = errors.New("tally: unsupported by the store")
 	// ErrUnavailable: the store could not be reached or the server is stopping; nothing applied.
@@ -77,6 +80,9 @@ var byStatus = map[int]error{
 	503: ErrUnavailable, 504: ErrTimeout,
 }
 
+// byCode says which, where one status has several meanings.
+var byCode = map[string]error{"reservation_gone": ErrReservationGone}
+
 type problem struct {
 	Status  int    `json:"status"`
 	Error   string `json:"error"`
@@ -85,7 +91,10 @@ type problem struct {
 }
 
 func fromProblem(status int, p problem) *Error {
-	kind, ok := byStatus[status]
+	kind, ok := byCode[p.Error]
+	if !ok {
+		kind, ok = byStatus[status]
+	}
 	if !ok {
 		kind = fmt.Errorf("tally: HTTP %d", status)
 	}

@@ -1,10 +1,13 @@
 package tally
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPlainValueReadsOnlyPlainIntegers(t *testing.T) {
@@ -53,6 +56,34 @@ func TestReadBodyTakesWhatIsAnnounced(t *testing.T) {
 		}
 		if !c.ok && err == nil {
 			t.Errorf("readBody(%d, %q): want an error, got %q", c.length, c.body, got)
+		}
+	}
+}
+
+func TestSettlementIsRetriedWithoutAKey(t *testing.T) {
+	var seen []*http.Request
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r)
+		if len(seen) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"store_unavailable","status":503}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"name":"t","allowed":true,"permits":3,"remaining":7,"limit":10,` +
+			`"retryAfterMillis":0,"resetAfterMillis":1,"settled":3,"reservation":"r1"}`))
+	}))
+	defer peer.Close()
+	c := New(peer.URL, WithRetries(2, time.Millisecond))
+	d, err := c.Limiter("t", TokenBucket(10, time.Hour)).Reservation("r1").Settle(context.Background(), 3)
+	if err != nil || d.Remaining != 7 {
+		t.Fatalf("a settlement after a 503: %+v %v", d, err)
+	}
+	if len(seen) != 2 || seen[0].URL.Path != "/v1/limiters/t/reservations/r1/settle" {
+		t.Fatalf("want the settlement sent twice, got %d requests", len(seen))
+	}
+	for _, r := range seen {
+		if r.Header.Get("Idempotency-Key") != "" {
+			t.Fatalf("a settlement repeats itself; it carries no key, but got %q", r.Header.Get("Idempotency-Key"))
 		}
 	}
 }

@@ -112,7 +112,13 @@ func (c *Client) Limiter(name string, limits ...Limit) *Limiter {
 	return &Limiter{c: c, name: name, limits: body}
 }
 
-func (l *Limiter) post(ctx context.Context, action string, extra map[string]any) (Decision, error) {
+// path is the route of one of the limiter's actions.
+func (l *Limiter) path(action string) string {
+	return "/v1/limiters/" + url.PathEscape(l.name) + action
+}
+
+// body is a request's body: the limiter's limits and the action's own members.
+func (l *Limiter) body(extra map[string]any) map[string]any {
 	body := make(map[string]any, len(l.limits)+len(extra))
 	for k, v := range l.limits {
 		body[k] = v
@@ -120,8 +126,12 @@ func (l *Limiter) post(ctx context.Context, action string, extra map[string]any)
 	for k, v := range extra {
 		body[k] = v
 	}
+	return body
+}
+
+func (l *Limiter) post(ctx context.Context, action string, extra map[string]any) (Decision, error) {
 	var out decisionJSON
-	err := l.c.call(ctx, http.MethodPost, "/v1/limiters/"+url.PathEscape(l.name)+action, body, "", &out)
+	err := l.c.call(ctx, http.MethodPost, l.path(action), l.body(extra), "", &out)
 	if denied, ok := err.(*DeniedError); ok && action == "/try" {
 		return denied.Decision, nil
 	}

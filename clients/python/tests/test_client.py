@@ -5,13 +5,15 @@ import asyncio
 import multiprocessing
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 import server  # noqa: E402
 from tally_client import (AsyncClient, BadRequest, Client, Conflict, Counter, Denied,  # noqa: E402
-                          DistributedCounter, LeaseGone, NoSuchRoute, NotFound, limits)
+                          DistributedCounter, LeaseGone, NoSuchRoute, NotFound, ReservationGone,
+                          limits)
 
 PROCESSES = 4
 
@@ -170,6 +172,81 @@ class Contract:
         self.assertEqual(lim.peek().remaining, 2)
         self.assertEqual(lim.reset().remaining, 3)
 
+    def test_reservation_settles_at_the_real_cost(self):
+        tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+        below = tokens.reserve(6, "5m")
+        self.assertEqual((below.granted, below.estimate, below.remaining), (True, 6, 4))
+        self.assertTrue(below.id)
+        self.assertEqual(below.settle(2).remaining, 8)  # the surplus of 4 given back
+        self.assertEqual(tokens.peek().remaining, 8)
+        above = tokens.reserve(8, "5m")
+        self.assertEqual(above.remaining, 0)
+        settled = above.settle(12)  # 4 beyond the estimate: into debt, 4 tokens below empty
+        self.assertEqual((settled.allowed, settled.remaining), (True, 0))
+        self.assertAlmostEqual(settled.reset_after, 14 * 360, delta=5)  # 6 minutes a token
+        later = tokens.decide()
+        self.assertFalse(later.allowed)
+        self.assertAlmostEqual(later.retry_after, 5 * 360, delta=5)  # the debt, then one token
+
+    def test_reservation_closes_once(self):
+        tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+        r = tokens.reserve(5, "5m")
+        self.assertEqual(r.settle(3).remaining, 7)
+        tokens.decide(2)  # another caller moves the limiter on
+        self.assertEqual(r.settle(3).remaining, 7)  # a retry: the first answer, applied once
+        self.assertEqual(tokens.peek().remaining, 5)
+        with self.assertRaises(ReservationGone) as gone:
+            r.settle(4)
+        self.assertEqual((gone.exception.status, gone.exception.code), (410, "reservation_gone"))
+        with self.assertRaises(ReservationGone):
+            r.cancel()
+        self.assertEqual(tokens.peek().remaining, 5)  # nothing changed
+
+    def test_reservation_cancelled_and_settled_by_id_elsewhere(self):
+        tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+        r = tokens.reserve(4, "5m")
+        self.assertEqual(r.cancel().remaining, 10)
+        with self.assertRaises(ReservationGone):
+            tokens.reservation(r.id).settle(4)
+        r = tokens.reserve(4, "5m")
+        with Client(self.url, retries=2) as other:  # a process that has only the id
+            there = other.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+            handle = there.reservation(r.id)
+            self.assertEqual(handle.settle(1).remaining, 9)
+        self.assertEqual(tokens.peek().remaining, 9)
+
+    def test_reservation_not_settled_in_its_ttl_is_settled_at_its_estimate(self):
+        tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+        r = tokens.reserve(3, 0.2)
+        time.sleep(0.5)  # the server's clock: nothing to inject over HTTP
+        with self.assertRaises(ReservationGone):
+            r.settle(1)
+        self.assertEqual(tokens.peek().remaining, 7)  # the estimate stays taken
+
+    def test_refused_reservation_holds_nothing(self):
+        tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+        tokens.decide(8)
+        r = tokens.reserve(5, "5m")
+        self.assertEqual((r.granted, r.id, r.remaining), (False, None, 2))
+        self.assertGreater(r.retry_after, 0)
+        with self.assertRaisesRegex(RuntimeError, "refused"):
+            r.settle(1)
+        self.assertEqual(tokens.peek().remaining, 2)
+
+    def test_reserve_retried_with_its_id_takes_once(self):
+        tokens = self.client.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+        rid = "req-" + self._testMethodName + "-" + type(self).__name__
+        first = tokens.reserve(4, "5m", id=rid)
+        retry = tokens.reserve(4, "5m", id=rid)
+        self.assertEqual((first.id, retry.id), (rid, rid))
+        self.assertEqual((first.remaining, retry.remaining), (6, 6))
+        self.assertEqual(tokens.peek().remaining, 6)
+        with Client(self.url, retries=2) as retrying:  # its own key for each reserve: the id
+            there = retrying.limiter(self.key("tokens"), limits.token_bucket(10, "1h"))
+            drawn = there.reserve(1, 60)
+        self.assertEqual(len(drawn.id), 36)
+        self.assertEqual(retry.settle(2).remaining, 7)
+
     def test_processes_share_counter_and_limiter_exactly(self):
         ctx = multiprocessing.get_context("spawn")
         key = self.key("shared")
@@ -214,6 +291,21 @@ class Contract:
                 return (held, renewed["expiresInMillis"] > 60000, released, again,
                         len({lease["fencingToken"] for lease in leases}), await jobs.in_use())
         self.assertEqual(asyncio.run(run()), (3, True, [True, True, True], False, 3, 0))
+
+    def test_asyncio_reservations(self):
+        async def run():
+            async with AsyncClient(self.url) as a:
+                name, limit = self.key("atokens"), limits.token_bucket(10, "1h")
+                reservations = await asyncio.gather(*(a.reserve(name, limit, estimate=3, ttl="5m")
+                                                      for _ in range(4)))
+                granted = [r for r in reservations if r.granted]
+                first = await granted[0].settle(1)
+                by_id = await a.reservation(name, granted[1].id, limit).cancel()
+                with self.assertRaises(ReservationGone):
+                    await a.reservation(name, granted[1].id, limit).settle(2)
+                return (len(granted), first.remaining, by_id.remaining,
+                        (await a.decide(name, limit)).remaining)
+        self.assertEqual(asyncio.run(run()), (3, 3, 6, 5))
 
     def test_facades(self):
         cache = Counter(self.client)

@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from tally_client import Client, Timeout  # noqa: E402
+from tally_client import Client, Timeout, limits  # noqa: E402
 from tally_client import _wire  # noqa: E402
 
 
@@ -160,6 +160,26 @@ class WireTest(unittest.TestCase):
         self.assertEqual(c.incr("k", idempotency_key="once"), 5)  # on a new socket
         self.assertEqual(c.incr("k", idempotency_key="once"), 5)  # resent: it carries a key
         self.assertEqual(p.connections, 4)
+
+    def test_a_settlement_is_retried_and_resent_without_a_key(self):
+        settled = ok(b'{"name":"t","allowed":true,"permits":3,"remaining":7,"limit":10,'
+                     b'"retryAfterMillis":0,"resetAfterMillis":1,"settled":3,"reservation":"r1"}')
+        unavailable = ok(b'{"error":"store_unavailable","status":503}').replace(
+            b"200 OK", b"503 Service Unavailable")
+        p = self.peer(lambda n, r: unavailable if len(p.requests) == 1 else settled)
+        handle = self.client(p.url, retries=2, backoff=0.001).limiter(
+            "t", limits.token_bucket(10, "1h")).reservation("r1")
+        self.assertEqual(handle.settle(3).remaining, 7)  # the 503 retried, though keyless
+        self.assertEqual(len(p.requests), 2)
+        self.assertEqual(p.requests[0], p.requests[1])
+        self.assertNotIn(b"Idempotency-Key", p.requests[0])
+        self.assertTrue(p.requests[0].startswith(
+            b"POST /v1/limiters/t/reservations/r1/settle HTTP/1.1\r\n"))
+        once = self.peer(lambda n, r: settled if n == 0 else None)  # one answer per connection
+        handle = self.client(once.url).limiter("t", limits.token_bucket(10, "1h")).reservation("r1")
+        self.assertEqual(handle.settle(3).remaining, 7)
+        self.assertEqual(handle.settle(3).remaining, 7)  # the closed socket found: sent afresh
+        self.assertEqual(once.connections, 2)
 
     def test_not_http(self):
         p = self.peer(lambda n, r: b"SSH-2.0-OpenSSH_9.2\r\n\r\n")

@@ -10,14 +10,15 @@ over the HTTP API of ``tally serve``. Standard library only.
 
 from . import limits
 from ._codec import Decision
-from .aio import AsyncClient, AsyncConcurrencyLimit
-from .client import Batch, Client, ConcurrencyLimit, Limiter
-from .errors import (BadRequest, Conflict, Denied, LeaseGone, NoSuchRoute, NotFound, TallyError, Timeout,
-                     Unauthorized, Unavailable, Unsupported)
+from .aio import AsyncClient, AsyncConcurrencyLimit, AsyncReservation, AsyncReservationHandle
+from .client import Batch, Client, ConcurrencyLimit, Limiter, Reservation, ReservationHandle
+from .errors import (BadRequest, Conflict, Denied, LeaseGone, NoSuchRoute, NotFound,
+                     ReservationGone, TallyError, Timeout, Unauthorized, Unavailable, Unsupported)
 from .facades import Counter, DistributedCounter, token_bucket_limiter
 
-__all__ = ["AsyncClient", "AsyncConcurrencyLimit", "BadRequest", "Batch", "Client", "ConcurrencyLimit", "Conflict",
-           "Counter", "Decision", "Denied", "DistributedCounter", "LeaseGone", "Limiter", "NoSuchRoute", "NotFound", "TallyError",
-           "Timeout", "Unauthorized", "Unavailable", "Unsupported", "limits",
+__all__ = ["AsyncClient", "AsyncConcurrencyLimit", "AsyncReservation", "AsyncReservationHandle", "BadRequest",
+           "Batch", "Client", "ConcurrencyLimit", "Conflict", "Counter", "Decision", "Denied", "DistributedCounter",
+           "LeaseGone", "Limiter", "NoSuchRoute", "NotFound", "Reservation", "ReservationGone", "ReservationHandle",
+           "TallyError", "Timeout", "Unauthorized", "Unavailable", "Unsupported", "limits",
            "token_bucket_limiter"]
 __version__ = "0.2.0"

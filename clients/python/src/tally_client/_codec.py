@@ -128,3 +128,71 @@ class ConcurrencyRoutes:
 
     def _lease(self, lease_id: str, action: str) -> str:
         return self._base + key_path("/leases/", lease_id, action)
+
+
+def settled(answer) -> Decision:
+    """The limiter's state after a settlement or cancellation, or the error (ReservationGone)."""
+    if answer.status != 200:
+        raise error(answer)
+    return Decision(answer.json())
+
+
+class ReservationRoutes:
+    """The requests of a limiter's reservations, as (method, path, body): one shape for the
+    blocking and the asyncio client. Every request carries the limiter's limits, as ``/try``'s."""
+
+    def __init__(self, name: str, limits: Dict[str, Any]):
+        self.name = name
+        self._base = key_path("/v1/limiters/", name)
+        self._limits = limits
+
+    def reserve(self, estimate: int, ttl: Duration) -> Tuple[str, str, Dict[str, Any]]:
+        return "POST", self._base + "/reserve", dict(self._limits, estimate=estimate,
+                                                     ttl=duration(ttl))
+
+    def settle(self, reservation_id: Optional[str], actual: int) -> Tuple[str, str, Dict[str, Any]]:
+        return "POST", self._closing(reservation_id, "/settle"), dict(self._limits, actual=actual)
+
+    def cancel(self, reservation_id: Optional[str]) -> Tuple[str, str, Dict[str, Any]]:
+        return "POST", self._closing(reservation_id, "/cancel"), dict(self._limits)
+
+    def _closing(self, reservation_id: Optional[str], action: str) -> str:
+        if reservation_id is None:
+            raise RuntimeError("this reservation was refused, so it holds nothing to settle or "
+                               "cancel: check granted, and reserve again after retry_after")
+        return self._base + key_path("/reservations/", reservation_id, action)
+
+
+class Reserved:
+    """What a reserve answered, the same for the blocking and the asyncio reservation: the
+    limiter's decision on the estimate, and its fields."""
+
+    id: Optional[str]
+    decision: Decision
+    estimate: int
+
+    @property
+    def granted(self) -> bool:
+        """Whether the estimate was taken (and is held until settled); refused, nothing is held."""
+        return self.decision.allowed
+
+    @property
+    def remaining(self) -> Optional[int]:
+        return self.decision.remaining
+
+    @property
+    def limit(self) -> Optional[int]:
+        return self.decision.limit
+
+    @property
+    def retry_after(self) -> Optional[float]:
+        return self.decision.retry_after
+
+    @property
+    def reset_after(self) -> float:
+        return self.decision.reset_after
+
+    def __repr__(self) -> str:
+        return ("%s(id=%r, estimate=%s, granted=%s, remaining=%s)"
+                % (type(self).__name__, self.id, self.estimate, self.granted,
+                   self.remaining))

@@ -127,7 +127,8 @@ class Wire:
                 % (method, path, self._head)).encode("latin-1")
 
     def request(self, method: str, path: str, body: Optional[bytes] = None,
-                idempotency_key: Optional[str] = None) -> Answer:
+                idempotency_key: Optional[str] = None, repeatable: bool = False) -> Answer:
+        """``repeatable``: the request applies once however often it is sent, key or none."""
         lines = "%s %s HTTP/1.1\r\n%s" % (method, path, self._head)
         if idempotency_key is not None:
             lines += 'Idempotency-Key: "%s"\r\n' % idempotency_key
@@ -136,7 +137,8 @@ class Wire:
             data = lines.encode("latin-1") + body
         else:
             data = (lines + "\r\n").encode("latin-1")
-        status, body, head = self.exchange(data, method == "GET" or idempotency_key is not None)
+        status, body, head = self.exchange(data, method == "GET" or idempotency_key is not None
+                                           or repeatable)
         return Answer(status, None, body, head)
 
     def exchange(self, data: bytes, safe: bool) -> Tuple[int, bytes, bytes]:

@@ -72,21 +72,23 @@ class AsyncClient:
             return answer
 
     async def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
-                    key: Optional[str] = None, keyed: bool = True) -> Answer:
+                    key: Optional[str] = None, keyed: bool = True,
+                    repeatable: bool = False) -> Answer:
+        """``keyed`` and ``repeatable`` as ``Client._call``'s."""
         data = None if body is None else encode(body)
         changing = method != "GET"
-        if changing and key is None and self.retries > 0 and keyed:
+        if changing and key is None and self.retries > 0 and keyed and not repeatable:
             key = c.new_idempotency_key()
         attempt = 0
         while True:
             try:
                 answer = await self._send(method, path, data, key)
                 if answer.status in (503, 504) and attempt < self.retries and (
-                        key is not None or not changing):
+                        key is not None or not changing or repeatable):
                     raise c.error(answer)
                 return answer
             except (Unavailable, Timeout):
-                if attempt >= self.retries or (changing and key is None):
+                if attempt >= self.retries or (changing and key is None and not repeatable):
                     raise
             attempt += 1
             await asyncio.sleep(self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
@@ -142,6 +144,21 @@ class AsyncClient:
     async def try_acquire(self, name: str, *limits: Dict[str, Any], permits: int = 1) -> bool:
         return (await self.decide(name, *limits, permits=permits)).allowed
 
+    async def reserve(self, name: str, *limits: Dict[str, Any], estimate: int, ttl: c.Duration,
+                      id: Optional[str] = None) -> "AsyncReservation":
+        """Takes ``estimate`` permits now and holds them until settled, cancelled or ``ttl``
+        passes, as ``Limiter.reserve``; refused, ``granted`` is False and nothing is held."""
+        routes = c.ReservationRoutes(name, c.limits_body(limits))
+        answer = await self._call(*routes.reserve(estimate, ttl), key=id)
+        return AsyncReservation(self, routes, estimate, c.decision(answer))
+
+    def reservation(self, name: str, reservation_id: str,
+                    *limits: Dict[str, Any]) -> "AsyncReservationHandle":
+        """The reservation ``reservation_id`` of limiter ``name``, to settle or cancel from
+        elsewhere, as ``Limiter.reservation``."""
+        return AsyncReservationHandle(self, c.ReservationRoutes(name, c.limits_body(limits)),
+                                      reservation_id)
+
     def concurrency(self, name: str, max_permits: int) -> "AsyncConcurrencyLimit":
         """A concurrency limit of ``max_permits`` on ``name``, as ``Client.concurrency``."""
         return AsyncConcurrencyLimit(self, name, max_permits)
@@ -180,6 +197,36 @@ class AsyncConcurrencyLimit:
     async def in_use(self) -> int:
         """The permits held by unexpired leases."""
         return int((await self._ok(*self._routes.in_use()))["inUse"])
+
+
+class AsyncReservationHandle:
+    """``ReservationHandle``'s calls, awaited; retried without an Idempotency-Key, as there."""
+
+    def __init__(self, client: AsyncClient, routes: c.ReservationRoutes,
+                 reservation_id: Optional[str]):
+        self._client = client
+        self._routes = routes
+        self.name = routes.name
+        self.id = reservation_id
+
+    async def settle(self, actual: int) -> c.Decision:
+        """Closes the reservation at its real cost, as ``ReservationHandle.settle``."""
+        return c.settled(await self._client._call(*self._routes.settle(self.id, actual),
+                                                  repeatable=True))
+
+    async def cancel(self) -> c.Decision:
+        """Gives the whole estimate back (``settle(0)``)."""
+        return c.settled(await self._client._call(*self._routes.cancel(self.id), repeatable=True))
+
+
+class AsyncReservation(c.Reserved, AsyncReservationHandle):
+    """``Reservation``, with its ``settle`` and ``cancel`` awaited."""
+
+    def __init__(self, client: AsyncClient, routes: c.ReservationRoutes, estimate: int,
+                 decision: c.Decision):
+        super().__init__(client, routes, decision.raw.get("reservation"))  # none when refused
+        self.estimate = estimate
+        self.decision = decision
 
 
 async def _read(reader: asyncio.StreamReader) -> Answer:

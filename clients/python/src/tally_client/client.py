@@ -43,21 +43,26 @@ class Client:
     # -- the one place a request is sent -------------------------------------------------------
 
     def _call(self, method: str, path: str, body: Optional[Dict[str, Any]] = None,
-              idempotency_key: Optional[str] = None, keyed: bool = True) -> Answer:
+              idempotency_key: Optional[str] = None, keyed: bool = True,
+              repeatable: bool = False) -> Answer:
+        """``keyed`` False: the route takes no Idempotency-Key, so none is made up for retries;
+        ``repeatable``: the request applies once however often it is sent (a settlement names
+        its reservation and amount), so it needs no key, and is retried without one."""
         data = None if body is None else encode(body)
         changing = method != "GET"
-        if changing and idempotency_key is None and self.retries > 0 and keyed:
+        if changing and idempotency_key is None and self.retries > 0 and keyed and not repeatable:
             idempotency_key = c.new_idempotency_key()
         attempt = 0
         while True:
             try:
-                answer = self._wire.request(method, path, data, idempotency_key)
+                answer = self._wire.request(method, path, data, idempotency_key, repeatable)
                 if answer.status in (503, 504) and attempt < self.retries and (
-                        idempotency_key is not None or not changing):
+                        idempotency_key is not None or not changing or repeatable):
                     raise c.error(answer)
                 return answer
             except _RETRYABLE:
-                if attempt >= self.retries or (changing and idempotency_key is None):
+                if attempt >= self.retries or (changing and idempotency_key is None
+                                               and not repeatable):
                     raise
             attempt += 1
             time.sleep(self.backoff * (2 ** (attempt - 1)) * (0.5 + random.random()))
@@ -266,6 +271,7 @@ class Limiter:
         self._client = client
         self.name = name
         self._limits = c.limits_body(limits)
+        self._reservations = c.ReservationRoutes(name, self._limits)
 
     def _post(self, action: str, extra: Optional[Dict[str, Any]] = None) -> Answer:
         body = dict(self._limits)
@@ -301,6 +307,58 @@ class Limiter:
     def reconfigure(self) -> c.Decision:
         """Stores this handle's limits for every process, keeping what was consumed."""
         return c.decision(self._post("/reconfigure"))
+
+    def reserve(self, estimate: int, ttl: c.Duration, id: Optional[str] = None) -> "Reservation":
+        """Takes ``estimate`` permits now, for work whose real cost is known only when it ends,
+        and holds them until ``settle(actual)`` or ``cancel()``, or until ``ttl`` passes: then
+        the reservation is settled at its estimate by itself. Refused (``granted`` False), it
+        takes and holds nothing, and its decision says when to retry. ``id`` (1 to 120 letters,
+        digits and ``-_.:``) names the reservation, so that a reserve retried with it, from any
+        process, takes once and answers the same; without one the server draws an id (a
+        ``Client(retries=...)`` sends one of its own, for its retries)."""
+        answer = self._client._call(*self._reservations.reserve(estimate, ttl), idempotency_key=id)
+        return Reservation(self._client, self._reservations, estimate, c.decision(answer))
+
+    def reservation(self, reservation_id: str) -> "ReservationHandle":
+        """The reservation ``reservation_id`` of this limiter, to settle or cancel from another
+        thread, process or host. Reads nothing: one closed already is refused when settled."""
+        return ReservationHandle(self._client, self._reservations, reservation_id)
+
+
+class ReservationHandle:
+    """A reservation named by its ``id``: settles or cancels it. It is closed once, by its
+    settlement, its cancellation or its expiry; closing it again raises ReservationGone and
+    changes nothing, except the very same settlement repeated (a retry of one whose answer was
+    lost), which answers what the first one did. So these calls are retried by a
+    ``Client(retries=...)`` without an Idempotency-Key."""
+
+    def __init__(self, client: Client, routes: c.ReservationRoutes, reservation_id: Optional[str]):
+        self._client = client
+        self._routes = routes
+        self.name = routes.name
+        self.id = reservation_id
+
+    def settle(self, actual: int) -> c.Decision:
+        """Closes the reservation at its real cost: gives back what the estimate took beyond
+        ``actual``, or takes what it cost beyond the estimate, into the limiter's debt if need
+        be (later requests wait it out). The limiter's state afterwards."""
+        return c.settled(self._client._call(*self._routes.settle(self.id, actual), repeatable=True))
+
+    def cancel(self) -> c.Decision:
+        """Gives the whole estimate back (``settle(0)``), for work that was not done."""
+        return c.settled(self._client._call(*self._routes.cancel(self.id), repeatable=True))
+
+
+class Reservation(c.Reserved, ReservationHandle):
+    """Permits reserved by ``Limiter.reserve``: ``granted``, ``id`` (None when refused),
+    ``estimate``, the ``decision`` on the estimate and its fields (``remaining``,
+    ``retry_after``...), and ``settle``/``cancel``."""
+
+    def __init__(self, client: Client, routes: c.ReservationRoutes, estimate: int,
+                 decision: c.Decision):
+        super().__init__(client, routes, decision.raw.get("reservation"))  # none when refused
+        self.estimate = estimate
+        self.decision = decision
 
 
 class ConcurrencyLimit:

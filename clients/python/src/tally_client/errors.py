@@ -62,6 +62,12 @@ class LeaseGone(TallyError):
     its permits may be another holder's already. Stop the work, or acquire a new lease."""
 
 
+class ReservationGone(TallyError):
+    """A reservation was settled (at another amount), cancelled, or had expired and so was settled
+    at its estimate (410): nothing was changed. The same settlement repeated is not refused (it
+    answers what the first one answered): reserve again for new work."""
+
+
 class Unavailable(TallyError):
     """The store could not be reached, or the server is stopping (503): nothing was applied."""
 
@@ -79,6 +85,8 @@ _BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Unauthorized, 404: NotFou
               409: Conflict, 410: LeaseGone, 413: BadRequest, 414: BadRequest, 415: BadRequest,
               422: BadRequest, 431: BadRequest, 501: Unsupported, 503: Unavailable,
               504: Timeout, 408: Timeout}
+# where one status has several meanings, the server's error code says which
+_BY_CODE = {"reservation_gone": ReservationGone}
 
 
 def from_problem(status: int, problem: Dict[str, Any]) -> TallyError:
@@ -90,5 +98,5 @@ def from_problem(status: int, problem: Dict[str, Any]) -> TallyError:
         return NoSuchRoute(detail, status, code, problem)
     if status == 404 and detail.startswith(("no route", "no limiter action")):
         return NoSuchRoute(detail, status, code, problem)
-    cls = _BY_STATUS.get(status, TallyError)
+    cls = _BY_CODE.get(code) or _BY_STATUS.get(status, TallyError)
     return cls(detail, status, code, problem)
