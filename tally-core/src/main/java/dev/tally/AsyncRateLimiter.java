@@ -31,6 +31,9 @@ public interface AsyncRateLimiter {
   /** @see RateLimiter#refund(long) */
   CompletionStage<Void> refund(long permits);
 
+  /** @see RateLimiter#charge(long) */
+  CompletionStage<Decision> charge(long permits);
+
   /** @see RateLimiter#available() */
   CompletionStage<Long> available();
 

@@ -96,6 +96,21 @@ public interface RateLimiter {
   /** Gives back {@code permits} units taken earlier, never beyond the limit. */
   void refund(long permits);
 
+  /**
+   * Takes {@code permits} units whether or not they fit, for a cost known only after the work was
+   * done (Bucket4j's {@code consumeIgnoringRateLimits}): what does not fit becomes the limiter's
+   * debt, which later requests wait out. Each limit goes at most one full limit below empty; the
+   * rest of the charge is dropped (docs/limiters.md, "Debt"). A cost known in advance is better
+   * {@linkplain #reserve reserved}: then the estimate is refused when there is no room, and only
+   * the difference is charged.
+   *
+   * @return the limiter's state after the charge: allowed, {@link Decision#remaining()} 0 in debt,
+   *     and a retry-after that includes repaying it; the failure policy's answer if the store
+   *     failed
+   * @throws IllegalArgumentException if {@code permits} is negative
+   */
+  Decision charge(long permits);
+
   /** Units available now, without taking any. */
   long available();
 

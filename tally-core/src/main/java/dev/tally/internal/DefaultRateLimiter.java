@@ -147,6 +147,12 @@ final class DefaultRateLimiter implements Quota {
   }
 
   @Override
+  public Decision charge(long permits) {
+    checkPermits(permits);
+    return run(LimiterOperation.CHARGE, permits);
+  }
+
+  @Override
   public long available() {
     return run(LimiterOperation.PEEK, 1).remaining();
   }
@@ -335,6 +341,12 @@ final class DefaultRateLimiter implements Quota {
     public CompletionStage<Void> refund(long permits) {
       checkPermits(permits);
       return runAsync(LimiterOperation.REFUND, permits).thenApply(d -> null);
+    }
+
+    @Override
+    public CompletionStage<Decision> charge(long permits) {
+      checkPermits(permits);
+      return runAsync(LimiterOperation.CHARGE, permits);
     }
 
     @Override

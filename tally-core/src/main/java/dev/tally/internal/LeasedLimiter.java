@@ -665,6 +665,12 @@ final class LeasedLimiter implements LeasedRateLimiter {
     plain.refund(permits);
   }
 
+  /** To the store, as a refund: the stock was taken from it already, and a debt is the store's. */
+  @Override
+  public Decision charge(long permits) {
+    return plain.charge(permits);
+  }
+
   @Override
   public long available() {
     return Arith.saturatedAdd(plain.available(), stock());
@@ -761,6 +767,11 @@ final class LeasedLimiter implements LeasedRateLimiter {
       @Override
       public CompletionStage<Void> refund(long permits) {
         return a.refund(permits);
+      }
+
+      @Override
+      public CompletionStage<Decision> charge(long permits) {
+        return a.charge(permits);
       }
 
       @Override

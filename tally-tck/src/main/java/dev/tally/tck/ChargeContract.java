@@ -1,9 +1,11 @@
 package dev.tally.tck;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Decision;
 import dev.tally.Limit;
+import dev.tally.RateLimiter;
 import dev.tally.spi.LimiterCall;
 import dev.tally.spi.LimiterOperation;
 import dev.tally.spi.Mutation;
@@ -21,7 +23,8 @@ import org.junit.jupiter.api.Test;
  * debt is repaid, the debt stopped one full limit below empty, charges from many threads summed
  * exactly, and a retried charge with an operation id applied once ({@code docs/limiters.md#debt}).
  *
- * <p>Charges go to the store's SPI, as a reservation settles them, on keys of the test's own.
+ * <p>Charges go to the store's SPI, as a reservation settles them, on keys of the test's own, and
+ * through {@link RateLimiter#charge} and its asynchronous form, as an application charges.
  */
 public abstract class ChargeContract extends TallyFixture {
   private static final long SECOND = 1_000_000_000L;
@@ -108,6 +111,35 @@ public abstract class ChargeContract extends TallyFixture {
     Concurrently.run(8, 25, (thread, i) -> charge(l, 4));
 
     assertThat(store().limit(l, LimiterOperation.PEEK, 0).remaining()).isEqualTo(200);
+  }
+
+  /**
+   * {@link RateLimiter#charge} and {@code async().charge}: granted beyond what is left, a request
+   * refused in debt, a retried charge with an operation id applied once, and the window counting
+   * up to twice its limit at most.
+   */
+  @Test
+  public void aLimiterChargesBeyondWhatIsLeftUpToItsDebtBound() throws Exception {
+    clock.set(Instant.parse("2026-12-01T00:00:00Z"));
+    RateLimiter limiter = tally.limiter(group(uniqueGroup()) + ":charged", Limit.fixedWindow(100, Duration.ofDays(1)));
+    assertThat(limiter.decide(70).allowed()).isTrue();
+
+    Decision charged = limiter.charge(50);
+    Decision async = limiter.async().charge(10).toCompletableFuture().get();
+    RateLimiter once = limiter.withOperationId("tck-charge-" + UUID.randomUUID());
+    once.charge(20);
+    once.charge(20);
+
+    assertThat(charged.allowed()).as("a charge is always granted").isTrue();
+    assertThat(charged.remaining()).isZero();
+    assertThat(async.allowed()).isTrue();
+    assertThat(limiter.decide(1).allowed()).as("refused in debt").isFalse();
+    limiter.refund(51);
+    assertThat(limiter.available()).as("70 + 50 + 10 + 20 counted, less 51").isEqualTo(1);
+    limiter.charge(500);
+    limiter.refund(101);
+    assertThat(limiter.available()).as("the window counted 200 at most").isEqualTo(1);
+    assertThatThrownBy(() -> limiter.charge(-1)).isInstanceOf(IllegalArgumentException.class);
   }
 
   /** A settlement retried with its operation id charges once. */
