@@ -1,12 +1,16 @@
 package dev.tally.spring;
 
+import dev.tally.Reservation;
+import dev.tally.ReservationGoneException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.ToLongBiFunction;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.http.server.PathContainer;
@@ -133,7 +137,8 @@ final class FilterRules {
         out = new ArrayList<>(2);
       }
       Rule rule = c.plans() == null ? c.rule() : c.plans().ruleFor(facts);
-      out.add(new TallyRateLimits.Target(rule, c.key().keyOf(facts), c.permits()));
+      out.add(new TallyRateLimits.Target(rule, c.key().keyOf(facts), c.permits(),
+          c.post() == null ? null : c.post().ttl()));
       if (c.post() != null) {
         if (post == null) {
           post = new ArrayList<>(2);
@@ -161,57 +166,92 @@ final class FilterRules {
       return targets.isEmpty();
     }
 
-    /** Whether a rule is charged after the response. */
+    /** Whether a rule is charged after the response: it holds reservations until then. */
     boolean settlesAfter() {
       return !post.isEmpty();
     }
 
     /**
-     * Gives back every target's units, after a refusal further down the chain.
+     * Gives back every target's units and cancels its reservations, after a refusal further down
+     * the chain.
      *
-     * @param verdict what {@link #targets} were answered
+     * @param admission what {@link #targets} were answered
      */
-    void giveBack(TallyRateLimits limits, RateLimitVerdict verdict) {
+    void giveBack(TallyRateLimits limits, TallyRateLimits.Admission admission) {
       int at = 0;
       for (TallyRateLimits.Target t : targets) {
-        List<PolicyOutcome> outcomes = outcomesOf(verdict, at, t);
-        at += outcomes.size();
+        int policies = t.rule().policies().size();
         try {
-          limits.settle(t, 0, outcomes);
+          limits.giveBack(t, admission.verdict().outcomes().subList(at, at + policies),
+              admission.reservations().subList(at, at + policies));
         } catch (RuntimeException e) {
           LOG.warn("rate-limit rule '" + t.rule().name() + "': giving back the units of a refused call failed: " + e);
         }
+        at += policies;
       }
     }
 
     /**
-     * Charges what the response says the rules with post-execution settings cost, after an allowed
-     * request. A failure is logged, never answered: the response has gone.
+     * Settles the reservations of the rules charged after the response at what the response says
+     * they cost: the surplus comes back, an excess is taken into the limiter's debt. A failure is
+     * logged, never answered: the response has gone.
      *
-     * @param verdict what {@link #targets} were answered
+     * @param admission what {@link #targets} were answered
      */
-    void settle(TallyRateLimits limits, RateLimitVerdict verdict, RateLimitResponse response) {
+    void settle(TallyRateLimits.Admission admission, RateLimitResponse response) {
+      forEachReserved(admission, (t, p) -> {
+        try {
+          return p.cost(request, response, t.permits());
+        } catch (RuntimeException e) {
+          LOG.warn("rate-limit rule '" + t.rule().name() + "': the cost after the response failed, so the "
+              + t.estimate() + " units reserved before it stand: " + e);
+          return t.estimate();
+        }
+      });
+    }
+
+    /**
+     * Settles the reservations at their estimates, for a request whose response is not known (it
+     * threw, or was cancelled): what it was charged before it ran stands, as it would when the
+     * reservations' ttl ended, but now, so that they are not held until then.
+     */
+    void keep(TallyRateLimits.Admission admission) {
+      forEachReserved(admission, (t, p) -> t.estimate());
+    }
+
+    /** Settles every reservation of {@code admission} at the cost {@code costOf} gives its target. */
+    private void forEachReserved(TallyRateLimits.Admission admission,
+        ToLongBiFunction<TallyRateLimits.Target, PostExecution> costOf) {
       int at = 0;
       for (int i = 0; i < targets.size(); i++) {
         TallyRateLimits.Target t = targets.get(i);
-        List<PolicyOutcome> outcomes = outcomesOf(verdict, at, t);
-        at += outcomes.size();
+        int policies = t.rule().policies().size();
+        List<Reservation> held = admission.reservations().subList(at, at + policies);
+        at += policies;
         PostExecution p = i < post.size() ? post.get(i) : null;
-        if (p == null) {
+        if (p == null || held.stream().allMatch(Objects::isNull)) {
           continue;
         }
-        try {
-          limits.settle(t, p.cost(request, response, t.permits()), outcomes);
-        } catch (RuntimeException e) {
-          LOG.warn("rate-limit rule '" + t.rule().name() + "': the charge after the response failed, so the "
-              + t.permits() + " units taken before it stand: " + e);
+        long cost = costOf.applyAsLong(t, p);
+        for (Reservation r : held) {
+          if (r != null) {
+            settle(t, r, cost);
+          }
         }
       }
     }
 
-    /** The outcomes of {@code t}'s policies, which start at {@code at} in {@code verdict}: one per policy, in order. */
-    private static List<PolicyOutcome> outcomesOf(RateLimitVerdict verdict, int at, TallyRateLimits.Target t) {
-      return verdict.outcomes().subList(at, at + t.rule().policies().size());
+    private static void settle(TallyRateLimits.Target t, Reservation r, long cost) {
+      try {
+        r.settle(cost); // settle(0) is cancel: the whole estimate comes back
+      } catch (ReservationGoneException e) {
+        LOG.warn("rate-limit rule '" + t.rule().name() + "': the response came after the reservation's ttl ("
+            + t.reservationTtl() + ", reservation-ttl), which settled it at its estimate, " + t.estimate()
+            + " units, in place of " + cost + ": give the rule a reservation-ttl longer than its slowest request");
+      } catch (RuntimeException e) {
+        LOG.warn("rate-limit rule '" + t.rule().name() + "': settling at " + cost + " units failed, so the "
+            + t.estimate() + " reserved stand (settled so when the reservation's ttl ends): " + e);
+      }
     }
   }
 

@@ -11,8 +11,6 @@ import java.util.concurrent.ConcurrentHashMap;
  * ({@code tally_ratelimit_decisions_total}), tagged {@code rule}, {@code policy} and
  * {@code outcome} ({@code allowed} or {@code denied}). Answers a failure policy gave for a
  * failed store are counted by {@link dev.tally.TallyMetrics} as {@code tally.failure.policy}.
- * Units a post-execution cost asked beyond what a policy had left are counted as
- * {@code tally.ratelimit.unpaid}, tagged {@code rule} and {@code policy}.
  */
 final class MicrometerDecisionMetrics implements TallyRateLimits.DecisionListener {
   private final MeterRegistry registry;
@@ -29,14 +27,5 @@ final class MicrometerDecisionMetrics implements TallyRateLimits.DecisionListene
         .description("Rate-limit decisions, by rule, policy and outcome")
         .tags("rule", rule, "policy", policy, "outcome", outcome)
         .register(registry)).increment();
-  }
-
-  @Override
-  public void onUnpaid(String rule, String policy, long units) {
-    counters.computeIfAbsent(rule + '\0' + policy + "\0unpaid", k -> Counter.builder("tally.ratelimit.unpaid")
-        .description("Units a post-execution cost asked beyond what was left, forgiven")
-        .baseUnit("units")
-        .tags("rule", rule, "policy", policy)
-        .register(registry)).increment((double) units);
   }
 }

@@ -24,7 +24,9 @@ import reactor.core.scheduler.Schedulers;
  * {@link ServletRateLimitFilter}. The store is asked on Reactor's bounded-elastic scheduler, so
  * that no event-loop thread waits on it. As on the servlet side, a {@link RateLimited} call on the
  * same request joins its policies to the filter's in the response, and a refusal there gives the
- * filter's units back ({@link JoinedVerdicts}).
+ * filter's units back ({@link JoinedVerdicts}). A rule charged after the response settles its
+ * reservations once the chain completes; a request that ends in an error or is cancelled keeps what
+ * it reserved.
  */
 public class ReactiveRateLimitFilter implements WebFilter, Ordered {
   private static final Log LOG = LogFactory.getLog(ReactiveRateLimitFilter.class);
@@ -62,7 +64,7 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
           if (matched.isEmpty()) {
             return ReactiveExchanges.within(exchange, chain.filter(exchange));
           }
-          return Mono.fromCallable(() -> (Object) limits.check(matched.targets()))
+          return Mono.fromCallable(() -> (Object) limits.admit(matched.targets()))
               .subscribeOn(Schedulers.boundedElastic())
               .onErrorResume(StoreException.class, Mono::just)
               .flatMap(outcome -> answer(exchange, chain, path, matched, outcome));
@@ -75,7 +77,8 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
       LOG.warn("rate-limit store failed; answering 503 (failure-policy throw): " + e);
       return write(exchange.getResponse(), HttpStatus.SERVICE_UNAVAILABLE, ProblemResponses.unavailableJson(path));
     }
-    RateLimitVerdict verdict = (RateLimitVerdict) outcome;
+    TallyRateLimits.Admission admission = (TallyRateLimits.Admission) outcome;
+    RateLimitVerdict verdict = admission.verdict();
     setFields(exchange.getResponse().getHeaders(), verdict);
     if (!verdict.allowed()) {
       return write(exchange.getResponse(), HttpStatus.valueOf(verdict.status()), verdict.problemJson(path));
@@ -83,22 +86,32 @@ public class ReactiveRateLimitFilter implements WebFilter, Ordered {
     // For @RateLimited on the handler: its policies join these in the response.
     JoinedVerdicts.Attributes attributes = ReactiveExchanges.attributes(exchange);
     JoinedVerdicts.filterAllowed(attributes, verdict);
-    return ReactiveExchanges.within(exchange, chain.filter(exchange)).then(Mono.defer(() -> {
+    Mono<Void> served = ReactiveExchanges.within(exchange, chain.filter(exchange));
+    if (matched.settlesAfter()) {
+      // No response to settle at (an error, or the client went away): the request keeps what it
+      // was charged before it ran.
+      served = served
+          .onErrorResume(e -> onStore(() -> matched.keep(admission)).then(Mono.error(e)))
+          .doOnCancel(() -> onStore(() -> matched.keep(admission)).subscribe());
+    }
+    return served.then(Mono.defer(() -> {
       ServerHttpResponse response = exchange.getResponse();
       int status = response.getStatusCode() == null ? 200 : response.getStatusCode().value();
       if (JoinedVerdicts.refusedAfterFilter(attributes) && status == 429) {
         // @RateLimited refused the request: as with one rule's policies, a refusal costs the others nothing.
-        return Mono.fromRunnable(() -> matched.giveBack(limits, verdict)).subscribeOn(Schedulers.boundedElastic())
-            .then();
+        return onStore(() -> matched.giveBack(limits, admission));
       }
       if (!matched.settlesAfter()) {
         return Mono.empty();
       }
-      // Settled once the chain completes normally; a request that ended in an error keeps its charge.
       RateLimitResponse answered = new RateLimitResponse(status, name -> response.getHeaders().getFirst(name));
-      return Mono.fromRunnable(() -> matched.settle(limits, verdict, answered)).subscribeOn(Schedulers.boundedElastic())
-          .then();
+      return onStore(() -> matched.settle(admission, answered));
     }));
+  }
+
+  /** {@code call}, run where a thread may wait on the store. */
+  private static Mono<Void> onStore(Runnable call) {
+    return Mono.fromRunnable(call).subscribeOn(Schedulers.boundedElastic()).then();
   }
 
   private static RateLimitRequest facts(ServerHttpRequest request, String principal) {

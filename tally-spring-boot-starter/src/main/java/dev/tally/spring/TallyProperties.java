@@ -422,24 +422,32 @@ public class TallyProperties {
 
     /**
      * SpEL over the response (getStatus(), header('X-Tokens'); the request is #request): the
-     * units taken before the request are given back after it unless this is true, e.g.
+     * units reserved before the request are given back after it unless this is true, e.g.
      * "getStatus() == 401" to count failed logins only.
      */
     private String postExecuteCondition;
 
     /**
-     * Response statuses that count, e.g. 401 or 401,403: the units taken before the request are
-     * given back after any other status. The short form of post-execute-condition.
+     * Response statuses that count, e.g. 401 or 401,403: the units reserved before the request
+     * are given back after any other status. The short form of post-execute-condition.
      */
     private List<Integer> chargeOnStatus = new ArrayList<>();
 
     /**
      * SpEL over the response giving the units the request costs once answered, e.g.
-     * "header('X-Tokens-Used')": the difference from permits is given back or taken after the
-     * response (what is no longer there is forgiven, and counted as
-     * tally.ratelimit.unpaid).
+     * "header('X-Tokens-Used')": the permits reserved before the request are settled at it after
+     * the response, the surplus given back or the excess taken into the limiter's debt, which
+     * delays later requests.
      */
     private String postExecuteCost;
+
+    /**
+     * How long a rule charged after the response (post-execute-cost, post-execute-condition or
+     * charge-on-status) holds its reservation: one not settled by then (the application stopped
+     * mid-request) is settled at its estimate, the permits. Longer than the slowest request; at
+     * most the store's operation-id retention, an hour.
+     */
+    private java.time.Duration reservationTtl;
 
     public String getExecuteCondition() {
       return executeCondition;
@@ -519,6 +527,14 @@ public class TallyProperties {
 
     public void setPostExecuteCost(String postExecuteCost) {
       this.postExecuteCost = postExecuteCost;
+    }
+
+    public java.time.Duration getReservationTtl() {
+      return reservationTtl;
+    }
+
+    public void setReservationTtl(java.time.Duration reservationTtl) {
+      this.reservationTtl = reservationTtl;
     }
   }
 }

@@ -452,6 +452,14 @@ class TallyAutoConfigurationTest {
         "tally.filter.rules[0]: give either post-execute-condition or charge-on-status");
     assertStartupFails(web.withPropertyValues("tally.filter.rules[0].charge-on-status=42"),
         "tally.filter.rules[0].charge-on-status: 42 is not an HTTP status");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].post-execute-cost=header('X-Cost')",
+        "tally.filter.rules[0].reservation-ttl=0s"),
+        "tally.filter.rules[0].reservation-ttl must be positive");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].charge-on-status=401",
+        "tally.filter.rules[0].reservation-ttl=2h"),
+        "tally.filter.rules[0].reservation-ttl (PT2H) must not exceed the store's operation-id retention (PT1H)");
+    assertStartupFails(web.withPropertyValues("tally.filter.rules[0].reservation-ttl=1m"),
+        "tally.filter.rules[0].reservation-ttl applies to a rule charged after the response");
     assertStartupFails(web.withPropertyValues("tally.filter.rules[1].plans.free.limit=token-bucket 1/1s"),
         "tally.filter.rules[1].plans needs plan");
     assertStartupFails(web.withPropertyValues("tally.filter.rules[1].plan=header('X-Plan')",

@@ -44,6 +44,15 @@ public class ReactiveApp {
           : ResponseEntity.status(401).body("wrong password"));
     }
 
+    /** Costs what the X-Tokens-Used response header says (post-execute-cost); fails if asked to. */
+    @GetMapping("/tokens")
+    Mono<ResponseEntity<String>> tokens(@RequestParam long used, @RequestParam(defaultValue = "false") boolean fail) {
+      if (fail) {
+        return Mono.error(new IllegalStateException("the model call failed"));
+      }
+      return Mono.just(ResponseEntity.ok().header("X-Tokens-Used", Long.toString(used)).body("used " + used));
+    }
+
     /** Limited twice: by the filter rule "both" and by this annotation. */
     @GetMapping("/api/both/{user}")
     @RateLimited(limits = "token-bucket 2/1d", key = "#user")

@@ -2,6 +2,7 @@ package dev.tally.spring.reactive;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tally.Tally;
 import dev.tally.spring.Http;
 import dev.tally.spring.TallyRateLimits;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -36,6 +37,9 @@ class ReactiveAppTest {
 
   @Autowired
   TallyRateLimits limits;
+
+  @Autowired
+  Tally tally;
 
   Http http;
 
@@ -169,6 +173,35 @@ class ReactiveAppTest {
         .isEqualTo(401);
     assertThat(http.post("/login", "X-User", "bob", "X-Password", "wrong", "X-Trusted", "no").statusCode())
         .isEqualTo(429);
+  }
+
+  /**
+   * A cost above the estimate is taken into debt, which the next request waits out; a call that
+   * ends in an error keeps its estimate, and its reservation is closed at once.
+   */
+  @Test
+  void aCostAboveTheEstimateIsTakenIntoDebtAndAFailedCallKeepsItsEstimate() {
+    assertThat(http.get("/tokens?used=1", "X-User", "ida").statusCode()).isEqualTo(200);
+    awaitAvailable("tokens", "ida", 9);
+    assertThat(http.get("/tokens?used=0&fail=true", "X-User", "ida").statusCode()).isEqualTo(500);
+    awaitAvailable("tokens", "ida", 7);
+    awaitNoReservations();
+
+    // 15 used, 7 left: a debt of 8, then the 2 of a call's estimate, a token every 8640 s.
+    assertThat(http.get("/tokens?used=15", "X-User", "ida").statusCode()).isEqualTo(200);
+    awaitNoReservations();
+    HttpResponse<String> refused = http.get("/tokens?used=1", "X-User", "ida");
+    assertThat(refused.statusCode()).isEqualTo(429);
+    // The clock runs: the debt is repaid by the milliseconds since, and Retry-After rounds up.
+    assertThat(Long.parseLong(header(refused, "Retry-After"))).isBetween(10 * 8640L - 5, 10 * 8640L);
+  }
+
+  private void awaitNoReservations() {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    while (!tally.counters().keys("tally:hold:").isEmpty() && System.nanoTime() < deadline) {
+      java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+    }
+    assertThat(tally.counters().keys("tally:hold:")).as("reservations held").isEmpty();
   }
 
   /** Waits until what is settled after a response has reached the limiter. */

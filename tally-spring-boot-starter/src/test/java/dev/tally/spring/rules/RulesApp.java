@@ -7,6 +7,7 @@ import dev.tally.spring.RateLimited;
 import dev.tally.spring.TallyRateLimits;
 import dev.tally.tck.ManualTimeSource;
 import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -34,12 +35,12 @@ public class RulesApp {
   }
 
   @Bean
-  LoginGate loginGate() {
-    return new LoginGate();
+  Gate gate() {
+    return new Gate();
   }
 
-  /** Holds failed logins inside the handler until the test opens it, so that they overlap. */
-  public static final class LoginGate {
+  /** Holds failed logins and model calls inside the handler until the test opens it, so that they overlap. */
+  public static final class Gate {
     private volatile CountDownLatch latch = new CountDownLatch(0);
 
     public void close() {
@@ -60,9 +61,9 @@ public class RulesApp {
   @RestController
   static class Api {
     private final TallyRateLimits limits;
-    private final LoginGate gate;
+    private final Gate gate;
 
-    Api(TallyRateLimits limits, LoginGate gate) {
+    Api(TallyRateLimits limits, Gate gate) {
       this.limits = limits;
       this.gate = gate;
     }
@@ -82,6 +83,23 @@ public class RulesApp {
     @GetMapping("/tokens")
     ResponseEntity<String> tokens(@RequestParam long used) {
       return ResponseEntity.ok().header("X-Tokens-Used", Long.toString(used)).body("used " + used);
+    }
+
+    /**
+     * A model call that used {@code used} tokens, known only once it ends (post-execute-cost, on an
+     * estimate of permits): it waits at the gate, so that calls overlap.
+     */
+    @GetMapping("/llm")
+    ResponseEntity<String> llm(@RequestParam long used) throws InterruptedException {
+      gate.pass();
+      return ResponseEntity.ok().header("X-Tokens-Used", Long.toString(used)).body("used " + used);
+    }
+
+    /** The model call, answered asynchronously: its cost is known once the request completes. */
+    @GetMapping("/llm-async")
+    CompletableFuture<ResponseEntity<String>> llmAsync(@RequestParam long used) {
+      return CompletableFuture.supplyAsync(
+          () -> ResponseEntity.ok().header("X-Tokens-Used", Long.toString(used)).body("used " + used));
     }
 
     /** Limited by a filter rule and by its own annotation. */

@@ -3,11 +3,13 @@ package dev.tally.spring.rules;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tally.Tally;
+import dev.tally.TimeSource;
 import dev.tally.spring.Http;
 import dev.tally.spring.RateLimitExceededException;
 import dev.tally.spring.RateLimitVerdict;
 import dev.tally.spring.TallyRateLimits;
-import io.micrometer.core.instrument.MeterRegistry;
+import dev.tally.tck.ManualTimeSource;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -22,8 +24,11 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.ActiveProfiles;
@@ -38,7 +43,13 @@ import tools.jackson.databind.ObjectMapper;
 @SpringBootTest(classes = RulesApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @ActiveProfiles("rules")
 @DirtiesContext
+@ExtendWith(OutputCaptureExtension.class)
 class RulesAppTest {
+  /** One token of the rule llm (token-bucket 100/1d) comes back every 864 s. */
+  static final long LLM_TOKEN_SECONDS = 86_400 / 100;
+  /** One token of the rule tokens (token-bucket 10/1d) comes back every 8640 s. */
+  static final long TOKEN_SECONDS = 86_400 / 10;
+
   static final ObjectMapper JSON = new ObjectMapper();
 
   @LocalServerPort
@@ -48,10 +59,13 @@ class RulesAppTest {
   TallyRateLimits limits;
 
   @Autowired
-  RulesApp.LoginGate gate;
+  RulesApp.Gate gate;
 
   @Autowired
-  MeterRegistry registry;
+  Tally tally;
+
+  @Autowired
+  TimeSource clock;
 
   Http http;
 
@@ -127,23 +141,117 @@ class RulesAppTest {
     assertThat(http.post("/login", "X-User", "eve", "X-Password", "wrong").statusCode()).isEqualTo(401);
   }
 
+  /** Waits until the settlement after a response has put the limiter {@code seconds} from its next unit. */
+  void awaitRetryAfter(String rule, String key, long seconds) {
+    Supplier<Long> retryAfter = () -> {
+      dev.tally.Decision next = limits.limiter(rule, key).peek();
+      return next.allowed() ? 0L : next.retryAfter().toSeconds();
+    };
+    assertThat(await(retryAfter, seconds)).as("seconds until %s has a unit for %s", rule, key).isEqualTo(seconds);
+  }
+
   @Test
-  void aCostExpressionGivesBackOrTakesMoreAndForgivesWhatIsNotThere() {
+  void aCostExpressionGivesBackTheSurplusAndTakesTheExcessIntoDebt() {
     HttpResponse<String> four = http.get("/tokens?used=4", "X-User", "carol");
     assertThat(four.statusCode()).isEqualTo(200);
-    // The fields tell the state on admission: one unit taken.
+    // The fields tell the state on admission: one unit reserved.
     assertThat(header(four, "RateLimit")).startsWith("\"tokens\";r=9;");
     awaitAvailable("tokens", "carol", 6);
 
     assertThat(header(http.get("/tokens?used=0", "X-User", "carol"), "RateLimit")).startsWith("\"tokens\";r=5;");
     awaitAvailable("tokens", "carol", 6);
 
-    assertThat(http.get("/tokens?used=20", "X-User", "carol").statusCode()).isEqualTo(200);
-    awaitAvailable("tokens", "carol", 0);
-    // 19 more asked, 5 left: 14 forgiven (counted just after the units are taken).
-    assertThat(await(() -> registry.find("tally.ratelimit.unpaid").tags("rule", "tokens", "policy", "tokens")
-        .counters().stream().mapToDouble(c -> c.count()).sum(), 14.0)).isEqualTo(14.0);
-    assertThat(http.get("/tokens?used=1", "X-User", "carol").statusCode()).isEqualTo(429);
+    // 12 used, 6 left: the 6 beyond are taken into debt, which the next request waits out on top
+    // of an empty bucket's wait (8640 s): 7 tokens' worth.
+    assertThat(http.get("/tokens?used=12", "X-User", "carol").statusCode()).isEqualTo(200);
+    awaitRetryAfter("tokens", "carol", 7 * TOKEN_SECONDS);
+    HttpResponse<String> refused = http.get("/tokens?used=1", "X-User", "carol");
+    assertThat(refused.statusCode()).isEqualTo(429);
+    assertThat(header(refused, "Retry-After")).isEqualTo(Long.toString(7 * TOKEN_SECONDS));
+
+    // A debt goes at most one full limit below empty: 25 used of a full 10 leave a debt of 10, not 15.
+    assertThat(http.get("/tokens?used=25", "X-User", "dave").statusCode()).isEqualTo(200);
+    awaitRetryAfter("tokens", "dave", 11 * TOKEN_SECONDS);
+    assertThat(header(http.get("/tokens?used=1", "X-User", "dave"), "Retry-After"))
+        .isEqualTo(Long.toString(11 * TOKEN_SECONDS));
+  }
+
+  /**
+   * Twenty model calls at once, estimated at 20 tokens each against 100 a day: the five whose
+   * estimates fit are let through, the fifteen others refused while those run; then each of the
+   * five is charged what it really used (21 to 40 tokens, 115 to 190 in all), the excess over 100
+   * as debt.
+   */
+  @Test
+  void twentyConcurrentCallsLetThroughWhatTheEstimatesAllowAndAreChargedTheirRealCosts() throws Exception {
+    gate.close();
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(Duration.ofSeconds(10)).build();
+    CountDownLatch answered = new CountDownLatch(15);
+    List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      HttpRequest call = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/llm?used=" + (21 + i)))
+          .header("X-User", "fay").timeout(Duration.ofSeconds(60)).GET().build();
+      CompletableFuture<HttpResponse<String>> sent = client.sendAsync(call, HttpResponse.BodyHandlers.ofString());
+      sent.thenRun(answered::countDown);
+      calls.add(sent);
+    }
+    // The five admitted wait in the handler, holding their estimates, while the other 15 are answered.
+    boolean fifteenAnswered = answered.await(30, TimeUnit.SECONDS);
+    List<Integer> early = calls.stream().filter(CompletableFuture::isDone).map(c -> c.join().statusCode()).toList();
+    gate.open();
+    assertThat(fifteenAnswered).as("15 answered while 5 were in the handler; answered early: %s", early).isTrue();
+    assertThat(early).hasSize(15).containsOnly(429);
+    long used = 0;
+    int served = 0;
+    for (int i = 0; i < 20; i++) {
+      if (calls.get(i).join().statusCode() == 200) {
+        served++;
+        used += 21 + i;
+      }
+    }
+    assertThat(served).isEqualTo(5);
+
+    // 100 - used tokens left: a debt of used - 100, then one token to wait for, or the 20 of a
+    // call's estimate.
+    awaitRetryAfter("llm", "fay", (used - 100 + 1) * LLM_TOKEN_SECONDS);
+    HttpResponse<String> after = http.get("/llm?used=1", "X-User", "fay");
+    assertThat(after.statusCode()).isEqualTo(429);
+    assertThat(header(after, "Retry-After")).isEqualTo(Long.toString((used - 100 + 20) * LLM_TOKEN_SECONDS));
+    assertThat(tally.counters().keys("tally:hold:")).as("every reservation settled").isEmpty();
+  }
+
+  @Test
+  void anAsynchronousCallIsSettledWhenItCompletes() {
+    HttpResponse<String> call = http.get("/llm-async?used=5", "X-User", "hal");
+    assertThat(call.statusCode()).isEqualTo(200);
+    assertThat(header(call, "RateLimit")).as("the estimate reserved").startsWith("\"llm\";r=80;");
+    awaitAvailable("llm", "hal", 95);
+    assertThat(tally.counters().keys("tally:hold:")).isEmpty();
+  }
+
+  /**
+   * A call still running when its reservation's ttl (10 s) ends, as one whose application stopped
+   * would be: its reservation is settled at its estimate by itself, and the settlement that comes
+   * after is refused, leaving the estimate charged.
+   */
+  @Test
+  void aReservationNotSettledWithinItsTtlIsChargedItsEstimate(CapturedOutput output) throws Exception {
+    gate.close();
+    CompletableFuture<HttpResponse<String>> call = CompletableFuture.supplyAsync(
+        () -> http.get("/llm?used=3", "X-User", "gus"));
+    awaitAvailable("llm", "gus", 80);
+    assertThat(tally.counters().keys("tally:hold:")).as("the call's reservation").hasSize(1);
+
+    ((ManualTimeSource) clock).advance(Duration.ofSeconds(11));
+    assertThat(tally.counters().keys("tally:hold:")).as("expired: settled at the estimate").isEmpty();
+    assertThat(limits.limiter("llm", "gus").available()).isEqualTo(80);
+
+    gate.open();
+    assertThat(call.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+    assertThat(await(() -> output.getOut().contains("the response came after the reservation's ttl (PT10S"), true))
+        .as("the late settlement refused and logged").isTrue();
+    assertThat(limits.limiter("llm", "gus").available()).as("the estimate, not the 3 used").isEqualTo(80);
   }
 
   @Test
