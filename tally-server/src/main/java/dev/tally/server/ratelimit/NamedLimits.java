@@ -32,7 +32,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * would if Envoy, failing open, let a refused name through. The limit is part of the name, so a
  * reload that changes a limit takes effect at once, on a fresh window.
  *
- * <p>A limit without room takes nothing (envoyproxy/ratelimit counts refused hits too). With
+ * <p>A limit without room takes nothing (envoyproxy/ratelimit counts refused hits too), except a
+ * rule with {@code charge_hits}, whose hits are a cost already incurred (Envoy sends it at stream
+ * end): they are charged into the window's bounded debt, and its checks (0 hits) refuse while
+ * nothing is left. With
  * {@linkplain #NamedLimits(Tally, Rules, boolean) all or nothing}, the descriptors that can refuse
  * the request on their own take their hits in one joint decision ({@link Tally#decideAsync}); the
  * others are decided after it, each alone, taking hits only if it granted. No thread waits for
@@ -224,8 +227,8 @@ public final class NamedLimits {
       for (int i = 0; i < n; i++) {
         Rule r = matched[i];
         long h = hits(descriptors.get(i), hits);
-        if (r == null || r.unlimited() || r.shadowMode() || r.quotaMode()) {
-          continue;
+        if (r == null || r.unlimited() || r.shadowMode() || r.quotaMode() || r.chargeHits()) {
+          continue; // none of these refuses the request alone by taking its hits
         }
         // a limit of 0 refuses the request whatever the others say: then nobody takes anything
         refused |= r.requestsPerUnit() == 0;
@@ -245,37 +248,15 @@ public final class NamedLimits {
       return CompletableFuture.failedFuture(e);
     }
     Status[] statuses = new Status[n];
-    CompletionStage<Boolean> first;
-    if (refused || limiters.isEmpty()) {
-      first = CompletableFuture.completedFuture(!refused);
-    } else {
-      CompletionStage<dev.tally.JointDecision> decided;
-      try {
-        decided = tally.decideAsync(limiters, jointHits);
-      } catch (IllegalArgumentException e) { // more keys than the store decides at once, say
-        decided = CompletableFuture.failedFuture(e);
-      }
-      first = decided.handle((d, failure) -> {
-        Throwable cause = failure == null ? null : Stages.unwrap(failure);
-        // A name that holds a counter, or a set the store cannot decide jointly (too many keys):
-        // refused, never the error that Envoy, failing open, would let through. Store failures are
-        // the request's.
-        if (cause != null && !(cause instanceof dev.tally.WrongKindException)
-            && !(cause instanceof IllegalArgumentException)) {
-          throw Stages.unchecked(failure);
-        }
-        for (int j = 0; j < joint.size(); j++) {
-          Rule r = matched[joint.get(j)];
-          statuses[joint.get(j)] = cause == null ? decided(names.get(j), r, d.decision(j))
-              : new Status(Code.OVER_LIMIT, r, 0, windowLeft(r.unit()), names.get(j), -1);
-        }
-        if (cause != null) { // as a descriptor alone: refused, not a failure Envoy lets through
-          warnOnce("refused " + names, "the limiters " + names + " cannot decide (" + cause.getMessage()
-              + "); their requests are answered OVER_LIMIT until that is fixed");
-        }
-        return cause == null && d.allowed();
-      });
-    }
+    long finalJointHits = jointHits;
+    boolean refusedByZero = refused;
+    // A charged rule's check (0 hits) refuses the request when nothing is left: asked before the
+    // joint decision, so that such a refusal takes nothing from the others either.
+    CompletionStage<Boolean> checks = refused ? CompletableFuture.completedFuture(false)
+        : chargedChecks(domain, descriptors, hits, set, matched, overridden, counted, statuses);
+    CompletionStage<Boolean> first = checks.thenCompose(roomLeft -> !roomLeft || limiters.isEmpty()
+        ? CompletableFuture.completedFuture(roomLeft && !refusedByZero)
+        : jointDecision(limiters, finalJointHits, joint, names, matched, statuses));
     return first.thenCompose(granted -> {
       List<CompletableFuture<Status>> rest = new ArrayList<>(n);
       for (int i = 0; i < n; i++) {
@@ -285,6 +266,66 @@ public final class NamedLimits {
       }
       return CompletableFuture.allOf(rest.toArray(CompletableFuture[]::new))
           .thenApply(v -> outcome(domain, known, rest.stream().map(CompletableFuture::join).toList()));
+    });
+  }
+
+  /**
+   * The checks (0 hits) of the charged rules among {@code matched}, their statuses put in
+   * {@code statuses}: whether each has something left.
+   */
+  private CompletionStage<Boolean> chargedChecks(String domain, List<Descriptor> descriptors, long hits,
+      RuleSet set, Rule[] matched, boolean[] overridden, List<List<Entry>> counted, Status[] statuses) {
+    List<CompletableFuture<Status>> checks = new ArrayList<>();
+    List<Integer> at = new ArrayList<>();
+    for (int i = 0; i < matched.length; i++) {
+      Rule r = matched[i];
+      if (r != null && r.chargeHits() && !r.shadowMode() && hits(descriptors.get(i), hits) == 0) {
+        at.add(i);
+        checks.add(status(overridden[i] ? null : set, domain, counted.get(i), r, 0, null).toCompletableFuture());
+      }
+    }
+    if (checks.isEmpty()) {
+      return CompletableFuture.completedFuture(true);
+    }
+    return CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new)).thenApply(v -> {
+      boolean roomLeft = true;
+      for (int j = 0; j < checks.size(); j++) {
+        Status s = checks.get(j).join();
+        statuses[at.get(j)] = s;
+        roomLeft &= s.code() == Code.OK || s.rule().quotaMode();
+      }
+      return roomLeft;
+    });
+  }
+
+  /** The joint decision of the descriptors that can refuse alone, their statuses put in {@code statuses}. */
+  private CompletionStage<Boolean> jointDecision(List<RateLimiter> limiters, long jointHits, List<Integer> joint,
+      List<String> names, Rule[] matched, Status[] statuses) {
+    CompletionStage<dev.tally.JointDecision> decided;
+    try {
+      decided = tally.decideAsync(limiters, jointHits);
+    } catch (IllegalArgumentException e) { // more keys than the store decides at once, say
+      decided = CompletableFuture.failedFuture(e);
+    }
+    return decided.handle((d, failure) -> {
+      Throwable cause = failure == null ? null : Stages.unwrap(failure);
+      // A name that holds a counter, or a set the store cannot decide jointly (too many keys):
+      // refused, never the error that Envoy, failing open, would let through. Store failures are
+      // the request's.
+      if (cause != null && !(cause instanceof dev.tally.WrongKindException)
+          && !(cause instanceof IllegalArgumentException)) {
+        throw Stages.unchecked(failure);
+      }
+      for (int j = 0; j < joint.size(); j++) {
+        Rule r = matched[joint.get(j)];
+        statuses[joint.get(j)] = cause == null ? decided(names.get(j), r, d.decision(j))
+            : new Status(Code.OVER_LIMIT, r, 0, windowLeft(r.unit()), names.get(j), -1);
+      }
+      if (cause != null) { // as a descriptor alone: refused, not a failure Envoy lets through
+        warnOnce("refused " + names, "the limiters " + names + " cannot decide (" + cause.getMessage()
+            + "); their requests are answered OVER_LIMIT until that is fixed");
+      }
+      return cause == null && d.allowed();
     });
   }
 
@@ -368,9 +409,14 @@ public final class NamedLimits {
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return limiter.async().decide(hits).handle((decision, failure) -> {
+    // A charged rule's hits are a cost already incurred (Envoy sends it at stream end): they land
+    // whether or not they fit, and its check (0 hits) refuses once nothing is left.
+    boolean charging = rule.chargeHits() && hits > 0;
+    boolean checkingCharged = rule.chargeHits() && hits == 0;
+    CompletionStage<Decision> step = charging ? limiter.async().charge(hits) : limiter.async().decide(hits);
+    return step.handle((decision, failure) -> {
       if (failure == null) {
-        return decided(name, rule, decision);
+        return decided(name, rule, decision, checkingCharged && decision.remaining() == 0);
       }
       Throwable cause = Stages.unwrap(failure);
       if (!(cause instanceof dev.tally.WrongKindException)) { // store failures, a reused id: the request's
@@ -402,6 +448,11 @@ public final class NamedLimits {
   }
 
   private Status decided(String name, Rule rule, Decision d) {
+    return decided(name, rule, d, false);
+  }
+
+  /** {@code spent}: over the limit though {@code d} allowed, a charged rule's check with nothing left. */
+  private Status decided(String name, Rule rule, Decision d, boolean spent) {
     // The reset of the limit whose remaining and limit these are: a limiter whose stored state
     // has several limits (reconfigured by hand) resets as a whole later than its deciding limit.
     long reset = decidingLimit(d).resetAfterNanos();
@@ -410,8 +461,9 @@ public final class NamedLimits {
           ? d.retryAfterNanos() : windowLeft(rule.unit());
     }
     // over its limit, nothing is left to the caller, whatever a smaller request could still take
-    Status s = new Status(d.allowed() ? Code.OK : Code.OVER_LIMIT, rule,
-        d.allowed() ? Math.min(d.remaining(), MAX_UINT32) : 0, reset, name, d.limit());
+    boolean allowed = d.allowed() && !spent;
+    Status s = new Status(allowed ? Code.OK : Code.OVER_LIMIT, rule,
+        allowed ? Math.min(d.remaining(), MAX_UINT32) : 0, reset, name, d.limit());
     if (s.storedDiffers()) {
       warnOnce(name, "limiter '" + name + "' holds a stored limit of " + d.limit() + ", not the "
           + rule.describe() + " of " + rule.source() + ": the stored limits decide, as for every"

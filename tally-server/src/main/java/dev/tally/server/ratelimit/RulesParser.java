@@ -26,7 +26,9 @@ import java.util.Set;
  * Keys envoyproxy/ratelimit reads for its metrics and tools ({@code detailed_metric},
  * {@code value_to_metric}, {@code metadata}) are accepted and named once per file in the log with
  * what Tally does with them; {@code share_threshold} makes a wildcard's values share one count,
- * and {@code quota_mode} makes a limit one of the request's quotas, as there.
+ * and {@code quota_mode} makes a limit one of the request's quotas, as there. Tally's own
+ * {@code charge_hits} charges a limit's hits whether or not they fit (docs/envoy.md, "Costs known
+ * at stream end").
  */
 final class RulesParser {
   private static final YAMLFactory YAML = YAMLFactory.builder().build();
@@ -44,7 +46,7 @@ final class RulesParser {
   private static final Set<String> DESCRIPTOR_KEYS = Set.of("key", "value", "rate_limit", "descriptors",
       "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "quota_mode", "metadata");
   private static final Set<String> RATE_LIMIT_KEYS = Set.of("unit", "requests_per_unit", "unlimited", "name",
-      "replaces", "quota_mode", "metadata", "detailed_metric");
+      "replaces", "quota_mode", "metadata", "detailed_metric", "charge_hits");
 
   private final String file;
   /** The keys of {@link #NOTED_KEYS} this file uses, logged once it is read. */
@@ -219,7 +221,11 @@ final class RulesParser {
     String name = m.values().get("name") == null ? null : scalar(m.values().get("name"), "name");
     List<String> replaces = replaces(m.values().get("replaces"), name);
     String source = file + ":" + line;
+    boolean charged = bool(m, "charge_hits");
     if (unlimited) {
+      if (charged) {
+        throw error(line, "an unlimited rate_limit has nothing to charge: remove 'charge_hits'");
+      }
       if (unitValue != null || rpuValue != null) {
         throw error(line, "a rate_limit with 'unlimited: true' takes neither 'unit' nor"
             + " 'requests_per_unit'; remove them, or remove 'unlimited'");
@@ -245,7 +251,11 @@ final class RulesParser {
       throw error(rpuValue.line(), "requests_per_unit must be a whole number from 0 to "
           + MAX_UINT32 + ", not " + describe(rpuValue));
     }
-    return new Rule(n.longValue(), unit, false, shadow, name, replaces, path, source, quota);
+    if (charged && n.longValue() == 0) {
+      throw error(line, "a rate_limit of 0 refuses every request and takes no debt: remove"
+          + " 'charge_hits', or give it a limit");
+    }
+    return new Rule(n.longValue(), unit, false, shadow, name, replaces, path, source, quota, charged);
   }
 
   private List<String> replaces(Value v, String ownName) throws RulesException {

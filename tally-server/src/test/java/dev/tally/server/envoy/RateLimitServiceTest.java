@@ -309,6 +309,54 @@ class RateLimitServiceTest {
     }
   }
 
+  static final String CHARGED_RULES = """
+      domain: edge
+      descriptors:
+        - key: tokens
+          rate_limit: {unit: minute, requests_per_unit: 100, charge_hits: true}
+        - key: path
+          rate_limit: {unit: minute, requests_per_unit: 5}
+      """;
+
+  /**
+   * A rule with {@code charge_hits}, as Envoy Gateway limits tokens per minute: the request checks
+   * (its descriptor's hits_addend 0) and the response's cost arrives at stream end
+   * ({@code apply_on_stream_done}). The cost lands whether or not it fits, into the window's debt,
+   * and checks are refused until the window that holds the debt ends; each descriptor alone, and
+   * all or nothing, where a spent check takes nothing from the request's other descriptors.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"mem:", "file:"})
+  void aCostSentAtStreamEndIsChargedWhetherOrNotItFitsAndRefusesLaterChecks(String store, @TempDir Path dir)
+      throws Exception {
+    for (boolean allOrNothing : new boolean[] {false, true}) {
+      try (Env env = new Env(store, dir.resolve(String.valueOf(allOrNothing)), CHARGED_RULES, null, allOrNothing)) {
+        Descriptor check = new Descriptor(List.of(new Entry("tokens", "user-7")), null, 0L);
+        Descriptor path = d("path", "/chat");
+        assertThat(env.call(check, path).getOverallCode()).isEqualTo(Code.OK);
+        RateLimitResponse streamEnd = env.call(new Descriptor(check.entries(), null, 70L));
+        assertThat(streamEnd.getOverallCode()).isEqualTo(Code.OK);
+        assertThat(streamEnd.getStatuses(0).getLimitRemaining()).isEqualTo(30);
+        assertThat(env.call(check, path).getOverallCode()).as("30 left: checked through").isEqualTo(Code.OK);
+
+        RateLimitResponse beyond = env.call(new Descriptor(check.entries(), null, 150L));
+        assertThat(beyond.getOverallCode()).as("a cost is never refused").isEqualTo(Code.OK);
+        assertThat(beyond.getStatuses(0).getLimitRemaining()).isZero();
+        RateLimitResponse spent = env.call(check, path);
+        assertThat(spent.getOverallCode()).isEqualTo(Code.OVER_LIMIT);
+        assertThat(spent.getStatuses(0).getCode()).isEqualTo(Code.OVER_LIMIT);
+        // what the path's limit holds, read by a check: all or nothing, the spent check took nothing
+        Descriptor pathCheck = new Descriptor(path.entries(), null, 0L);
+        assertThat(env.call(pathCheck).getStatuses(0).getLimitRemaining()).as("all or nothing: " + allOrNothing)
+            .isEqualTo(allOrNothing ? 3 : 2);
+
+        env.clock.advance(Duration.ofMinutes(1)); // the window ends, and its debt with it
+        assertThat(env.call(check).getOverallCode()).isEqualTo(Code.OK);
+        assertThat(env.call(check).getStatuses(0).getLimitRemaining()).isEqualTo(100);
+      }
+    }
+  }
+
   /**
    * By default each descriptor counts alone, as envoyproxy/ratelimit counts: a request refused by
    * one descriptor still takes from the others that have room. All or nothing, it takes nothing

@@ -186,6 +186,15 @@ class RulesTest {
     refused("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unlimited: true, unit: day}\n",
         "test.yaml:4: a rate_limit with 'unlimited: true' takes neither 'unit' nor"
             + " 'requests_per_unit'; remove them, or remove 'unlimited'");
+    refused("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unlimited: true, charge_hits: true}\n",
+        "test.yaml:4: an unlimited rate_limit has nothing to charge: remove 'charge_hits'");
+    refused("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: day, requests_per_unit: 0,"
+            + " charge_hits: true}\n",
+        "test.yaml:4: a rate_limit of 0 refuses every request and takes no debt: remove 'charge_hits',"
+            + " or give it a limit");
+    refused("domain: d\ndescriptors:\n  - key: a\n    charge_hits: true\n",
+        "test.yaml:4: unknown key 'charge_hits' in a descriptor; expected descriptors, detailed_metric, key,"
+            + " metadata, quota_mode, rate_limit, shadow_mode, share_threshold, value, value_to_metric");
     refused("domain: d\ndescriptors:\n  - key: a\n    value: x\n  - key: a\n    value: x\n",
         "test.yaml:5: descriptor a=x is defined twice at this level (first on line 3); merge the"
             + " two");
