@@ -468,7 +468,7 @@ class HttpApiIT {
         checked++;
       }
     }
-    assertThat(checked).isEqualTo(28);
+    assertThat(checked).isEqualTo(31);
   }
 
   @Test
