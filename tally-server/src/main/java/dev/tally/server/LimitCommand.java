@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
-import java.util.function.BiFunction;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -105,21 +104,27 @@ final class LimitCommand {
   private static final String NAME = "The limiter, e.g. api:user:42; - reads names from stdin,"
       + " one per line (-- - for a limiter named -).";
 
-  private int run(String name, BiFunction<TallyApp, String, CompletionStage<LimiterDecision>> call) {
-    return run(name, call, true);
+  /** A limiter call on one name, on the app giving the limits their version. */
+  @FunctionalInterface
+  private interface LimiterCall {
+    CompletionStage<LimiterDecision> call(TallyApp app, String name, List<LimitSpec> specs);
+  }
+
+  private int run(String name, Limits limits, LimiterCall call) {
+    return run(name, limits, call, true);
   }
 
   /**
    * Runs a limiter call on {@code name} (or the names of stdin); with {@code noteDiffering}, a
    * decision made by stored limits other than the ones given says so on stderr.
    */
-  private int run(String name, BiFunction<TallyApp, String, CompletionStage<LimiterDecision>> call,
-      boolean noteDiffering) {
+  private int run(String name, Limits limits, LimiterCall call, boolean noteDiffering) {
+    List<LimitSpec> specs = limits.specs();
     // The note below tells the user; the library's own log line about the same limits would say it
     // twice. Held in a field: java.util.logging forgets the level of a logger nobody references.
     quietLimitsLog = java.util.logging.Logger.getLogger("dev.tally.limits");
     quietLimitsLog.setLevel(java.util.logging.Level.OFF);
-    return root.runEach(name, StdinArgument.What.NAMES, call, d -> {
+    return root.runEach(name, StdinArgument.What.NAMES, (app, n) -> call.call(limits.on(app), n, specs), d -> {
       String note = note(d, noteDiffering);
       if (note != null) {
         root.spec.commandLine().getErr().println(note);
@@ -189,8 +194,7 @@ final class LimitCommand {
       @Mixin Limits limits,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.TRY, n, specs, permits));
+    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.TRY, n, specs, permits));
   }
 
   @Command(name = "acquire", mixinStandardHelpOptions = true,
@@ -202,15 +206,13 @@ final class LimitCommand {
           description = "How many to take (default 1).") long permits,
       @Option(names = "--max-wait", paramLabel = "DURATION", defaultValue = "0s",
           description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).acquire(n, specs, permits, maxWait));
+    return run(name, limits, (app, n, specs) -> app.acquire(n, specs, permits, maxWait));
   }
 
   @Command(name = "peek", mixinStandardHelpOptions = true,
       description = "Print what is available now, taking nothing.")
   int peek(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.PEEK, n, specs, 0));
+    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.PEEK, n, specs, 0));
   }
 
   @Command(name = "refund", mixinStandardHelpOptions = true,
@@ -219,15 +221,13 @@ final class LimitCommand {
       @Parameters(paramLabel = "NAME", description = NAME) String name,
       @Mixin Limits limits,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1") long permits) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.REFUND, n, specs, permits));
+    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.REFUND, n, specs, permits));
   }
 
   @Command(name = "reset", mixinStandardHelpOptions = true,
       description = "Forget the limiter's state: it is full again.")
   int reset(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.RESET, n, specs, 0));
+    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.RESET, n, specs, 0));
   }
 
   @Command(name = "reconfigure", mixinStandardHelpOptions = true, description = {
@@ -235,8 +235,7 @@ final class LimitCommand {
       "print what is available under them."})
   int reconfigure(@Parameters(paramLabel = "NAME", description = NAME) String name,
       @Mixin Limits limits) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.RECONFIGURE, n, specs, 0));
+    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.RECONFIGURE, n, specs, 0));
   }
 
   @Command(name = "top-up", mixinStandardHelpOptions = true, description = {
@@ -254,7 +253,7 @@ final class LimitCommand {
           + " --quota 1000/month");
     }
     // A top-up's answer has the period's larger limit, by the units just added: no news to note.
-    return run(name, (app, n) -> limits.on(app).limiter(LimiterAction.TOP_UP, n, specs, units), false);
+    return run(name, limits, (app, n, given) -> app.limiter(LimiterAction.TOP_UP, n, given, units), false);
   }
 
   @Command(name = "reserve", mixinStandardHelpOptions = true, description = {
@@ -269,8 +268,7 @@ final class LimitCommand {
       @Option(names = "--ttl", paramLabel = "DURATION", required = true,
           description = "How long the reservation may stay open, e.g. 5m (at most the store's"
               + " operation-id retention, 1h by default).") Duration ttl) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).reserve(n, specs, estimate, ttl));
+    return run(name, limits, (app, n, specs) -> app.reserve(n, specs, estimate, ttl));
   }
 
   @Command(name = "settle", mixinStandardHelpOptions = true, description = {
@@ -283,8 +281,7 @@ final class LimitCommand {
           description = "The reservation's id, as reserve printed it.") String id,
       @Option(names = "--actual", paramLabel = "N", required = true,
           description = "What the work really cost (0 or more).") long actual) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).settle(n, specs, id, actual));
+    return run(name, limits, (app, n, specs) -> app.settle(n, specs, id, actual));
   }
 
   @Command(name = "cancel", mixinStandardHelpOptions = true, description = {
@@ -295,7 +292,6 @@ final class LimitCommand {
       @Mixin Limits limits,
       @Option(names = "--id", paramLabel = "ID", required = true,
           description = "The reservation's id, as reserve printed it.") String id) {
-    List<LimitSpec> specs = limits.specs();
-    return run(name, (app, n) -> limits.on(app).settle(n, specs, id, 0));
+    return run(name, limits, (app, n, specs) -> app.settle(n, specs, id, 0));
   }
 }
