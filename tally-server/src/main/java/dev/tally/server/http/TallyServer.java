@@ -106,16 +106,6 @@ public final class TallyServer implements AutoCloseable {
     }
 
     /**
-     * 127.0.0.1:8080, no token, one event loop per two cores, 64 KiB bodies, 10 s grace, 10 s to send
-     * a request, 60 s idle, no other host names, no CORS, no access log, cleartext.
-     */
-    public static Settings defaults() {
-      return new Settings("127.0.0.1", 8080, null, defaultThreads(), 64 * 1024,
-          Duration.ofSeconds(10), Duration.ofSeconds(10), Duration.ofSeconds(60), List.of(),
-          List.of(), false, null, null, false, CircuitBreaker.DEFAULT);
-    }
-
-    /**
      * Event-loop threads by default: one per two cores, at least one. The loops are not the only
      * threads that need the cores: the kernel's network path, the store's own client threads
      * (Lettuce's event loops, the pool's connections), the collector and the compiler run beside
