@@ -103,11 +103,23 @@ record Body(ObjectNode node, String where) {
   }
 
   String requiredString(String field, String example) {
-    String s = string(field);
-    if (s == null) {
-      throw new RequestException("missing field '" + where + field + "', e.g. " + example);
+    return require(field, ", e.g. " + example).string(field);
+  }
+
+  long requiredInteger(String field, String why) {
+    return require(field, why).integer(field, 0);
+  }
+
+  Number requiredNumber(String field, String why) {
+    return require(field, why).number(field, null);
+  }
+
+  /** This body, if {@code field} is given; else "missing field", and {@code why} says what it holds. */
+  private Body require(String field, String why) {
+    if (!has(field)) {
+      throw new RequestException("missing field '" + where + field + "'" + why);
     }
-    return s;
+    return this;
   }
 
   Duration duration(String field) {

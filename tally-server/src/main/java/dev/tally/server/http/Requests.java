@@ -232,13 +232,7 @@ final class Requests {
             + "'; expected incr, decr, put, delete or get");
       };
       Body.of(item, where, allowed);
-      Number value = null;
-      if (op.equals("put")) {
-        value = o.number("value", null);
-        if (value == null) {
-          throw new RequestException("missing field '" + where + "value'");
-        }
-      }
+      Number value = op.equals("put") ? o.requiredNumber("value", "") : null;
       list.add(new TxOp(op, key, o.number("delta", 1L), o.number("default", 0L), value,
           o.duration("ttl"), o.bool("mustExist", false)));
     }

@@ -135,14 +135,14 @@ final class Router {
     bodiless(t, counter, "GET", c -> c.app().get(c.var()));
     add(t, counter, "PUT", c -> {
       Body b = c.body("{\"value\": 5, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
-      return json(c, c.app().put(c.var(), value(b), b.duration("ttl")));
+      return json(c, c.app().put(c.var(), b.requiredNumber("value", ", e.g. {\"value\": 5}"), b.duration("ttl")));
     });
     bodiless(t, counter, "DELETE", c -> c.app().delete(c.var()));
     add(t, counter + "/incr", "POST", c -> increment(c, false));
     add(t, counter + "/decr", "POST", c -> increment(c, true));
     add(t, counter + "/add", "POST", c -> {
       Body b = c.body("{\"value\": 1000, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
-      return json(c, c.app().add(c.var(), value(b), b.duration("ttl")));
+      return json(c, c.app().add(c.var(), b.requiredNumber("value", ", e.g. {\"value\": 5}"), b.duration("ttl")));
     });
     bodiless(t, counter + "/pop", "POST", c -> c.app().pop(c.var()));
     add(t, counter + "/touch", "POST", c -> {
@@ -185,21 +185,16 @@ final class Router {
   private void reservationRoutes(Map<String, Route> t, String limiter) {
     add(t, limiter + "/reserve", "POST", c -> {
       Body b = c.body(RESERVE_EXAMPLE, Set.of("estimate", "ttl", "limit", "limits", "version"));
-      if (!b.has("estimate")) {
-        throw new RequestException("missing field 'estimate': the permits the work may cost, taken now,"
-            + " e.g. " + RESERVE_EXAMPLE);
-      }
-      return json(c, Requests.versioned(c.app(), b).reserve(c.var(), Requests.limits(b),
-          b.integer("estimate", 0), b.duration("ttl")));
+      long estimate = b.requiredInteger("estimate", ": the permits the work may cost, taken now, e.g. "
+          + RESERVE_EXAMPLE);
+      return json(c, Requests.versioned(c.app(), b).reserve(c.var(), Requests.limits(b), estimate,
+          b.duration("ttl")));
     });
     String reservation = limiter + "/reservations/{id}";
     add(t, reservation + "/settle", "POST", c -> {
       Body b = c.body(SETTLE_EXAMPLE, Set.of("actual", "limit", "limits", "version"));
-      if (!b.has("actual")) {
-        throw new RequestException("missing field 'actual': what the work really cost, e.g. " + SETTLE_EXAMPLE);
-      }
-      return json(c, Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(),
-          b.integer("actual", 0)));
+      long actual = b.requiredInteger("actual", ": what the work really cost, e.g. " + SETTLE_EXAMPLE);
+      return json(c, Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(), actual));
     });
     add(t, reservation + "/cancel", "POST", c -> {
       Body b = c.body(LIMITER_EXAMPLE, Requests.LIMIT_FIELDS);
@@ -241,11 +236,7 @@ final class Router {
   }
 
   private static long maxPermits(Body b) {
-    if (!b.has("maxPermits")) {
-      throw new RequestException("missing field 'maxPermits': the most permits held at once on the"
-          + " name, e.g. " + LEASE_EXAMPLE);
-    }
-    return b.integer("maxPermits", 0);
+    return b.requiredInteger("maxPermits", ": the most permits held at once on the name, e.g. " + LEASE_EXAMPLE);
   }
 
   private Map<String, Route> actions(String prefix) {
@@ -315,14 +306,6 @@ final class Router {
       }
     }
     return json(c, c.app().keys(q.getOrDefault("prefix", ""), q.get("after"), limit));
-  }
-
-  private static Number value(Body b) {
-    Number v = b.number("value", null);
-    if (v == null) {
-      throw new RequestException("missing field 'value', e.g. {\"value\": 5}");
-    }
-    return v;
   }
 
   private static CompletionStage<Answer> done(Answer a) {
