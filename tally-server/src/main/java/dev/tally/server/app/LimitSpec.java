@@ -52,10 +52,6 @@ public record LimitSpec(Kind kind, String text, String policy, Limit limit, Dura
       this.example = example;
     }
 
-    public String jsonName() {
-      return jsonName;
-    }
-
     public String optionName() {
       return optionName;
     }

@@ -133,10 +133,6 @@ public final class TallyApp implements AutoCloseable {
     return version == limitsVersion ? this : new TallyApp(root, opId, version);
   }
 
-  public String operationId() {
-    return opId;
-  }
-
   /**
    * The operation's stage, timed, its value mapped by {@code ok} and its failure by
    * {@code failed}; a synchronous throw becomes a failed stage.

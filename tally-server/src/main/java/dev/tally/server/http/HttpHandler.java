@@ -103,11 +103,6 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     this.maxBodyBytes = maxBodyBytes;
   }
 
-  /** Whether a request is being answered (an idle timeout must not cut it). */
-  boolean busy() {
-    return busy;
-  }
-
   @Override
   public void handlerAdded(ChannelHandlerContext ctx) {
     this.ctx = ctx;

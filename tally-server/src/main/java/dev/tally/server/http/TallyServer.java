@@ -295,10 +295,6 @@ public final class TallyServer implements AutoCloseable {
     return ((InetSocketAddress) listener.localAddress()).getPort();
   }
 
-  public PrometheusMeterRegistry registry() {
-    return registry;
-  }
-
   public void awaitClosed() throws InterruptedException {
     closed.await();
   }
