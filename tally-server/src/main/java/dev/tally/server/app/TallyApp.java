@@ -526,14 +526,7 @@ public final class TallyApp implements AutoCloseable {
    */
   private void attempt(RateLimiter limiter, List<LimitSpec> limits, long permits, long deadline,
       int n, CompletableFuture<LimiterDecision> result) {
-    CompletionStage<Decision> decided;
-    try {
-      decided = limiters.decide(limiter, permits, NamedLimits.partId(opId, n));
-    } catch (RuntimeException e) {
-      result.completeExceptionally(e);
-      return;
-    }
-    decided.whenComplete((d, failure) -> {
+    guard(() -> limiters.decide(limiter, permits, NamedLimits.partId(opId, n))).whenComplete((d, failure) -> {
       if (failure != null) {
         result.completeExceptionally(Stages.unwrap(failure));
         return;
@@ -794,21 +787,9 @@ public final class TallyApp implements AutoCloseable {
   /** A cheap real operation on the store, a read of one key; the stage never fails. */
   public CompletionStage<Health> health() {
     long start = System.nanoTime();
-    CompletionStage<OptionalDouble> read;
-    try {
-      read = probe.getDouble(HEALTH_KEY);
-    } catch (RuntimeException e) {
-      read = CompletableFuture.failedFuture(e);
-    }
-    return read.handle((v, failure) -> {
-      Throwable e = failure == null ? null : Stages.unwrap(failure);
-      if (e == null) {
-        timings.done("healthz", v, start);
-      } else {
-        timings.failed("healthz", e, start);
-      }
-      return new Health(storeName, (System.nanoTime() - start) / 1000, e);
-    });
+    return run("healthz", () -> probe.getDouble(HEALTH_KEY), v -> (Throwable) null)
+        .exceptionally(Stages::unwrap)
+        .thenApply(e -> new Health(storeName, (System.nanoTime() - start) / 1000, e));
   }
 
   /** Stops scheduling waits; acquires still waiting fail with {@link Problem#SHUTTING_DOWN}. */
