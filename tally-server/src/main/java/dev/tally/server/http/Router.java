@@ -52,6 +52,7 @@ final class Router {
   private static final Set<String> INT64 = Set.of(Int64.PARAMETER);
   private static final Set<String> LIST_PARAMETERS = Set.of("prefix", "after", "limit", Int64.PARAMETER);
   private static final Set<String> PUBLIC = Set.of("/ping", "/healthz");
+  private static final String VALUE_HINT = ", e.g. {\"value\": 5}";
   private static final String LIMITER_EXAMPLE =
       "{\"permits\": 1, \"limit\": {\"tokenBucket\": \"100/1m\"}}";
   private static final String JOINT_EXAMPLE = "{\"permits\": 1, \"limiters\": [{\"name\": \"{t7}:user:42\","
@@ -124,8 +125,8 @@ final class Router {
     add(t, "/metrics", "GET", c -> done(Answer.of(200, PROMETHEUS,
         registry.scrape().getBytes(StandardCharsets.UTF_8))));
     add(t, "/v1/counters", "GET", this::keys);
-    add(t, "/v1/transactions", "POST", c -> json(c, c.app().transaction(Requests.ops(
-        c.body("{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"))))));
+    route(t, "/v1/transactions", "POST", "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"),
+        (c, b) -> c.app().transaction(Requests.ops(b)));
     bodiless(t, "/v1/ratelimit", "GET", c -> CompletableFuture.completedFuture(c.app().rules()));
     add(t, "/v1/ratelimit/{domain}", "POST", c -> {
       NamedLimitRequest r = NamedLimitRequest.parse(c.request().body());
@@ -133,31 +134,24 @@ final class Router {
     });
     String counter = "/v1/counters/{key}";
     bodiless(t, counter, "GET", c -> c.app().get(c.var()));
-    add(t, counter, "PUT", c -> {
-      Body b = c.body("{\"value\": 5, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
-      return json(c, c.app().put(c.var(), b.requiredNumber("value", ", e.g. {\"value\": 5}"), b.duration("ttl")));
-    });
+    route(t, counter, "PUT", "{\"value\": 5, \"ttl\": \"40d\"}", Set.of("value", "ttl"),
+        (c, b) -> c.app().put(c.var(), b.requiredNumber("value", VALUE_HINT), b.duration("ttl")));
     bodiless(t, counter, "DELETE", c -> c.app().delete(c.var()));
-    add(t, counter + "/incr", "POST", c -> increment(c, false));
-    add(t, counter + "/decr", "POST", c -> increment(c, true));
-    add(t, counter + "/add", "POST", c -> {
-      Body b = c.body("{\"value\": 1000, \"ttl\": \"40d\"}", Set.of("value", "ttl"));
-      return json(c, c.app().add(c.var(), b.requiredNumber("value", ", e.g. {\"value\": 5}"), b.duration("ttl")));
-    });
+    route(t, counter + "/incr", "POST", INCR_EXAMPLE, INCR_FIELDS, (c, b) -> increment(c, b, false));
+    route(t, counter + "/decr", "POST", INCR_EXAMPLE, INCR_FIELDS, (c, b) -> increment(c, b, true));
+    route(t, counter + "/add", "POST", "{\"value\": 1000, \"ttl\": \"40d\"}", Set.of("value", "ttl"),
+        (c, b) -> c.app().add(c.var(), b.requiredNumber("value", VALUE_HINT), b.duration("ttl")));
     bodiless(t, counter + "/pop", "POST", c -> c.app().pop(c.var()));
-    add(t, counter + "/touch", "POST", c -> {
-      Body b = c.body("{\"ttl\": \"1h\"}", Set.of("ttl"));
-      if (b.raw("ttl") == null) {
+    route(t, counter + "/touch", "POST", "{\"ttl\": \"1h\"}", Set.of("ttl"), (c, b) -> {
+      if (b.raw("ttl") == null) { // null is given: it makes the counter permanent
         throw new RequestException("missing field 'ttl': a duration like \"1h\", or null to"
             + " make the counter permanent");
       }
-      return json(c, c.app().touch(c.var(), b.duration("ttl")));
+      return c.app().touch(c.var(), b.duration("ttl"));
     });
     bodiless(t, counter + "/ttl", "GET", c -> c.app().ttl(c.var()));
-    add(t, "/v1/limiters:decide", "POST", c -> {
-      Body b = c.body(JOINT_EXAMPLE, Set.of("permits", "limiters"));
-      return json(c, c.app().decide(Requests.jointLimiters(b), b.integer("permits", 1)));
-    });
+    route(t, "/v1/limiters:decide", "POST", JOINT_EXAMPLE, Set.of("permits", "limiters"),
+        (c, b) -> c.app().decide(Requests.jointLimiters(b), b.integer("permits", 1)));
     String limiter = "/v1/limiters/{name}";
     Set<String> tryFields = Set.of("permits", "limit", "limits", "version");
     limiter(t, limiter + "/try", LimiterAction.TRY, tryFields, "permits");
@@ -167,11 +161,9 @@ final class Router {
     limiter(t, limiter + "/reconfigure", LimiterAction.RECONFIGURE, Requests.LIMIT_FIELDS, null);
     limiter(t, limiter + "/top-up", LimiterAction.TOP_UP, Set.of("units", "limit", "limits", "version"),
         "units");
-    add(t, limiter + "/acquire", "POST", c -> {
-      Body b = c.body(LIMITER_EXAMPLE, Set.of("permits", "limit", "limits", "version", "maxWait"));
-      return json(c, Requests.versioned(c.app(), b).acquire(c.var(), Requests.limits(b), b.integer("permits", 1),
-          b.duration("maxWait")));
-    });
+    route(t, limiter + "/acquire", "POST", LIMITER_EXAMPLE,
+        Set.of("permits", "limit", "limits", "version", "maxWait"), (c, b) -> Requests.versioned(c.app(), b)
+            .acquire(c.var(), Requests.limits(b), b.integer("permits", 1), b.duration("maxWait")));
     reservationRoutes(t, limiter);
     concurrencyRoutes(t);
     return Map.copyOf(t);
@@ -183,23 +175,20 @@ final class Router {
       "{\"actual\": 1234, \"limit\": {\"tokenBucket\": \"90000/1m\"}}";
 
   private void reservationRoutes(Map<String, Route> t, String limiter) {
-    add(t, limiter + "/reserve", "POST", c -> {
-      Body b = c.body(RESERVE_EXAMPLE, Set.of("estimate", "ttl", "limit", "limits", "version"));
-      long estimate = b.requiredInteger("estimate", ": the permits the work may cost, taken now, e.g. "
-          + RESERVE_EXAMPLE);
-      return json(c, Requests.versioned(c.app(), b).reserve(c.var(), Requests.limits(b), estimate,
-          b.duration("ttl")));
-    });
+    route(t, limiter + "/reserve", "POST", RESERVE_EXAMPLE, Set.of("estimate", "ttl", "limit", "limits", "version"),
+        (c, b) -> {
+          long estimate = b.requiredInteger("estimate", ": the permits the work may cost, taken now, e.g. "
+              + RESERVE_EXAMPLE);
+          return Requests.versioned(c.app(), b).reserve(c.var(), Requests.limits(b), estimate, b.duration("ttl"));
+        });
     String reservation = limiter + "/reservations/{id}";
-    add(t, reservation + "/settle", "POST", c -> {
-      Body b = c.body(SETTLE_EXAMPLE, Set.of("actual", "limit", "limits", "version"));
-      long actual = b.requiredInteger("actual", ": what the work really cost, e.g. " + SETTLE_EXAMPLE);
-      return json(c, Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(), actual));
-    });
-    add(t, reservation + "/cancel", "POST", c -> {
-      Body b = c.body(LIMITER_EXAMPLE, Requests.LIMIT_FIELDS);
-      return json(c, Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(), 0));
-    });
+    route(t, reservation + "/settle", "POST", SETTLE_EXAMPLE, Set.of("actual", "limit", "limits", "version"),
+        (c, b) -> {
+          long actual = b.requiredInteger("actual", ": what the work really cost, e.g. " + SETTLE_EXAMPLE);
+          return Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(), actual);
+        });
+    route(t, reservation + "/cancel", "POST", LIMITER_EXAMPLE, Requests.LIMIT_FIELDS,
+        (c, b) -> Requests.versioned(c.app(), b).settle(c.var(), Requests.limits(b), c.id(), 0));
   }
 
   private static final String CONCURRENCY = "/v1/concurrency/";
@@ -220,19 +209,13 @@ final class Router {
         throw new RequestException("maxPermits must be an integer, not '" + max + "'");
       }
     });
-    add(t, limit + "/acquire", "POST", c -> {
-      Body b = c.body(LEASE_EXAMPLE, Set.of("maxPermits", "weight", "ttl", "maxWait"));
-      return json(c, c.app().acquireLease(c.var(), maxPermits(b), b.integer("weight", 1),
-          b.duration("ttl"), b.duration("maxWait")));
-    });
-    add(t, limit + "/leases/{id}/renew", "POST", c -> {
-      Body b = c.body("{\"maxPermits\": 10, \"ttl\": \"30s\"}", Set.of("maxPermits", "ttl"));
-      return json(c, c.app().renewLease(c.var(), maxPermits(b), c.id(), b.duration("ttl")));
-    });
-    add(t, limit + "/leases/{id}/release", "POST", c -> {
-      Body b = c.body("{\"maxPermits\": 10}", Set.of("maxPermits"));
-      return json(c, c.app().releaseLease(c.var(), maxPermits(b), c.id()));
-    });
+    route(t, limit + "/acquire", "POST", LEASE_EXAMPLE, Set.of("maxPermits", "weight", "ttl", "maxWait"),
+        (c, b) -> c.app().acquireLease(c.var(), maxPermits(b), b.integer("weight", 1), b.duration("ttl"),
+            b.duration("maxWait")));
+    route(t, limit + "/leases/{id}/renew", "POST", "{\"maxPermits\": 10, \"ttl\": \"30s\"}",
+        Set.of("maxPermits", "ttl"), (c, b) -> c.app().renewLease(c.var(), maxPermits(b), c.id(), b.duration("ttl")));
+    route(t, limit + "/leases/{id}/release", "POST", "{\"maxPermits\": 10}", Set.of("maxPermits"),
+        (c, b) -> c.app().releaseLease(c.var(), maxPermits(b), c.id()));
   }
 
   private static long maxPermits(Body b) {
@@ -252,10 +235,19 @@ final class Router {
   /** A route that takes no body (an empty object at most) and answers {@code call}'s result. */
   private void bodiless(Map<String, Route> table, String template, String method,
       Function<Call, CompletionStage<?>> call) {
-    add(table, template, method, c -> {
-      c.empty();
-      return json(c, call.apply(c));
-    });
+    route(table, template, method, "{}", Set.of(), (c, b) -> call.apply(c));
+  }
+
+  /** The call of a route, given the request's body. */
+  @FunctionalInterface
+  private interface BodyCall {
+    CompletionStage<?> call(Call c, Body b);
+  }
+
+  /** A route whose body holds {@code fields}, as {@code example} shows, and answers the call's result. */
+  private void route(Map<String, Route> table, String template, String method, String example,
+      Set<String> fields, BodyCall call) {
+    add(table, template, method, c -> json(c, call.call(c, c.body(example, fields))));
   }
 
   private static void add(Map<String, Route> table, String template, String method, Handler h) {
@@ -268,28 +260,27 @@ final class Router {
   /** A limiter action that answers at once; {@code count} names its permits' field, if any. */
   private void limiter(Map<String, Route> table, String template, LimiterAction action,
       Set<String> fields, String count) {
-    add(table, template, "POST", c -> {
-      Body b = c.body(LIMITER_EXAMPLE, fields);
+    route(table, template, "POST", LIMITER_EXAMPLE, fields, (c, b) -> {
       long n = count == null ? 1 : b.integer(count, count.equals("units") ? 0 : 1);
-      return json(c, Requests.versioned(c.app(), b).limiter(action, c.var(), Requests.limits(b), n));
+      return Requests.versioned(c.app(), b).limiter(action, c.var(), Requests.limits(b), n);
     });
   }
 
   private static final Set<String> INCR_FIELDS =
       Set.of("delta", "default", "mustExist", "min", "max", "onBound");
+  private static final String INCR_EXAMPLE = "{\"delta\": 1, \"default\": 0}";
 
   /** incr, or with {@code negate} decr: bounded if the body gives bounds. */
-  private CompletionStage<Answer> increment(Call c, boolean negate) {
-    Body b = c.body("{\"delta\": 1, \"default\": 0}", INCR_FIELDS);
+  private static CompletionStage<?> increment(Call c, Body b, boolean negate) {
     if (BoundsField.present(b)) {
-      return json(c, c.app().incrWithin(c.var(), b.integer("delta", 1L), b.integer("default", 0L),
-          BoundsField.of(b), negate));
+      return c.app().incrWithin(c.var(), b.integer("delta", 1L), b.integer("default", 0L),
+          BoundsField.of(b), negate);
     }
     Number delta = b.number("delta", 1L);
     Number dflt = b.number("default", 0L);
     boolean mustExist = b.bool("mustExist", false);
-    return json(c, negate ? c.app().decr(c.var(), delta, dflt, mustExist)
-        : c.app().incr(c.var(), delta, dflt, mustExist));
+    return negate ? c.app().decr(c.var(), delta, dflt, mustExist)
+        : c.app().incr(c.var(), delta, dflt, mustExist);
   }
 
   private CompletionStage<Answer> keys(Call c) {
