@@ -3,7 +3,6 @@ package dev.tally.server;
 import dev.tally.server.app.JointLimiterDecision;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.TallyApp;
-import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -61,15 +60,10 @@ final class DecideCommand implements Callable<Integer> {
     StringBuilder b = new StringBuilder(j.joint().allowed() ? "allowed" : "denied refused-by="
         + j.joint().refusedBy() + " retry-after="
         + (j.never() ? "never" : LimitCommand.human(j.retryAfterMillis())));
-    PrintWriter err = root.spec.commandLine().getErr();
     for (LimiterDecision d : j.limiters()) {
-      String note = LimitCommand.note(d, true);
-      if (note != null) {
-        err.println(note);
-      }
+      root.note(LimitCommand.note(d, true));
       b.append('\n').append(d.name()).append(' ').append(LimitCommand.plain(d));
     }
-    err.flush();
     return b.toString();
   }
 }

@@ -125,11 +125,7 @@ final class LimitCommand {
     quietLimitsLog = java.util.logging.Logger.getLogger("dev.tally.limits");
     quietLimitsLog.setLevel(java.util.logging.Level.OFF);
     return root.runEach(name, StdinArgument.What.NAMES, (app, n) -> call.call(limits.on(app), n, specs), d -> {
-      String note = note(d, noteDiffering);
-      if (note != null) {
-        root.spec.commandLine().getErr().println(note);
-        root.spec.commandLine().getErr().flush();
-      }
+      root.note(note(d, noteDiffering));
       return plain(d);
     }, Reply::exitCode);
   }

@@ -11,18 +11,15 @@ import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rule;
 import dev.tally.server.ratelimit.Rules;
 import dev.tally.server.ratelimit.RulesException;
-import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
-import picocli.CommandLine.Spec;
 
 /**
  * {@code tally ratelimit DOMAIN key=value[,key=value...] ... --rules FILE}: the named limits of a
@@ -39,9 +36,6 @@ import picocli.CommandLine.Spec;
 final class RateLimitCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;
-
-  @Spec
-  CommandSpec spec;
 
   @Parameters(index = "0", paramLabel = "DOMAIN", description = "The rules domain, e.g. envoy.")
   String domain;
@@ -65,19 +59,15 @@ final class RateLimitCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    PrintWriter err = spec.commandLine().getErr();
     Rules loaded;
     try {
       loaded = Rules.load(rules);
     } catch (RulesException e) {
-      err.println("tally ratelimit: " + e.getMessage());
-      err.flush();
+      root.note("tally ratelimit: " + e.getMessage());
       return Problem.BAD_REQUEST.exitCode();
     }
     if (hits < 1 || hits > NamedLimits.MAX_UINT32) {
-      err.println("tally ratelimit: --hits must be from 1 to " + NamedLimits.MAX_UINT32
-          + ", not " + hits);
-      err.flush();
+      root.note("tally ratelimit: --hits must be from 1 to " + NamedLimits.MAX_UINT32 + ", not " + hits);
       return Problem.BAD_REQUEST.exitCode();
     }
     List<Descriptor> parsed = new ArrayList<>();

@@ -161,11 +161,18 @@ final class TallyCommand {
         out.println(text);
       }
     } else {
-      spec.commandLine().getErr().println("tally: " + reply.message());
-      spec.commandLine().getErr().flush();
+      note("tally: " + reply.message());
     }
     out.flush();
     return reply.exitCode();
+  }
+
+  /** {@code line} on stderr at once, where it does not mix with the output; null: nothing. */
+  void note(String line) {
+    if (line != null) {
+      spec.commandLine().getErr().println(line);
+      spec.commandLine().getErr().flush();
+    }
   }
 
   private static String value(CounterValue c) {
@@ -331,10 +338,8 @@ final class TallyCommand {
       StringBuilder b = new StringBuilder();
       list.keys().forEach(k -> b.append(b.length() == 0 ? "" : "\n").append(k));
       if (list.truncated()) {
-        spec.commandLine().getErr().println("tally keys: more keys"
-            + (prefix.isEmpty() ? "" : " start with '" + prefix + "'") + " than the " + limit
-            + " listed; raise --limit to see them");
-        spec.commandLine().getErr().flush();
+        note("tally keys: more keys" + (prefix.isEmpty() ? "" : " start with '" + prefix + "'")
+            + " than the " + limit + " listed; raise --limit to see them");
       }
       return b.length() == 0 ? null : b.toString();
     });
