@@ -301,11 +301,7 @@ final class Json {
     g.writeNumberField("permits", ld.permits());
     g.writeNumberField("remaining", d.remaining());
     g.writeNumberField("limit", d.limit());
-    if (ld.never()) {
-      g.writeNullField("retryAfterMillis"); // the problem's message says why
-    } else {
-      g.writeNumberField("retryAfterMillis", ld.retryAfterMillis());
-    }
+    retryAfter(g, ld.never(), ld.retryAfterMillis());
     g.writeNumberField("resetAfterMillis", ld.resetAfterMillis());
     // The stored limits decide; a request that sent others must hear it, not be ignored.
     if (ld.storedLimitsDiffer()) {
@@ -334,11 +330,7 @@ final class Json {
       g.writeStringField("refusedBy", d.refusedBy());
       g.writeNumberField("refusedLimit", d.refusingLimitIndex());
     }
-    if (j.never()) {
-      g.writeNullField("retryAfterMillis"); // the problem's message says why
-    } else {
-      g.writeNumberField("retryAfterMillis", j.retryAfterMillis());
-    }
+    retryAfter(g, j.never(), j.retryAfterMillis());
     g.writeArrayFieldStart("limiters");
     for (LimiterDecision ld : j.limiters()) {
       g.writeStartObject();
@@ -346,6 +338,14 @@ final class Json {
       g.writeEndObject();
     }
     g.writeEndArray();
+  }
+
+  private static void retryAfter(JsonGenerator g, boolean never, long millis) throws IOException {
+    if (never) {
+      g.writeNullField("retryAfterMillis"); // the problem's message says why
+    } else {
+      g.writeNumberField("retryAfterMillis", millis);
+    }
   }
 
   static final String STORED_DIFFER = "differ: this limiter's stored limits decided, not the"

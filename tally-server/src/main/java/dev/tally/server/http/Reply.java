@@ -79,9 +79,7 @@ public final class Reply {
     if (d.allowed()) {
       reply = new Reply(null, null, ld);
     } else if (d.storeFailed()) {
-      String detail = "the store is unavailable, and the limiter '" + ld.name() + "' refuses"
-          + " requests until it answers (failure-policy fail-closed); retry after "
-          + fields.retryAfterSeconds().orElse(1) + "s";
+      String detail = storeFailed(ld) + "; retry after " + fields.retryAfterSeconds().orElse(1) + "s";
       reply = new Reply(Problem.STORE_UNAVAILABLE, detail, null);
       reply.rendered = dev.tally.http.Problem.storeUnavailable(detail)
           .member("error", Problem.STORE_UNAVAILABLE.code()).member("message", detail)
@@ -104,7 +102,7 @@ public final class Reply {
       reply.rendered = body.violatedPolicies(fields);
     }
     fields.headers().forEach(reply::header);
-    reply.decidingPolicy(fields.decidingPolicy());
+    reply.decidingPolicy = fields.decidingPolicy();
     if (ld.storedLimitsDiffer() && !d.storeFailed()) {
       reply.header("Tally-Limits", "stored-differ");
     }
@@ -123,10 +121,7 @@ public final class Reply {
     }
     LimiterDecision refused = j.limiters().get(j.joint().refusedIndex());
     if (refused.decision().storeFailed()) {
-      String detail = "the store is unavailable, and the limiter '" + refused.name() + "' refuses"
-          + " requests until it answers (failure-policy fail-closed)";
-      return new Reply(Problem.STORE_UNAVAILABLE, detail, null)
-          .header("Retry-After", retryAfter(j));
+      return new Reply(Problem.STORE_UNAVAILABLE, storeFailed(refused), null).header("Retry-After", retryAfter(j));
     }
     String detail = j.never()
         ? j.permits() + " permits exceed the limit of " + refused.decision().limit() + " of the limiter '"
@@ -138,6 +133,11 @@ public final class Reply {
       reply.header("Retry-After", retryAfter(j));
     }
     return reply;
+  }
+
+  private static String storeFailed(LimiterDecision refused) {
+    return "the store is unavailable, and the limiter '" + refused.name() + "' refuses requests until it"
+        + " answers (failure-policy fail-closed)";
   }
 
   private static String retryAfter(JointLimiterDecision j) {
@@ -215,11 +215,6 @@ public final class Reply {
   /** For a limiter decision: the policy that decided (for metrics), else null. */
   String decidingPolicy() {
     return decidingPolicy;
-  }
-
-  Reply decidingPolicy(String policy) {
-    this.decidingPolicy = policy;
-    return this;
   }
 
   public int status() {
