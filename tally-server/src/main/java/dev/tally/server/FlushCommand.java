@@ -7,10 +7,8 @@ import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
-import picocli.CommandLine.Spec;
 
 /** {@code tally flush}: one exactly-once run of {@link Flush}; its exit codes are the description's. */
 @Command(name = "flush", mixinStandardHelpOptions = true, sortOptions = false,
@@ -26,9 +24,6 @@ import picocli.CommandLine.Spec;
 final class FlushCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;
-
-  @Spec
-  CommandSpec spec;
 
   @Option(names = "--prefix", required = true, paramLabel = "PREFIX", description = "The keys to flush.")
   String prefix;
@@ -53,7 +48,7 @@ final class FlushCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter out = root.out();
     try (Tally tally = Tally.builder(root.store).operationRetention(retention).build()) {
       Flush flush = Flush.from(tally, prefix).into(into, sql).ledger(ledger).batchSize(batch)
           .retention(retention).build();

@@ -4,10 +4,8 @@ import dev.tally.jdbc.PostgresSchema;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
-import picocli.CommandLine.Spec;
 
 /**
  * {@code tally schema}: prints (or, with {@code --apply}, runs) the DDL a PostgreSQL store or a
@@ -24,9 +22,6 @@ final class SchemaCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;
 
-  @Spec
-  CommandSpec spec;
-
   @Option(names = "--ledger", paramLabel = "TABLE",
       description = "The flush ledger's table (e.g. tally_flush) instead of the store's schema.")
   String ledger;
@@ -39,7 +34,7 @@ final class SchemaCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter out = root.out();
     if (ledger != null) {
       if (into == null) {
         throw new IllegalArgumentException("--ledger needs --into postgresql://user@host/db, the database"

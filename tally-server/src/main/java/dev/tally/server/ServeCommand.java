@@ -21,10 +21,8 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.ITypeConverter;
-import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
-import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
 
 /** {@code tally serve}: the HTTP/JSON API over the store, until SIGTERM or Ctrl-C. */
@@ -40,9 +38,6 @@ import picocli.CommandLine.TypeConversionException;
 final class ServeCommand implements Callable<Integer> {
   @ParentCommand
   TallyCommand root;
-
-  @Spec
-  CommandSpec spec;
 
   @Option(names = "--bind", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
       description = "Address to listen on (default 127.0.0.1). Anything else needs a token.")
@@ -171,7 +166,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    PrintWriter err = spec.commandLine().getErr();
+    PrintWriter err = root.err();
     String token = token(err);
     TallyServer.Settings settings = new TallyServer.Settings(bind, port, token,
         threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace,
@@ -222,7 +217,7 @@ final class ServeCommand implements Callable<Integer> {
       err.println("tally serve: stopped");
       err.flush();
     }, "tally-shutdown"));
-    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter out = root.out();
     out.println("listening on " + server.uri());
     InetSocketAddress grpc = server.grpcAddress();
     if (grpc != null) {

@@ -83,6 +83,15 @@ final class TallyCommand {
           + " HTTP API answers.")
   boolean json;
 
+  /** The output of this command and its subcommands (picocli gives them the same streams). */
+  PrintWriter out() {
+    return spec.commandLine().getOut();
+  }
+
+  PrintWriter err() {
+    return spec.commandLine().getErr();
+  }
+
   /** Where {@code -} reads keys from: stdin, unless {@link Main} was given another stream. */
   InputStream stdin = System.in;
 
@@ -152,7 +161,7 @@ final class TallyCommand {
   /** Prints the result in plain text, or with --json the HTTP body; a problem goes to stderr. */
   @SuppressWarnings("unchecked") // the reply carries the result of the call plain was given for
   <T> int print(Reply reply, Function<T, String> plain) {
-    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter out = out();
     if (json) {
       out.println(reply.json());
     } else if (reply.problem() == null || reply.problem() == Problem.DENIED) {
@@ -170,8 +179,8 @@ final class TallyCommand {
   /** {@code line} on stderr at once, where it does not mix with the output; null: nothing. */
   void note(String line) {
     if (line != null) {
-      spec.commandLine().getErr().println(line);
-      spec.commandLine().getErr().flush();
+      err().println(line);
+      err().flush();
     }
   }
 
