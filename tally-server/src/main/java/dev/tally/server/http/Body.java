@@ -7,6 +7,7 @@ import dev.tally.server.app.Specs;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * A JSON request object read strictly: unknown fields, wrong types and out-of-range numbers are
@@ -81,25 +82,22 @@ record Body(ObjectNode node, String where) {
   }
 
   boolean bool(String field, boolean dflt) {
-    JsonNode n = present(field);
-    if (n == null) {
-      return dflt;
-    }
-    if (!n.isBoolean()) {
-      throw new RequestException("'" + where + field + "' must be true or false, not " + Json.string(n));
-    }
-    return n.booleanValue();
+    JsonNode n = typed(field, JsonNode::isBoolean, "true or false");
+    return n == null ? dflt : n.booleanValue();
   }
 
   String string(String field) {
+    JsonNode n = typed(field, JsonNode::isTextual, "a string");
+    return n == null ? null : n.textValue();
+  }
+
+  /** The field's value, null if absent or JSON null; refused unless {@code is} holds for it. */
+  private JsonNode typed(String field, Predicate<JsonNode> is, String what) {
     JsonNode n = present(field);
-    if (n == null) {
-      return null;
+    if (n != null && !is.test(n)) {
+      throw new RequestException("'" + where + field + "' must be " + what + ", not " + Json.string(n));
     }
-    if (!n.isTextual()) {
-      throw new RequestException("'" + where + field + "' must be a string, not " + Json.string(n));
-    }
-    return n.textValue();
+    return n;
   }
 
   String requiredString(String field, String example) {
