@@ -261,10 +261,15 @@ public final class TallyApp implements AutoCloseable {
   }
 
   private static CounterValue present(String key, Number v) {
-    if (v == null) {
+    return found(v != null, key, new CounterValue(key, v));
+  }
+
+  /** {@code result}, if the counter {@code key} was {@code found}. */
+  private static <T> T found(boolean found, String key, T result) {
+    if (!found) {
       throw notFound(key);
     }
-    return new CounterValue(key, v);
+    return result;
   }
 
   /**
@@ -298,34 +303,20 @@ public final class TallyApp implements AutoCloseable {
   }
 
   public CompletionStage<Deleted> delete(String key) {
-    return run("delete", () -> counters.delete(key), deleted -> {
-      if (!deleted) {
-        throw notFound(key);
-      }
-      return new Deleted(key);
-    });
+    return run("delete", () -> counters.delete(key), deleted -> found(deleted, key, new Deleted(key)));
   }
 
   /** Sets the expiry of an existing counter (null: make it permanent); not found if missing. */
   public CompletionStage<CounterTtl> touch(String key, Duration ttl) {
     // As kept: a longer ttl than the store keeps is kept as its longest.
     Duration kept = ttl == null || ttl.compareTo(Counters.MAX_TTL) < 0 ? ttl : Counters.MAX_TTL;
-    return run("touch", () -> counters.touch(key, ttl), touched -> {
-      if (!touched) {
-        throw notFound(key);
-      }
-      return new CounterTtl(key, kept);
-    });
+    return run("touch", () -> counters.touch(key, ttl), touched -> found(touched, key, new CounterTtl(key, kept)));
   }
 
   /** The time left before a counter expires (null: never), in one read; not found if missing. */
   public CompletionStage<CounterTtl> ttl(String key) {
-    return run("ttl", () -> counters.expiry(key), (Expiry e) -> {
-      if (!e.exists()) {
-        throw notFound(key);
-      }
-      return new CounterTtl(key, e.remaining().orElse(null));
-    });
+    return run("ttl", () -> counters.expiry(key),
+        (Expiry e) -> found(e.exists(), key, new CounterTtl(key, e.remaining().orElse(null))));
   }
 
   /**
