@@ -172,14 +172,11 @@ final class ServeCommand implements Callable<Integer> {
         threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace,
         requestTimeout, idleTimeout, allowHosts, corsOrigins, accessLog, tlsCert, tlsKey,
         requireIdempotencyKey, circuitBreaker);
-    if (grpcPort != null && rules.isEmpty()) {
-      err.println("tally serve: --grpc-port serves the named limits of rules files: add"
-          + " --rules FILE_OR_DIR (see docs/envoy.md)");
-      return Problem.BAD_REQUEST.exitCode();
-    }
-    if (rlsAllOrNothing && rules.isEmpty()) {
-      err.println("tally serve: --rls-all-or-nothing decides the named limits of rules files: add"
-          + " --rules FILE_OR_DIR (see docs/envoy.md)");
+    String needsRules = !rules.isEmpty() ? null : grpcPort != null ? "--grpc-port serves"
+        : rlsAllOrNothing ? "--rls-all-or-nothing decides" : null;
+    if (needsRules != null) {
+      err.println("tally serve: " + needsRules + " the named limits of rules files: add --rules"
+          + " FILE_OR_DIR (see docs/envoy.md)");
       return Problem.BAD_REQUEST.exitCode();
     }
     if (rlsAllOrNothing) {
