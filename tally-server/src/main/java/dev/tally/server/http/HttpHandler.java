@@ -1,6 +1,7 @@
 package dev.tally.server.http;
 
 import dev.tally.server.app.Problem;
+import dev.tally.server.app.TallyApp;
 import dev.tally.server.async.Stages;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -406,7 +407,7 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
       return; // closing already, after an answer
     }
     if (busy) {
-      write(c, Answer.of(Reply.shuttingDown(), false), false);
+      write(c, Answer.of(Reply.error(TallyApp.shuttingDown()), false), false);
       return;
     }
     closing = true;

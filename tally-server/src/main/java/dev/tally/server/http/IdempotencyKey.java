@@ -15,7 +15,6 @@ import java.util.List;
  * 422; a missing key where the server requires one, or a malformed one, is 400.
  */
 final class IdempotencyKey {
-  static final String FIELD = "Idempotency-Key";
   private static final AsciiString NAME = AsciiString.cached("idempotency-key");
 
   private IdempotencyKey() {}

@@ -181,11 +181,6 @@ public final class Reply {
     return r;
   }
 
-  /** 503 {@code shutting_down}, with {@code Retry-After: 1}. */
-  static Reply shuttingDown() {
-    return error(Problem.SHUTTING_DOWN, "the server is shutting down; retry elsewhere");
-  }
-
   /** The reply for an exception: its problem and message. Bugs are logged with their stack. */
   public static Reply error(Throwable failure) {
     Throwable e = dev.tally.server.async.Stages.unwrap(failure);

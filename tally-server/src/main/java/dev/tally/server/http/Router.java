@@ -322,7 +322,7 @@ final class Router {
     long start = System.nanoTime();
     String method = KNOWN_METHODS.contains(r.method()) ? r.method() : "OTHER";
     if (!admitted) {
-      Answer a = Answer.of(Reply.shuttingDown(), false).header("Connection", "close");
+      Answer a = Answer.of(Reply.error(TallyApp.shuttingDown()), false).header("Connection", "close");
       return done(finish(r, method, "shutdown", start, a));
     }
     String template = "unmatched";
