@@ -107,11 +107,6 @@ public record LimitSpec(Kind kind, String text, String policy, Limit limit, Dura
           Limit l = Limit.tokenBucket(capacity, r.count(), r.period());
           yield new LimitSpec(kind, t, policy, l, scale(r.period(), capacity, r.count()), null, null);
         }
-        case LEAKY_BUCKET -> {
-          Specs.Rate r = noPrefix(Specs.rate(t, kind.description, kind.example), kind, t);
-          yield new LimitSpec(kind, t, policy, Limit.leakyBucket(r.count(), r.period()), r.period(),
-              null, null);
-        }
         case GCRA -> {
           Specs.Rate r = Specs.rate(t, kind.description, kind.example);
           if (r.prefix() == null) {
@@ -121,15 +116,12 @@ public record LimitSpec(Kind kind, String text, String policy, Limit limit, Dura
           Limit l = Limit.gcra(r.prefix(), r.count(), r.period());
           yield new LimitSpec(kind, t, policy, l, scale(r.period(), l.limit(), r.count()), null, null);
         }
-        case FIXED_WINDOW -> {
+        case LEAKY_BUCKET, FIXED_WINDOW, SLIDING_WINDOW -> {
           Specs.Rate r = noPrefix(Specs.rate(t, kind.description, kind.example), kind, t);
-          yield new LimitSpec(kind, t, policy, Limit.fixedWindow(r.count(), r.period()), r.period(),
-              null, null);
-        }
-        case SLIDING_WINDOW -> {
-          Specs.Rate r = noPrefix(Specs.rate(t, kind.description, kind.example), kind, t);
-          yield new LimitSpec(kind, t, policy, Limit.slidingWindow(r.count(), r.period()), r.period(),
-              null, null);
+          Limit l = kind == Kind.LEAKY_BUCKET ? Limit.leakyBucket(r.count(), r.period())
+              : kind == Kind.FIXED_WINDOW ? Limit.fixedWindow(r.count(), r.period())
+              : Limit.slidingWindow(r.count(), r.period());
+          yield new LimitSpec(kind, t, policy, l, r.period(), null, null);
         }
       };
     } catch (IllegalArgumentException e) {

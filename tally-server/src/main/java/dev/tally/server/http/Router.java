@@ -125,7 +125,7 @@ final class Router {
     add(t, "/metrics", "GET", c -> done(Answer.of(200, PROMETHEUS,
         registry.scrape().getBytes(StandardCharsets.UTF_8))));
     add(t, "/v1/counters", "GET", this::keys);
-    route(t, "/v1/transactions", "POST", "{\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}]}", Set.of("ops"),
+    route(t, "/v1/transactions", "POST", TransactionOps.EXAMPLE, Set.of("ops"),
         (c, b) -> c.app().transaction(Requests.ops(b)));
     bodiless(t, "/v1/ratelimit", "GET", c -> CompletableFuture.completedFuture(c.app().rules()));
     add(t, "/v1/ratelimit/{domain}", "POST", c -> {
