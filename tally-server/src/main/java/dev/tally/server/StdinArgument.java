@@ -62,6 +62,15 @@ final class StdinArgument {
     }
   }
 
+  /** All of stdin. */
+  static byte[] bytes(InputStream in) {
+    try {
+      return in.readAllBytes();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read stdin: " + e.getMessage(), e);
+    }
+  }
+
   /**
    * The lines of {@code in} as UTF-8, without their line ends ({@code \n} or {@code \r\n}).
    *
@@ -69,12 +78,7 @@ final class StdinArgument {
    *     and names) longer than a key may be
    */
   static List<String> lines(InputStream in, What what) {
-    byte[] bytes;
-    try {
-      bytes = in.readAllBytes();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read stdin: " + e.getMessage(), e);
-    }
+    byte[] bytes = bytes(in);
     List<String> lines = new ArrayList<>();
     CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
         .onMalformedInput(CodingErrorAction.REPORT)

@@ -90,11 +90,7 @@ final class TransactionCommand implements Callable<Integer> {
 
   private byte[] readFile() {
     if (file.equals(StdinArgument.DASH)) {
-      try {
-        return root.stdin.readAllBytes();
-      } catch (IOException e) {
-        throw new UncheckedIOException("cannot read stdin: " + e.getMessage(), e);
-      }
+      return StdinArgument.bytes(root.stdin);
     }
     try {
       return Files.readAllBytes(Path.of(file));
