@@ -53,7 +53,12 @@ final class Pool implements AutoCloseable {
     // not hold that check for longer than the grace a call has past its timeout.
     config.setValidationTimeout(Math.min(timeoutMs, Deadline.grace(s.timeout).toMillis()));
     config.setInitializationFailTimeout(-1); // open even while the server is down: calls then fail
-    config.addDataSourceProperty("options", "-c statement_timeout=" + s.timeout.toMillis());
+    // A client paused mid-transaction (a GC pause, a frozen VM, SIGSTOP) would hold its row locks
+    // until it resumes, stalling every other caller of those keys: the server ends a session left
+    // idle in a transaction for half a call's timeout, rolling it back, so that a caller waiting on
+    // its lock still has half its own call left to be served in.
+    config.addDataSourceProperty("options", "-c statement_timeout=" + s.timeout.toMillis()
+        + " -c idle_in_transaction_session_timeout=" + Math.max(1, s.timeout.toMillis() / 2));
     // pgjdbc counts these in whole seconds. The socket timeout is only the floor for what runs
     // outside a leased call (Hikari's own statements); a lease sets the exact time left.
     int seconds = wholeSeconds(s.timeout);

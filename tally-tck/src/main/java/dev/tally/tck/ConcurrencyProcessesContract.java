@@ -108,11 +108,15 @@ public abstract class ConcurrencyProcessesContract {
       TreeMap<Long, Held> leases = new TreeMap<>();
       Map<Long, Boolean> fencedWrites = new HashMap<>();
       List<String> unknown = new ArrayList<>();
+      // The frozen process's calls in flight when it stopped may fail when it resumes: a store with
+      // sessions ends one left idle in a transaction past the call's timeout (PostgreSQL), so that
+      // a paused client holds no row lock for the others. At most one call per thread.
+      List<String> unknownWhileFrozen = new ArrayList<>();
       long deadUntil = 0;
       int heldAtDeath = 0;
       List<Long> heldThroughFreeze = new ArrayList<>();
       for (int i = 0; i < children.size(); i++) {
-        for (Held h : read(dir.resolve("log-" + i), fencedWrites, unknown).values()) {
+        for (Held h : read(dir.resolve("log-" + i), fencedWrites, i == 1 ? unknownWhileFrozen : unknown).values()) {
           assertThat(leases.put(h.token(), h)).as("token %d granted twice", h.token()).isNull();
           if (i == 0) {
             deadUntil = Math.max(deadUntil, h.until());
@@ -125,7 +129,8 @@ public abstract class ConcurrencyProcessesContract {
           }
         }
       }
-      assertThat(unknown).as("acquires that failed on a healthy store").isEmpty();
+      assertThat(unknown).as("acquires and releases that failed on a healthy store").isEmpty();
+      assertThat(unknownWhileFrozen).as("calls of the frozen process that failed").hasSizeLessThanOrEqualTo(THREADS[1]);
       assertThat(leases).hasSizeGreaterThan(20);
       // Fencing: in token order, the grants' instants never go back.
       long lastFrom = Long.MIN_VALUE;

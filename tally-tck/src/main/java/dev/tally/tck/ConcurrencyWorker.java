@@ -117,8 +117,13 @@ public final class ConcurrencyWorker {
     // same call.
     String id = l.id();
     long nonce = Long.parseUnsignedLong(id.substring(id.indexOf('.') + 1), 16);
-    ConcurrencyResult r = store.concurrency(ConcurrencyCall.release(limit.name(), limit.maxPermits(),
-        l.fencingToken(), nonce));
+    ConcurrencyResult r;
+    try {
+      r = store.concurrency(ConcurrencyCall.release(limit.name(), limit.maxPermits(), l.fencingToken(), nonce));
+    } catch (StoreException e) {
+      write(out, "U release " + e.toString().replace('\n', ' '));
+      return;
+    }
     if (r.ok()) {
       write(out, "R " + l.fencingToken() + " " + r.now());
     }
