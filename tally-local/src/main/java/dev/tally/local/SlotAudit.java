@@ -43,6 +43,14 @@ final class SlotAudit {
 
   /** The answer for a slot that changed while it was read. */
   static final String BUSY = "busy";
+  /**
+   * The answer for a limiter's state record that failed its check. Updates are copy-on-write, and
+   * a freed record goes back to its size class's free list, so two quick updates of one key can
+   * leave its slot pointing at the very record it named before (A, then B, then A again, with the
+   * same meta word) while that record was being refilled: a read that overlapped both sees a torn
+   * record in an unchanged slot. The caller reads again before it takes this for damage.
+   */
+  static final String RECORD_FAILED = "its rate limiter state record is unreadable or fails its check word";
 
   /** Reads the records a slot names: the key heap of an open store, or the inspector's view. */
   interface Records {
@@ -92,7 +100,7 @@ final class SlotAudit {
         return "a rate limiter's slot whose record reference does not match its mask";
       }
       if (!records.recordOk(held, hash)) {
-        return "its rate limiter state record is unreadable or fails its check word";
+        return RECORD_FAILED;
       }
     }
     return null;

@@ -367,7 +367,10 @@ final class Table {
       }
       long slot = page + ((long) cell << 6);
       String why = SlotAudit.BUSY;
-      for (int t = 0; t < AUDIT_TRIES && SlotAudit.BUSY.equals(why); t++) {
+      for (int t = 0; t < AUDIT_TRIES && (SlotAudit.BUSY.equals(why) || SlotAudit.RECORD_FAILED.equals(why)); t++) {
+        if (t > 0) {
+          Thread.yield(); // let a writer of the slot finish
+        }
         why = SlotAudit.problem(map, heap, slot);
       }
       if (why == null) {
