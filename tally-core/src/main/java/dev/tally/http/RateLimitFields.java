@@ -1,6 +1,8 @@
 package dev.tally.http;
 
 import dev.tally.Decision;
+import dev.tally.LimitSpec;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -77,6 +79,11 @@ public final class RateLimitFields {
       if (windowSeconds < 1) {
         throw new IllegalArgumentException("policy '" + id + "': window must be at least 1 s, not " + windowSeconds);
       }
+    }
+
+    /** The policy of {@code spec} at {@code now}: its name, its size and its window. */
+    public static Policy of(LimitSpec spec, Instant now) {
+      return new Policy(spec.name(), spec.limit().limit(), RateLimitFields.windowSeconds(spec, now));
     }
   }
 
@@ -217,6 +224,14 @@ public final class RateLimitFields {
     }
     retryAfter.ifPresent(s -> h.put(RETRY_AFTER, Long.toString(s)));
     return h;
+  }
+
+  /**
+   * The {@code w} of {@code spec}'s policy at {@code now}: its {@link LimitSpec#window window} in
+   * whole seconds, rounded up so that a client that waits as told is never early, and at least 1.
+   */
+  public static long windowSeconds(LimitSpec spec, Instant now) {
+    return Math.max(1, ceilSeconds(spec.window(now).toNanos()));
   }
 
   /** Nanoseconds as whole seconds, rounded up. */

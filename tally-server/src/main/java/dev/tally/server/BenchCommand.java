@@ -3,12 +3,12 @@ package dev.tally.server;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tally.Counters;
+import dev.tally.Durations;
 import dev.tally.Limit;
 import dev.tally.RateLimiter;
 import dev.tally.Tally;
-import dev.tally.server.app.LimitSpec;
+import dev.tally.LimitSpec;
 import dev.tally.server.app.Problem;
-import dev.tally.server.app.Specs;
 import java.io.Console;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -303,7 +303,7 @@ final class BenchCommand implements Callable<Integer> {
         continue;
       }
       if (now < measureFrom) {
-        err.printf(Locale.ROOT, "\r  warming up %s   ", Specs.format(Duration.ofNanos(measureFrom - now)));
+        err.printf(Locale.ROOT, "\r  warming up %s   ", Durations.format(Duration.ofNanos(measureFrom - now)));
       } else if (now < end) {
         long ops = 0;
         for (int t = 0; t < threads; t++) {
@@ -311,7 +311,7 @@ final class BenchCommand implements Callable<Integer> {
         }
         double rate = (ops - lastOps) / Math.max(1e-9, (now - lastAt) / 1e9);
         err.printf(Locale.ROOT, "\r  %5.1fs / %s   %,d ops   %,.0f ops/s   ", (now - measureFrom) / 1e9,
-            Specs.format(duration), ops, rate);
+            Durations.format(duration), ops, rate);
         lastOps = ops;
         lastAt = now;
       }
@@ -395,7 +395,7 @@ final class BenchCommand implements Callable<Integer> {
       out.printf(Locale.ROOT, "%-10s %-6s %7s %8s %12s %12s %9s %9s %9s %9s%n", "workload", "store",
           "threads", "duration", "ops", "ops/s", "p50", "p99", "p99.9", "max");
       out.printf(Locale.ROOT, "%-10s %-6s %7d %8s %12d %12.0f %9s %9s %9s %9s%n", workload.label(),
-          store, threads, Specs.format(Duration.ofMillis(Math.round(r.seconds * 1000))), r.ops, rate, nanos(h.getValueAtPercentile(50)),
+          store, threads, Durations.format(Duration.ofMillis(Math.round(r.seconds * 1000))), r.ops, rate, nanos(h.getValueAtPercentile(50)),
           nanos(h.getValueAtPercentile(99)), nanos(h.getValueAtPercentile(99.9)), nanos(h.getMaxValue()));
       if (workload == Workload.LIMITER) {
         out.printf(Locale.ROOT, "allowed %d, denied %d%n", r.allowed, r.ops - r.allowed - r.errors);

@@ -1,9 +1,9 @@
 package dev.tally.server;
 
+import dev.tally.Durations;
 import dev.tally.server.app.ConcurrencyInUse;
 import dev.tally.server.app.ConcurrencyLease;
 import dev.tally.server.app.LeaseReleased;
-import dev.tally.server.app.Specs;
 import java.time.Duration;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -77,6 +77,6 @@ final class ConcurrencyCommand {
   static String plain(ConcurrencyLease l) {
     return "lease id=" + l.id() + " fencing-token=" + l.fencingToken()
         + (l.weight() > 0 ? " weight=" + l.weight() : "") + " expires-in="
-        + Specs.format(Duration.ofMillis(l.expiresInMillis()));
+        + Durations.format(Duration.ofMillis(l.expiresInMillis()));
   }
 }

@@ -1,11 +1,11 @@
 package dev.tally.server;
 
+import dev.tally.Durations;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.TallyApp;
 import dev.tally.server.app.TallyApp.LimiterAction;
-import dev.tally.server.app.LimitSpec;
+import dev.tally.LimitSpec;
 import dev.tally.server.http.Reply;
-import dev.tally.server.app.Specs;
 import dev.tally.spi.LimiterRecord;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -180,7 +180,7 @@ final class LimitCommand {
 
   /** Milliseconds as 850ms or 2.5s, or from a minute on in whole seconds rounded up (30m, not 29m59.312s). */
   static String human(long millis) {
-    return Specs.format(millis < 60_000 ? Duration.ofMillis(millis) : Duration.ofSeconds((millis + 999) / 1000));
+    return Durations.format(millis < 60_000 ? Duration.ofMillis(millis) : Duration.ofSeconds((millis + 999) / 1000));
   }
 
   @Command(name = "try", mixinStandardHelpOptions = true,

@@ -1,10 +1,10 @@
 package dev.tally.server;
 
+import dev.tally.Durations;
 import dev.tally.Tally;
 import dev.tally.server.app.NamedLimitResult;
 import dev.tally.server.app.Problem;
 import dev.tally.server.app.TallyApp;
-import dev.tally.server.app.Specs;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
@@ -117,7 +117,7 @@ final class RateLimitCommand implements Callable<Integer> {
       b.append(s.remaining()).append(" of ").append(r.requestsPerUnit()).append(" per ")
           .append(r.unit().name().toLowerCase(java.util.Locale.ROOT))
           .append(" left, resets in ")
-          .append(Specs.format(Duration.ofMillis((s.resetNanos() + 999_999) / 1_000_000)))
+          .append(Durations.format(Duration.ofMillis((s.resetNanos() + 999_999) / 1_000_000)))
           .append(" (").append(r.path())
           .append(r.shadowMode() ? ", shadow mode" : "").append(')');
     }

@@ -1,9 +1,9 @@
 package dev.tally.server;
 
 import dev.tally.CircuitBreaker;
+import dev.tally.Durations;
 import dev.tally.server.app.FailurePolicies;
 import dev.tally.server.app.Problem;
-import dev.tally.server.app.Specs;
 import dev.tally.server.http.TallyServer;
 import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.server.ratelimit.Rules;
@@ -155,7 +155,7 @@ final class ServeCommand implements Callable<Integer> {
         throw new TypeConversionException("'" + value.substring(0, slash) + "' is not a number of failures;"
             + " write e.g. 5/1s");
       }
-      Duration openFor = Converters.of(Specs::duration).convert(value.substring(slash + 1));
+      Duration openFor = Converters.of(Durations::parse).convert(value.substring(slash + 1));
       try {
         return CircuitBreaker.of(failures, openFor);
       } catch (IllegalArgumentException e) {

@@ -1,6 +1,7 @@
 package dev.tally.server;
 
 import dev.tally.Bounds;
+import dev.tally.Durations;
 import dev.tally.Tally;
 import dev.tally.server.app.Added;
 import dev.tally.server.app.BoundedValue;
@@ -11,7 +12,6 @@ import dev.tally.server.app.KeyList;
 import dev.tally.server.app.Problem;
 import dev.tally.server.app.TallyApp;
 import dev.tally.server.http.Reply;
-import dev.tally.server.app.Specs;
 import dev.tally.spi.OperationId;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -361,7 +361,7 @@ final class TallyCommand {
       "Exit 4 if the store cannot be reached."})
   int health() {
     return run(TallyApp::health, (Health h) -> "ok store=" + h.store() + " latency="
-        + Specs.format(Duration.ofNanos(h.latencyMicros() * 1000)));
+        + Durations.format(Duration.ofNanos(h.latencyMicros() * 1000)));
   }
 
   /** A usage error found by a command itself: one line on stderr, or with --json the body. */

@@ -3,6 +3,7 @@ package dev.tally.server;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tally.Durations;
 import dev.tally.server.app.TxOp;
 import dev.tally.server.app.TxResult;
 import dev.tally.server.app.Specs;
@@ -142,7 +143,7 @@ final class TransactionCommand implements Callable<Integer> {
         put(o, "default", number(where, value, "default"));
       } else if (takesValue) {
         try {
-          Specs.duration(value);
+          Durations.parse(value);
         } catch (IllegalArgumentException e) {
           throw new IllegalArgumentException(where + "--ttl: " + e.getMessage());
         }

@@ -1,5 +1,6 @@
 package dev.tally.spring;
 
+import dev.tally.LimitSpec;
 import dev.tally.Reservation;
 import dev.tally.ReservationGoneException;
 import java.util.ArrayList;
@@ -279,7 +280,7 @@ final class FilterRules {
       expressions.parse(r.getPlan(), where + ".plan");
       Map<String, Rule> rules = new LinkedHashMap<>();
       r.getPlans().forEach((name, p) -> {
-        if (!Policy.ID.matcher(name).matches()) {
+        if (!LimitSpec.NAME.matcher(name).matches()) {
           throw new IllegalArgumentException(where + ".plans." + name + ": a plan name must be 1 to 64"
               + " letters, digits or . _ : -");
         }

@@ -1,6 +1,7 @@
 package dev.tally.spring;
 
 import dev.tally.FailurePolicy;
+import dev.tally.LimitSpec;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
@@ -152,13 +153,13 @@ final class RateLimitedInterceptor implements MethodInterceptor {
     }
     String name = !a.name().isEmpty() ? a.name()
         : method.getDeclaringClass().getSimpleName() + "." + method.getName() + (count > 1 ? "." + index : "");
-    List<Policy> policies = new ArrayList<>();
+    List<LimitSpec> policies = new ArrayList<>();
     try {
       for (int i = 0; i < a.limits().length; i++) {
         String text = a.limits()[i];
         int eq = text.indexOf('=');
         String id = eq > 0 ? text.substring(0, eq).strip() : a.limits().length == 1 ? name : name + "." + i;
-        policies.add(Policy.parse(id, eq > 0 ? text.substring(eq + 1) : text));
+        policies.add(LimitSpec.parse(eq > 0 ? text.substring(eq + 1) : text, id));
       }
       return new Rule(name, policies, failurePolicy(a.failurePolicy()));
     } catch (IllegalArgumentException e) {

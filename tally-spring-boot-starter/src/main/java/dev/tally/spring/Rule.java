@@ -1,6 +1,7 @@
 package dev.tally.spring;
 
 import dev.tally.FailurePolicy;
+import dev.tally.LimitSpec;
 import dev.tally.spi.LimiterRecord;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,15 +14,15 @@ import java.util.Objects;
  */
 final class Rule {
   private final String name;
-  private final List<Policy> policies;
+  private final List<LimitSpec> policies;
   private final FailurePolicy failurePolicy;
   private final long version;
 
-  Rule(String name, List<Policy> policies, FailurePolicy failurePolicy) {
+  Rule(String name, List<LimitSpec> policies, FailurePolicy failurePolicy) {
     this(name, policies, failurePolicy, 0);
   }
 
-  Rule(String name, List<Policy> policies, FailurePolicy failurePolicy, long version) {
+  Rule(String name, List<LimitSpec> policies, FailurePolicy failurePolicy, long version) {
     this.name = Objects.requireNonNull(name, "name");
     if (policies.isEmpty()) {
       throw new IllegalArgumentException("rate-limit rule '" + name + "' has no limit: set its limit"
@@ -48,13 +49,13 @@ final class Rule {
 
   /** {@link #of(String, TallyProperties.Rule, String)}, its {@code limit} a policy named {@code limitId}. */
   static Rule of(String name, String limitId, TallyProperties.Rule p, String where) {
-    List<Policy> policies = new ArrayList<>();
+    List<LimitSpec> policies = new ArrayList<>();
     try {
       if (p.getLimit() != null && !p.getLimit().isBlank()) {
-        policies.add(Policy.parse(limitId, p.getLimit()));
+        policies.add(LimitSpec.parse(p.getLimit(), limitId));
       }
       for (Map.Entry<String, String> e : p.getPolicies().entrySet()) {
-        policies.add(Policy.parse(e.getKey(), e.getValue()));
+        policies.add(LimitSpec.parse(e.getValue(), e.getKey()));
       }
       FailurePolicy fp = p.getFailurePolicy() == null ? FailurePolicy.FAIL_OPEN : p.getFailurePolicy();
       return new Rule(name, policies, fp, p.getVersion());
@@ -68,7 +69,7 @@ final class Rule {
     return name;
   }
 
-  List<Policy> policies() {
+  List<LimitSpec> policies() {
     return policies;
   }
 

@@ -2,10 +2,12 @@ package dev.tally.spring;
 
 import dev.tally.Decision;
 import dev.tally.FailurePolicy;
+import dev.tally.LimitSpec;
 import dev.tally.RateLimiter;
 import dev.tally.Reservation;
 import dev.tally.StoreException;
 import dev.tally.Tally;
+import dev.tally.http.RateLimitFields;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -98,7 +100,7 @@ public class TallyRateLimits {
   static Map<String, Rule> rules(TallyProperties properties) {
     Map<String, Rule> rules = new LinkedHashMap<>();
     properties.getLimits().forEach((name, p) -> {
-      if (!Policy.ID.matcher(name).matches()) {
+      if (!LimitSpec.NAME.matcher(name).matches()) {
         throw new IllegalArgumentException("tally.limits." + name + ": a rule name must be 1 to 64"
             + " letters, digits or . _ : -");
       }
@@ -253,14 +255,14 @@ public class TallyRateLimits {
     try {
       for (Target t : targets) {
         String key = key(t.key());
-        for (Policy p : t.rule().policies()) {
+        for (LimitSpec p : t.rule().policies()) {
           String name = limiterName(t.rule(), p, key);
           RateLimiter limiter = limiter(t.rule(), p, key);
           Answer answer = answer(limiter, t, denied);
           Decision d = answer.decision();
           if (!denied) {
             for (DecisionListener l : listeners) {
-              l.onDecision(t.rule().name(), p.id(), d);
+              l.onDecision(t.rule().name(), p.name(), d);
             }
             if (d.allowed()) {
               granted.add(outcomes.size());
@@ -270,8 +272,8 @@ public class TallyRateLimits {
             }
           }
           reservations.add(answer.held());
-          outcomes.add(new PolicyOutcome(t.rule().name(), p.id(), key, name, t.estimate(), d,
-              p.windowSeconds(now)));
+          outcomes.add(new PolicyOutcome(t.rule().name(), p.name(), key, name, t.estimate(), d,
+              RateLimitFields.windowSeconds(p, now)));
         }
       }
     } catch (StoreException e) {
@@ -400,7 +402,7 @@ public class TallyRateLimits {
       if (t.permits() != permits || permits == 0 || t.reserves()) {
         return null;
       }
-      for (Policy p : t.rule().policies()) {
+      for (LimitSpec p : t.rule().policies()) {
         String name = limiterName(t.rule(), p, key(t.key()));
         if (!names.add(name)) {
           return null;
@@ -411,14 +413,14 @@ public class TallyRateLimits {
     dev.tally.JointDecision d = tally.decide(limiters, permits);
     List<PolicyOutcome> outcomes = new ArrayList<>(limiters.size());
     for (Target t : targets) {
-      for (Policy p : t.rule().policies()) {
+      for (LimitSpec p : t.rule().policies()) {
         Decision each = d.decision(outcomes.size());
         // as in turn: a policy that took nothing for a refused request decided nothing to report
         for (DecisionListener l : d.allowed() || !each.allowed() ? listeners : List.<DecisionListener>of()) {
-          l.onDecision(t.rule().name(), p.id(), each);
+          l.onDecision(t.rule().name(), p.name(), each);
         }
-        outcomes.add(new PolicyOutcome(t.rule().name(), p.id(), key(t.key()), limiters.get(outcomes.size()).name(),
-            permits, each, p.windowSeconds(now)));
+        outcomes.add(new PolicyOutcome(t.rule().name(), p.name(), key(t.key()), limiters.get(outcomes.size()).name(),
+            permits, each, RateLimitFields.windowSeconds(p, now)));
       }
     }
     return new RateLimitVerdict(outcomes);
@@ -434,7 +436,7 @@ public class TallyRateLimits {
    *     {@link Admission#reservations()})
    */
   void giveBack(Target t, List<PolicyOutcome> outcomes, List<Reservation> held) {
-    List<Policy> policies = t.rule().policies();
+    List<LimitSpec> policies = t.rule().policies();
     if (outcomes.size() != policies.size() || held.size() != policies.size()) {
       throw new IllegalArgumentException("rule '" + t.rule().name() + "' has " + policies.size()
           + " policies, and " + outcomes.size() + " outcomes and " + held.size() + " reservations were given");
@@ -445,13 +447,13 @@ public class TallyRateLimits {
     }
   }
 
-  private RateLimiter limiter(Rule rule, Policy policy, String key) {
+  private RateLimiter limiter(Rule rule, LimitSpec policy, String key) {
     return tally.limiter(limiterName(rule, policy, key), policy.limit()).withVersion(rule.version())
         .withFailurePolicy(rule.failurePolicy());
   }
 
-  private String limiterName(Rule rule, Policy policy, String key) {
-    return prefix + rule.name() + ":" + policy.id() + ":" + key;
+  private String limiterName(Rule rule, LimitSpec policy, String key) {
+    return prefix + rule.name() + ":" + policy.name() + ":" + key;
   }
 
   /** The key as stored: {@code anonymous} if missing, its SHA-256 if long. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.FailurePolicy;
+import dev.tally.LimitSpec;
 import dev.tally.StoreException;
 import dev.tally.Tally;
 import dev.tally.TallyListener;
@@ -47,7 +48,7 @@ class SettleAfterFailurePolicyTest {
   @Test
   void aFailOpenGrantIsNotRefundedAndTheStoreIsNotCalled() throws IOException {
     List<String> answeredByPolicy = new CopyOnWriteArrayList<>();
-    Rule rule = new Rule("api", List.of(Policy.parse("api", "token-bucket 3/1d")), FailurePolicy.FAIL_OPEN);
+    Rule rule = new Rule("api", List.of(LimitSpec.parse("token-bucket 3/1d", "api")), FailurePolicy.FAIL_OPEN);
     try (Tally tally = unreachable(recording(answeredByPolicy))) {
       TallyRateLimits limits = new TallyRateLimits(tally, "rl:", Map.of("api", rule), List.of());
       TallyRateLimits.Target target = new TallyRateLimits.Target(rule, "ann", 1);
@@ -72,9 +73,9 @@ class SettleAfterFailurePolicyTest {
   @Test
   void aReservationTheStoreFailedIsAnsweredByTheRulesFailurePolicyAndHoldsNothing() throws IOException {
     List<String> answeredByPolicy = new CopyOnWriteArrayList<>();
-    Rule open = new Rule("open", List.of(Policy.parse("open", "token-bucket 3/1d")), FailurePolicy.FAIL_OPEN);
-    Rule closed = new Rule("closed", List.of(Policy.parse("closed", "token-bucket 3/1d")), FailurePolicy.FAIL_CLOSED);
-    Rule throwing = new Rule("throwing", List.of(Policy.parse("throwing", "token-bucket 3/1d")), FailurePolicy.THROW);
+    Rule open = new Rule("open", List.of(LimitSpec.parse("token-bucket 3/1d", "open")), FailurePolicy.FAIL_OPEN);
+    Rule closed = new Rule("closed", List.of(LimitSpec.parse("token-bucket 3/1d", "closed")), FailurePolicy.FAIL_CLOSED);
+    Rule throwing = new Rule("throwing", List.of(LimitSpec.parse("token-bucket 3/1d", "throwing")), FailurePolicy.THROW);
     try (Tally tally = unreachable(recording(answeredByPolicy))) {
       TallyRateLimits limits = new TallyRateLimits(tally, "rl:",
           Map.of("open", open, "closed", closed, "throwing", throwing), List.of());
@@ -106,8 +107,8 @@ class SettleAfterFailurePolicyTest {
   @Test
   void onlyThePoliciesTheStoreDecidedAreRefunded() {
     AtomicLong now = new AtomicLong(1_700_000_000_000_000_000L);
-    Rule rule = new Rule("api", List.of(Policy.parse("minute", "token-bucket 3/1d"),
-        Policy.parse("day", "token-bucket 3/1d")), FailurePolicy.FAIL_OPEN);
+    Rule rule = new Rule("api", List.of(LimitSpec.parse("token-bucket 3/1d", "minute"),
+        LimitSpec.parse("token-bucket 3/1d", "day")), FailurePolicy.FAIL_OPEN);
     try (Tally tally = Tally.builder("mem:").timeSource(now::get).build()) {
       TallyRateLimits limits = new TallyRateLimits(tally, "rl:", Map.of("api", rule), List.of());
       TallyRateLimits.Target target = new TallyRateLimits.Target(rule, "bo", 1);
@@ -118,7 +119,7 @@ class SettleAfterFailurePolicyTest {
       RateLimitVerdict partlyFailed = new RateLimitVerdict(List.of(verdict.outcomes().get(0),
           new PolicyOutcome(day.rule(), day.policy(), day.key(), day.limiter(), day.permits(),
               new dev.tally.Decision(true, 3, 3, 0, 0).answeredByFailurePolicy(), day.windowSeconds())));
-      tally.limiter("rl:api:day:bo", Policy.parse("day", "token-bucket 3/1d").limit()).refund(1); // as if not taken
+      tally.limiter("rl:api:day:bo", LimitSpec.parse("token-bucket 3/1d", "day").limit()).refund(1); // as if not taken
 
       limits.giveBack(target, partlyFailed.outcomes(), Collections.nCopies(2, null));
 
@@ -134,11 +135,11 @@ class SettleAfterFailurePolicyTest {
   @Test
   void aRefusalByOnePolicyCancelsTheReservationsOfThoseBeforeIt() {
     AtomicLong now = new AtomicLong(1_700_000_000_000_000_000L);
-    Rule rule = new Rule("api", List.of(Policy.parse("minute", "token-bucket 3/1d"),
-        Policy.parse("day", "token-bucket 3/1d")), FailurePolicy.FAIL_OPEN);
+    Rule rule = new Rule("api", List.of(LimitSpec.parse("token-bucket 3/1d", "minute"),
+        LimitSpec.parse("token-bucket 3/1d", "day")), FailurePolicy.FAIL_OPEN);
     try (Tally tally = Tally.builder("mem:").timeSource(now::get).build()) {
       TallyRateLimits limits = new TallyRateLimits(tally, "rl:", Map.of("api", rule), List.of());
-      tally.limiter("rl:api:day:bo", Policy.parse("day", "token-bucket 3/1d").limit()).decide(2);
+      tally.limiter("rl:api:day:bo", LimitSpec.parse("token-bucket 3/1d", "day").limit()).decide(2);
 
       TallyRateLimits.Admission admission = limits.admit(List.of(new TallyRateLimits.Target(rule, "bo", 2, TTL)));
 
@@ -152,6 +153,6 @@ class SettleAfterFailurePolicyTest {
   }
 
   private static long available(Tally tally, String policy) {
-    return tally.limiter("rl:api:" + policy + ":bo", Policy.parse(policy, "token-bucket 3/1d").limit()).available();
+    return tally.limiter("rl:api:" + policy + ":bo", LimitSpec.parse("token-bucket 3/1d", policy).limit()).available();
   }
 }

@@ -177,7 +177,7 @@ class TallyAutoConfigurationTest {
     runner.withPropertyValues("tally.limits.api.limit=token-bucket 100 per minute").run(context -> {
       assertThat(context).hasFailed();
       assertThat(context.getStartupFailure()).rootCause()
-          .hasMessageContaining("tally.limits.api").hasMessageContaining("token-bucket 100/1m");
+          .hasMessageContaining("tally.limits.api").hasMessageContaining("expected a token bucket like 100/1m");
     });
   }
 

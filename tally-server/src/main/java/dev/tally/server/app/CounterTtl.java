@@ -1,5 +1,6 @@
 package dev.tally.server.app;
 
+import dev.tally.Durations;
 import java.time.Duration;
 
 /** The time a live counter has left, or null if it never expires. */
@@ -13,6 +14,6 @@ public record CounterTtl(String key, Duration ttl) {
       return null;
     }
     long ms = ttl.toMillis();
-    return Specs.format(ms >= 1000 ? Duration.ofSeconds((ms + 999) / 1000) : ttl);
+    return Durations.format(ms >= 1000 ? Duration.ofSeconds((ms + 999) / 1000) : ttl);
   }
 }

@@ -1,6 +1,7 @@
 package dev.tally.server.app;
 
 import dev.tally.Decision;
+import dev.tally.LimitSpec;
 import dev.tally.http.RateLimitFields;
 import java.util.List;
 import java.util.Locale;

@@ -4,11 +4,13 @@ import dev.tally.AsyncCounters;
 import dev.tally.ConcurrencyLimit;
 import dev.tally.Counters;
 import dev.tally.Decision;
+import dev.tally.Durations;
 import dev.tally.Expiry;
 import dev.tally.FailurePolicy;
 import dev.tally.KeyNotFoundException;
 import dev.tally.Lease;
 import dev.tally.Limit;
+import dev.tally.LimitSpec;
 import dev.tally.NotAnIntegerException;
 import dev.tally.Quota;
 import dev.tally.RateLimiter;
@@ -539,8 +541,8 @@ public final class TallyApp implements AutoCloseable {
   private static Duration maxWait(Duration maxWait) {
     Duration wait = maxWait == null ? Duration.ZERO : maxWait;
     if (wait.compareTo(MAX_WAIT) > 0) {
-      throw new RequestException("maxWait " + Specs.format(wait) + " is longer than the "
-          + Specs.format(MAX_WAIT) + " allowed");
+      throw new RequestException("maxWait " + Durations.format(wait) + " is longer than the "
+          + Durations.format(MAX_WAIT) + " allowed");
     }
     return wait;
   }
@@ -572,7 +574,7 @@ public final class TallyApp implements AutoCloseable {
     LimitSpec first = limits.get(0);
     // A Quota handle, so that top-up works; same state and key as a plain limiter.
     RateLimiter limiter = limits.size() == 1 && first.kind() == LimitSpec.Kind.QUOTA
-        ? tally.quota(name, first.limit().limit(), first.period(), first.zone())
+        ? tally.quota(name, first.limit().limit(), first.limit().period(), first.limit().zone())
         : tally.limiter(name, limits(limits));
     return limitsVersion == 0 ? limiter : limiter.withVersion(limitsVersion);
   }
@@ -642,7 +644,7 @@ public final class TallyApp implements AutoCloseable {
         throw new RequestException("weight must be 1 to maxPermits (" + maxPermits + "), not " + weight);
       }
       String denied = "the concurrency limit '" + name + "' has not " + weight + " of its " + maxPermits
-          + " permits free" + (wait.isZero() ? " now" : " within " + Specs.format(wait))
+          + " permits free" + (wait.isZero() ? " now" : " within " + Durations.format(wait))
           + "; a lease frees its permits when released or when it expires";
       attemptLease(limit, weight, ttl, System.nanoTime() + wait.toNanos(), TimeUnit.MILLISECONDS.toNanos(1),
           denied, result);
@@ -736,7 +738,7 @@ public final class TallyApp implements AutoCloseable {
       throw new RequestException("maxPermits must be 1 or more, not " + maxPermits);
     }
     if (ttl != null && (ttl.isNegative() || ttl.isZero())) {
-      throw new RequestException("a lease's ttl must be positive, not " + Specs.format(ttl));
+      throw new RequestException("a lease's ttl must be positive, not " + Durations.format(ttl));
     }
     return tally.concurrency(name, maxPermits);
   }

@@ -2,8 +2,8 @@ package dev.tally.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tally.Durations;
 import dev.tally.server.app.RequestException;
-import dev.tally.server.app.Specs;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.Set;
@@ -126,10 +126,10 @@ record Body(ObjectNode node, String where) {
       return null;
     }
     if (!n.isTextual()) {
-      throw new RequestException("'" + where + field + "' must be a string: " + Specs.DURATION_HINT);
+      throw new RequestException("'" + where + field + "' must be a string: " + Durations.HINT);
     }
     try {
-      return Specs.duration(n.textValue());
+      return Durations.parse(n.textValue());
     } catch (IllegalArgumentException e) {
       throw new RequestException("'" + where + field + "': " + e.getMessage());
     }

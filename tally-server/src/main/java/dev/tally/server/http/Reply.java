@@ -3,7 +3,7 @@ package dev.tally.server.http;
 import dev.tally.StoreException;
 import dev.tally.http.RateLimitFields;
 import dev.tally.server.app.Health;
-import dev.tally.server.app.LimitSpec;
+import dev.tally.LimitSpec;
 import dev.tally.server.app.JointLimiterDecision;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.NamedLimitResult;
@@ -148,7 +148,7 @@ public final class Reply {
   static List<RateLimitFields.Policy> policies(List<LimitSpec> limits, Instant now) {
     List<RateLimitFields.Policy> policies = new ArrayList<>(limits.size());
     for (LimitSpec s : limits) {
-      policies.add(new RateLimitFields.Policy(s.policy(), s.limit().limit(), s.windowSeconds(now)));
+      policies.add(RateLimitFields.Policy.of(s, now));
     }
     return policies;
   }

@@ -2,7 +2,7 @@ package dev.tally.server.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.tally.server.app.LimitSpec;
+import dev.tally.LimitSpec;
 import dev.tally.server.app.RequestException;
 import dev.tally.server.app.TallyApp;
 import dev.tally.server.app.TxOp;
@@ -116,8 +116,8 @@ final class Requests {
     }
     Set<String> names = new HashSet<>();
     for (LimitSpec s : specs) {
-      if (!names.add(s.policy())) {
-        throw new RequestException("policy name '" + s.policy() + "' is used twice");
+      if (!names.add(s.name())) {
+        throw new RequestException("policy name '" + s.name() + "' is used twice");
       }
     }
     return specs;
@@ -136,10 +136,10 @@ final class Requests {
         policy = f.getValue().textValue();
         continue;
       }
-      LimitSpec.Kind k = LimitSpec.Kind.ofJsonName(f.getKey());
+      LimitSpec.Kind k = LimitSpec.Kind.ofFieldName(f.getKey());
       if (k == null) {
         throw new RequestException("unknown field '" + where + "." + f.getKey()
-            + "'; expected one of " + LimitSpec.Kind.jsonNames() + ", policy");
+            + "'; expected one of " + LimitSpec.Kind.fieldNames() + ", policy");
       }
       if (kind != null) {
         throw new RequestException("'" + where + "' has two algorithms; put each in its own"
@@ -154,7 +154,7 @@ final class Requests {
     }
     if (kind == null) {
       throw new RequestException("'" + where + "' names no algorithm; expected one of "
-          + LimitSpec.Kind.jsonNames());
+          + LimitSpec.Kind.fieldNames());
     }
     try {
       return LimitSpec.parse(kind, text, policy);

@@ -1,10 +1,10 @@
 package dev.tally.server.http;
 
 import dev.tally.CircuitBreaker;
+import dev.tally.Durations;
 import dev.tally.server.app.FailurePolicies;
 import dev.tally.Tally;
 import dev.tally.TallyMetrics;
-import dev.tally.server.app.Specs;
 import dev.tally.server.app.TallyApp;
 import dev.tally.server.envoy.GrpcEndpoint;
 import dev.tally.server.ratelimit.NamedLimits;
@@ -324,7 +324,7 @@ public final class TallyServer implements AutoCloseable {
       boolean drained = gate.closeAndDrain(settings.shutdownGrace());
       if (!drained) {
         LOG.log(Level.WARNING, "{0} requests still in flight after {1}; closing them",
-            gate.inFlight(), Specs.format(settings.shutdownGrace()));
+            gate.inFlight(), Durations.format(settings.shutdownGrace()));
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -337,7 +337,7 @@ public final class TallyServer implements AutoCloseable {
           gate.closeAndDrain(ANSWER_BOUND);
           if (!gate.finishAll(ANSWER_BOUND)) {
             LOG.log(Level.WARNING, "some connections did not close in {0}",
-                Specs.format(ANSWER_BOUND));
+                Durations.format(ANSWER_BOUND));
           }
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();

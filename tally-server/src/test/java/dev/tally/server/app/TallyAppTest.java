@@ -3,6 +3,7 @@ package dev.tally.server.app;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tally.LimitSpec;
 import dev.tally.Tally;
 import dev.tally.server.async.Stages;
 import dev.tally.server.app.TallyApp.LimiterAction;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tally.Decision;
-import dev.tally.server.app.LimitSpec;
+import dev.tally.LimitSpec;
 import dev.tally.server.app.LimiterDecision;
 import java.time.Instant;
 import java.util.List;
@@ -112,26 +112,5 @@ class ReplyTest {
     assertThat(r.status()).isEqualTo(503);
     assertThat(r.json()).contains("\"error\":\"store_unavailable\"").contains("\"health\":\"unavailable\"")
         .contains("within 2s");
-  }
-
-  @Test
-  void windowsAreTheTimeToRefillCompletely() {
-    assertThat(spec(LimitSpec.Kind.TOKEN_BUCKET, "10:1/1s", "p").windowSeconds(NOW)).isEqualTo(10);
-    assertThat(spec(LimitSpec.Kind.LEAKY_BUCKET, "100/1m", "p").windowSeconds(NOW)).isEqualTo(60);
-    assertThat(spec(LimitSpec.Kind.GCRA, "15:30/60s", "p").windowSeconds(NOW)).isEqualTo(32);
-    assertThat(spec(LimitSpec.Kind.SLIDING_WINDOW, "5/500ms", "p").windowSeconds(NOW)).isEqualTo(1);
-    assertThat(spec(LimitSpec.Kind.QUOTA, "1000/month", "p").windowSeconds(NOW)).isEqualTo(28 * 86_400);
-    assertThat(spec(LimitSpec.Kind.QUOTA, "1000/day@Europe/Paris", "p")
-        .windowSeconds(Instant.parse("2026-03-29T12:00:00Z"))).as("the day clocks go forward").isEqualTo(23 * 3600);
-  }
-
-  @Test
-  void limitTextsAreCheckedWithMessagesThatShowTheForm() {
-    assertThatThrownBy(() -> spec(LimitSpec.Kind.GCRA, "30/60s", "p")).hasMessageContaining("15:30/60s");
-    assertThatThrownBy(() -> spec(LimitSpec.Kind.FIXED_WINDOW, "1:2/1h", "p")).hasMessageContaining("100/1h");
-    assertThatThrownBy(() -> spec(LimitSpec.Kind.QUOTA, "1000/year", "p")).hasMessageContaining("1000/month");
-    assertThatThrownBy(() -> spec(LimitSpec.Kind.QUOTA, "10/day@Mars/Olympus", "p")).hasMessageContaining("time zone");
-    assertThatThrownBy(() -> spec(LimitSpec.Kind.TOKEN_BUCKET, "0/1s", "p")).hasMessageContaining("positive");
-    assertThatThrownBy(() -> spec(LimitSpec.Kind.TOKEN_BUCKET, "1/1s", "bad name")).hasMessageContaining("policy name");
   }
 }

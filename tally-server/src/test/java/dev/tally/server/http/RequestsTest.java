@@ -3,7 +3,7 @@ package dev.tally.server.http;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.tally.server.app.LimitSpec;
+import dev.tally.LimitSpec;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -28,7 +28,7 @@ class RequestsTest {
   void limitsNameTheirPoliciesAndRefuseDuplicates() {
     Body b = Body.parse("{\"limits\":[{\"tokenBucket\":\"1/1s\"},{\"gcra\":\"1:1/1s\"}]}".getBytes(),
         "{}", Requests.LIMIT_FIELDS);
-    assertThat(Requests.limits(b)).extracting(LimitSpec::policy).containsExactly("default", "limit-2");
+    assertThat(Requests.limits(b)).extracting(LimitSpec::name).containsExactly("default", "limit-2");
     Body dup = Body.parse(("{\"limits\":[{\"tokenBucket\":\"1/1s\",\"policy\":\"a\"},"
         + "{\"gcra\":\"1:1/1s\",\"policy\":\"a\"}]}").getBytes(), "{}", Requests.LIMIT_FIELDS);
     assertThatThrownBy(() -> Requests.limits(dup)).hasMessageContaining("used twice");
