@@ -1,6 +1,6 @@
 package dev.tally.server.http;
 
-import static dev.tally.server.http.HttpApiIT.status;
+import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
@@ -68,13 +68,13 @@ class AuthIT {
     try (ServerProcess server = ServerProcess.start(Map.of(),
         "--store", "mem:", "--bind", "0.0.0.0", "--token-file", file.toString())) {
       String auth = "Bearer " + TOKEN;
-      assertThat(HttpApiIT.ok(server.send("POST", "/v1/counters/k/incr", null, "Authorization", auth))
+      assertThat(Responses.ok(server.send("POST", "/v1/counters/k/incr", null, "Authorization", auth))
           .get("value").asLong()).isEqualTo(1);
-      assertThat(HttpApiIT.ok(server.send("GET", "/v1/counters/k", null, "Authorization", auth))
+      assertThat(Responses.ok(server.send("GET", "/v1/counters/k", null, "Authorization", auth))
           .get("value").asLong()).isEqualTo(1);
       assertThat(server.send("GET", "/metrics", null, "Authorization", auth).statusCode()).isEqualTo(200);
-      HttpApiIT.ok(server.get("/ping"));
-      HttpApiIT.ok(server.get("/healthz"));
+      Responses.ok(server.get("/ping"));
+      Responses.ok(server.get("/healthz"));
       status(401, server.send("GET", "/v1/counters/k", null));
     }
   }

@@ -1,7 +1,7 @@
 package dev.tally.server.http;
 
-import static dev.tally.server.http.HttpApiIT.ok;
-import static dev.tally.server.http.HttpApiIT.status;
+import static dev.tally.server.http.Responses.ok;
+import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -9,26 +9,16 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Malformed, oversized and invalid requests get a clear 4xx JSON error, and nothing is written:
  * each test reads the store back to prove it.
  */
 class BadInputIT {
-  static ServerProcess server;
-
-  @BeforeAll
-  static void start() throws Exception {
-    server = ServerProcess.start("--store", "mem:", "--max-body", "65536");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    server.close();
-  }
+  @RegisterExtension
+  static final ServerForClass server = new ServerForClass("--store", "mem:", "--max-body", "65536");
 
   static String message(JsonNode error) {
     return error.get("message").asText();
@@ -97,7 +87,7 @@ class BadInputIT {
 
   @Test
   void anOversizedChunkedBodyIs413Too() throws Exception {
-    try (Socket s = new Socket("127.0.0.1", server.uri.getPort())) {
+    try (Socket s = new Socket("127.0.0.1", server.port())) {
       OutputStream out = s.getOutputStream();
       out.write(("POST /v1/counters/chunked/incr HTTP/1.1\r\nHost: 127.0.0.1\r\n"
           + "Transfer-Encoding: chunked\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
@@ -119,7 +109,7 @@ class BadInputIT {
     String longKey = "k".repeat(1025);
     JsonNode e = status(400, server.post("/v1/counters/" + longKey + "/incr", null));
     assertThat(message(e)).contains("1025 bytes").contains("the limit is 1024");
-    assertThat(HttpApiIT.ok(server.get("/v1/counters?prefix=kkkk")).get("keys")).isEmpty();
+    assertThat(ok(server.get("/v1/counters?prefix=kkkk")).get("keys")).isEmpty();
     // 1024 bytes is fine
     ok(server.post("/v1/counters/" + "k".repeat(1024) + "/incr", null));
   }
@@ -131,7 +121,7 @@ class BadInputIT {
     assertThat(server.raw("POST /v1/counters/a%25ZZb%2/incr HTTP/1.1")).startsWith("HTTP/1.1 400");
     assertThat(message(status(400, server.post("/v1/counters/a%C3/incr", null))))
         .contains("not valid UTF-8");
-    assertThat(HttpApiIT.ok(server.get("/v1/counters?prefix=a")).get("keys")).isEmpty();
+    assertThat(ok(server.get("/v1/counters?prefix=a")).get("keys")).isEmpty();
   }
 
   @Test

@@ -8,9 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A server without a token cannot be driven by web pages: the two requests a page can make
@@ -19,24 +18,15 @@ import org.junit.jupiter.api.Test;
  * are sent as curl sends them, with {@code curl} itself where it matters.
  */
 class BrowserSafetyIT {
-  static ServerProcess server;
-
-  @BeforeAll
-  static void start() throws IOException {
-    server = ServerProcess.start("--store", "mem:", "--cors-origin", "https://app.example.com",
-        "--allow-host", "tally.internal");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    server.close();
-  }
+  @RegisterExtension
+  static final ServerForClass server = new ServerForClass("--store", "mem:",
+      "--cors-origin", "https://app.example.com", "--allow-host", "tally.internal");
 
   /** Runs curl against the server on localhost; returns status line and body. */
   static String curl(String... args) throws IOException, InterruptedException {
     List<String> cmd = new java.util.ArrayList<>(List.of("curl", "-s", "-i"));
     for (String a : args) {
-      cmd.add(a.replace("PORT", Integer.toString(server.uri.getPort())));
+      cmd.add(a.replace("PORT", Integer.toString(server.port())));
     }
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
@@ -70,7 +60,7 @@ class BrowserSafetyIT {
     String write = curl("-X", "POST", "localhost:PORT/v1/counters/secret/incr",
         "-H", "Host: rebind.attacker.example");
     assertThat(write).startsWith("HTTP/1.1 403 ");
-    assertThat(HttpApiIT.json(server.get("/v1/counters/secret")).get("value").asLong()).isEqualTo(1);
+    assertThat(Responses.json(server.get("/v1/counters/secret")).get("value").asLong()).isEqualTo(1);
   }
 
   @Test
@@ -88,7 +78,7 @@ class BrowserSafetyIT {
   void mutatingRoutesTakeOnlyJson() {
     HttpResponse<String> r = server.send("POST", "/v1/counters/typed/incr", "{\"delta\":5}",
         "Content-Type", "application/x-www-form-urlencoded");
-    assertThat(HttpApiIT.status(415, r).get("error").asText()).isEqualTo("unsupported_media_type");
+    assertThat(Responses.status(415, r).get("error").asText()).isEqualTo("unsupported_media_type");
     assertThat(server.send("PUT", "/v1/counters/typed", "{\"value\":5}",
         "Content-Type", "text/plain").statusCode()).isEqualTo(415);
     assertThat(server.get("/v1/counters/typed").statusCode()).isEqualTo(404);

@@ -1,31 +1,21 @@
 package dev.tally.server.http;
 
-import static dev.tally.server.http.HttpApiIT.json;
-import static dev.tally.server.http.HttpApiIT.ok;
-import static dev.tally.server.http.HttpApiIT.status;
+import static dev.tally.server.http.Responses.json;
+import static dev.tally.server.http.Responses.ok;
+import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.net.http.HttpResponse;
 import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The concurrency routes against a real server process on the memory store. */
 class ConcurrencyIT {
-  static ServerProcess server;
-
-  @BeforeAll
-  static void start() throws Exception {
-    server = ServerProcess.start("--store", "mem:");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    server.close();
-  }
+  @RegisterExtension
+  static final ServerForClass server = new ServerForClass("--store", "mem:");
 
   static JsonNode acquire(String name, String body) {
     return ok(server.post("/v1/concurrency/" + name + "/acquire", body));

@@ -85,7 +85,7 @@ class EnvoyRlsIT {
           .build();
       try {
         // HTTP and gRPC count in the same limiter
-        JsonNode first = HttpApiIT.ok(server.post("/v1/ratelimit/edge", BODY.formatted("acme")));
+        JsonNode first = Responses.ok(server.post("/v1/ratelimit/edge", BODY.formatted("acme")));
         assertThat(first.get("overallCode").asText()).isEqualTo("OK");
         JsonNode s = first.get("statuses").get(0);
         assertThat(s.get("code").asText()).isEqualTo("OK");
@@ -96,7 +96,7 @@ class EnvoyRlsIT {
         assertThat(s.get("source").asText()).isEqualTo(file + ":4");
         assertThat(call(channel, tenant("acme")).getStatuses(0).getLimitRemaining()).isZero();
         HttpResponse<String> over = server.post("/v1/ratelimit/edge", BODY.formatted("acme"));
-        JsonNode denied = HttpApiIT.status(429, over);
+        JsonNode denied = Responses.status(429, over);
         assertThat(denied.get("overallCode").asText()).isEqualTo("OVER_LIMIT");
         assertThat(denied.get("detail").asText()).isEqualTo("domain 'edge': (tenant=acme) is over"
             + " its limit of 2 per year (" + file + ":4)");
@@ -104,13 +104,13 @@ class EnvoyRlsIT {
         // shadow mode: the status says over, the answer is still 200
         server.post("/v1/ratelimit/edge", "{\"descriptors\": [{\"entries\": [{\"key\":"
             + " \"canary\", \"value\": \"x\"}]}]}");
-        JsonNode shadow = HttpApiIT.ok(server.post("/v1/ratelimit/edge", "{\"descriptors\":"
+        JsonNode shadow = Responses.ok(server.post("/v1/ratelimit/edge", "{\"descriptors\":"
             + " [{\"entries\": [{\"key\": \"canary\", \"value\": \"x\"}]}]}"));
         assertThat(shadow.get("statuses").get(0).get("code").asText()).isEqualTo("OVER_LIMIT");
         assertThat(shadow.get("statuses").get(0).get("shadowMode").asBoolean()).isTrue();
-        HttpApiIT.status(404, server.post("/v1/ratelimit/elsewhere", BODY.formatted("acme")));
-        HttpApiIT.status(400, server.post("/v1/ratelimit/edge", "{\"descriptors\": []}"));
-        JsonNode state = HttpApiIT.ok(server.get("/v1/ratelimit"));
+        Responses.status(404, server.post("/v1/ratelimit/elsewhere", BODY.formatted("acme")));
+        Responses.status(400, server.post("/v1/ratelimit/edge", "{\"descriptors\": []}"));
+        JsonNode state = Responses.ok(server.get("/v1/ratelimit"));
         assertThat(state.get("domains").toString()).isEqualTo("[\"edge\"]");
         assertThat(state.get("lastError").isNull()).isTrue();
 
@@ -136,7 +136,7 @@ class EnvoyRlsIT {
         }
         await("load", () -> calls.get() >= 200);
         write(file, RULES.replace("{unit: year, requests_per_unit: 2}", "{unit: year}"));
-        await("the refusal", () -> !HttpApiIT.ok(server.get("/v1/ratelimit")).get("lastError")
+        await("the refusal", () -> !Responses.ok(server.get("/v1/ratelimit")).get("lastError")
             .isNull());
         int refusedAt = calls.get();
         await("more load", () -> calls.get() >= refusedAt + 200);
@@ -152,7 +152,7 @@ class EnvoyRlsIT {
         }
         assertThat(failure.get()).as("a call failed during the reloads").isNull();
         assertThat(call(channel, tenant("acme")).getOverallCode()).isEqualTo(Code.OK);
-        JsonNode after = HttpApiIT.ok(server.get("/v1/ratelimit"));
+        JsonNode after = Responses.ok(server.get("/v1/ratelimit"));
         assertThat(after.get("reloads").asLong()).isEqualTo(1);
         assertThat(after.get("refusedReloads").asLong()).isEqualTo(1);
         assertThat(server.stderr()).contains("rules not reloaded: " + file + ":4: rate_limit of"
@@ -170,10 +170,10 @@ class EnvoyRlsIT {
     try (ServerProcess server = ServerProcess.start("--store", "mem:", "--rules",
         file.toString())) {
       // the limiter the rule counts in, written first with another limit through /v1/limiters
-      HttpApiIT.ok(server.post("/v1/limiters/" + HttpApiIT.path("rls:edge:tenant=acme:2/year")
+      Responses.ok(server.post("/v1/limiters/" + HttpApiIT.path("rls:edge:tenant=acme:2/year")
           + "/try", "{\"limit\": {\"fixedWindow\": \"7/365d\"}}"));
       HttpResponse<String> r = server.post("/v1/ratelimit/edge", BODY.formatted("acme"));
-      JsonNode s = HttpApiIT.ok(r).get("statuses").get(0);
+      JsonNode s = Responses.ok(r).get("statuses").get(0);
       assertThat(s.get("limitRemaining").asLong()).isEqualTo(5);
       assertThat(s.get("storedLimits").asText()).startsWith("differ: the limiter"
           + " 'rls:edge:tenant=acme:2/year' holds a limit of 7");
@@ -233,7 +233,7 @@ class EnvoyRlsIT {
     Run json = run(dir, "--store", store, "--json", "ratelimit", "edge", "tenant=acme",
         "--rules", file.toString());
     assertThat(json.exit()).isZero();
-    assertThat(HttpApiIT.JSON.readTree(json.out()).get("statuses").get(0).get("limitRemaining")
+    assertThat(Responses.JSON.readTree(json.out()).get("statuses").get(0).get("limitRemaining")
         .asLong()).isZero();
     Run unknown = run(dir, "--store", store, "ratelimit", "nowhere", "tenant=acme", "--rules",
         file.toString());

@@ -1,58 +1,21 @@
 package dev.tally.server.http;
 
+import static dev.tally.server.http.Responses.json;
+import static dev.tally.server.http.Responses.ok;
+import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.net.URLEncoder;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Every endpoint of the HTTP API, against one real server process on the memory store. */
 class HttpApiIT {
-  static final ObjectMapper JSON = new ObjectMapper();
-  static ServerProcess server;
-
-  @BeforeAll
-  static void start() throws Exception {
-    server = ServerProcess.start("--store", "mem:");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    server.close();
-  }
-
-  static JsonNode json(HttpResponse<String> r) {
-    try {
-      return JSON.readTree(r.body());
-    } catch (Exception e) {
-      throw new AssertionError("not JSON: " + r.body(), e);
-    }
-  }
-
-  static JsonNode ok(HttpResponse<String> r) {
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-    assertThat(r.headers().firstValue("Content-Type")).hasValue("application/json");
-    return json(r);
-  }
-
-  static JsonNode status(int status, HttpResponse<String> r) {
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
-    JsonNode body = json(r);
-    if (status >= 400) { // every error is an RFC 9457 problem
-      assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-      assertThat(body.get("status").asInt()).isEqualTo(status);
-      assertThat(body.get("type").asText()).isIn("about:blank",
-          "https://iana.org/assignments/http-problem-types#quota-exceeded");
-      assertThat(body.get("title").asText()).isNotBlank();
-      assertThat(body.get("detail").asText()).isNotBlank();
-    }
-    return body;
-  }
+  @RegisterExtension
+  static final ServerForClass server = new ServerForClass("--store", "mem:");
 
   static String path(String key) {
     return URLEncoder.encode(key, StandardCharsets.UTF_8).replace("+", "%20");

@@ -1,19 +1,17 @@
 package dev.tally.server.http;
 
-import static dev.tally.server.http.HttpApiIT.json;
-import static dev.tally.server.http.HttpApiIT.ok;
-import static dev.tally.server.http.HttpApiIT.status;
+import static dev.tally.server.http.Responses.json;
+import static dev.tally.server.http.Responses.ok;
+import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@code Idempotency-Key} (draft-ietf-httpapi-idempotency-key-header-07) on every route that
@@ -22,17 +20,8 @@ import org.junit.jupiter.api.Test;
  * is 400.
  */
 class IdempotencyIT {
-  static ServerProcess server;
-
-  @BeforeAll
-  static void start() throws IOException {
-    server = ServerProcess.start("--store", "mem:");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    server.close();
-  }
+  @RegisterExtension
+  static final ServerForClass server = new ServerForClass("--store", "mem:");
 
   private static HttpResponse<String> keyed(String method, String path, String body, String key) {
     return server.send(method, path, body, "Idempotency-Key", "\"" + key + "\"");

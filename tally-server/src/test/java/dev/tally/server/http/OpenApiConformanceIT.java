@@ -1,22 +1,16 @@
 package dev.tally.server.http;
 
+import static dev.tally.server.http.Responses.json;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assumptions.assumeThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.File;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -38,7 +32,6 @@ import org.junit.jupiter.api.io.TempDir;
 class OpenApiConformanceIT {
   static final OpenApiContract SPEC = OpenApiContract.load(
       Path.of(System.getProperty("tally.openapi", "../docs/openapi.yaml")));
-  static final ObjectMapper JSON = new ObjectMapper();
   static final String TOKEN = "0123456789abcdef0123456789abcdef";
   static final String ORIGIN = "https://app.example.com";
 
@@ -108,14 +101,6 @@ class OpenApiConformanceIT {
     SPEC.check(new OpenApiContract.Exchange(method, target, sent, body, r.statusCode(),
         r.headers(), r.body()));
     return r;
-  }
-
-  static JsonNode json(HttpResponse<String> r) {
-    try {
-      return JSON.readTree(r.body());
-    } catch (IOException e) {
-      throw new AssertionError("not JSON: " + r.body(), e);
-    }
   }
 
   @Test
@@ -447,25 +432,16 @@ class OpenApiConformanceIT {
   @Test
   @Order(10)
   void aStalledStoreIs504ButHealthz503AndAnUnreachableOne503Or504(@TempDir Path redisDir) throws Exception {
-    String redis = redisBinary();
-    assumeThat(redis).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
-    int port;
-    try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      port = free.getLocalPort();
-    }
-    Process store = new ProcessBuilder(redis, "--port", Integer.toString(port), "--bind",
-        "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", redisDir.toString())
-        .redirectErrorStream(true).redirectOutput(redisDir.resolve("redis.log").toFile()).start();
+    RedisProcess store = RedisProcess.start(redisDir);
     try {
-      awaitListening(port);
       // The timeout bounds each stalled call below; long enough for the first connection of a
       // cold JVM on a busy machine.
       try (ServerProcess s = ServerProcess.start("--store",
-          "redis://127.0.0.1:" + port + "?timeout=2s")) {
+          store.uri() + "?timeout=2s")) {
         call(s, 200, "POST", "/v1/counters/o:x/incr", null);
         call(s, 200, "GET", "/healthz", null);
 
-        signal(store, "STOP"); // the store takes the commands and never answers them
+        store.signal("STOP"); // the store takes the commands and never answers them
         try {
           call(s, 504, "POST", "/v1/counters/o:x/incr", null);
           call(s, 504, "POST", "/v1/limiters/o:l/try", "{\"limit\":{\"tokenBucket\":\"5/1h\"}}");
@@ -475,12 +451,11 @@ class OpenApiConformanceIT {
               .as("durations as the server reads them").contains("within 2s").doesNotContain("PT");
           call(s, 503, "HEAD", "/healthz", null);
         } finally {
-          signal(store, "CONT");
+          store.signal("CONT");
         }
         call(s, 200, "POST", "/v1/counters/o:x/incr", null);
 
-        store.destroyForcibly();
-        assertThat(store.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        store.kill();
         // gone: refused at once (503), or queued for the reconnection until the timeout (504)
         for (String[] req : new String[][] {{"POST", "/v1/counters/o:x/incr"},
             {"GET", "/healthz"}, {"GET", "/v1/counters"}}) {
@@ -489,7 +464,7 @@ class OpenApiConformanceIT {
         }
       }
     } finally {
-      store.destroyForcibly();
+      store.close();
     }
   }
 
@@ -553,33 +528,5 @@ class OpenApiConformanceIT {
     missing.removeAll(SPEC.exercised());
     assertThat(missing).as("operations docs/openapi.yaml describes that no test reached"
         + " (run the whole class; a route the server does not have cannot be reached)").isEmpty();
-  }
-
-  private static String redisBinary() {
-    for (String d : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-      File f = new File(d, "redis-server");
-      if (f.canExecute()) {
-        return f.getPath();
-      }
-    }
-    return null;
-  }
-
-  private static void awaitListening(int port) throws Exception {
-    for (int i = 0; i < 300; i++) {
-      try {
-        new Socket("127.0.0.1", port).close();
-        return;
-      } catch (IOException notYet) {
-        Thread.sleep(20);
-      }
-    }
-    throw new IllegalStateException("redis-server did not listen on " + port);
-  }
-
-  private static void signal(Process p, String signal) throws Exception {
-    Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).start();
-    assertThat(kill.waitFor(10, TimeUnit.SECONDS) && kill.exitValue() == 0)
-        .as("kill -" + signal).isTrue();
   }
 }

@@ -13,9 +13,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -25,17 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * certificate openssl makes for the test).
  */
 class ProtocolsIT {
-  static ServerProcess server;
-
-  @BeforeAll
-  static void start() throws IOException {
-    server = ServerProcess.start("--store", "mem:");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    server.close();
-  }
+  @RegisterExtension
+  static final ServerForClass server = new ServerForClass("--store", "mem:");
 
   @Test
   void pipelinedRequestsAreAnsweredInOrderOnOneConnection() throws IOException {
@@ -43,7 +33,7 @@ class ProtocolsIT {
         + "Content-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"delta\":1}";
     String get = "GET /v1/counters/pipe HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     String last = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    try (Socket s = new Socket("127.0.0.1", server.uri.getPort())) {
+    try (Socket s = new Socket("127.0.0.1", server.port())) {
       s.setSoTimeout(10_000);
       // all in one write: the server reads them together and must answer each, in order
       s.getOutputStream().write((one + one + get + one + get + last)
@@ -135,7 +125,7 @@ class ProtocolsIT {
   }
 
   private static String raw(String requests) throws IOException {
-    try (Socket s = new Socket("127.0.0.1", server.uri.getPort())) {
+    try (Socket s = new Socket("127.0.0.1", server.port())) {
       s.setSoTimeout(10_000);
       s.getOutputStream().write(requests.getBytes(StandardCharsets.US_ASCII));
       return new String(s.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);

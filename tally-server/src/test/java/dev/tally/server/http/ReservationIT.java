@@ -1,7 +1,7 @@
 package dev.tally.server.http;
 
-import static dev.tally.server.http.HttpApiIT.ok;
-import static dev.tally.server.http.HttpApiIT.status;
+import static dev.tally.server.http.Responses.ok;
+import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -11,9 +11,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The reservation routes against a real server process on the memory store. A limit refilled
@@ -22,17 +21,9 @@ import org.junit.jupiter.api.Test;
  */
 class ReservationIT {
   private static final String LIMIT = "\"limit\": {\"tokenBucket\": \"1000/3650d\"}";
-  static ServerProcess server;
 
-  @BeforeAll
-  static void start() throws Exception {
-    server = ServerProcess.start("--store", "mem:");
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    server.close();
-  }
+  @RegisterExtension
+  static final ServerForClass server = new ServerForClass("--store", "mem:");
 
   static JsonNode reserve(String name, long estimate, String... headers) {
     return ok(server.send("POST", "/v1/limiters/" + name + "/reserve",

@@ -1,7 +1,7 @@
 package dev.tally.server.http;
 
-import static dev.tally.server.http.HttpApiIT.json;
-import static dev.tally.server.http.HttpApiIT.ok;
+import static dev.tally.server.http.Responses.json;
+import static dev.tally.server.http.Responses.ok;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 

@@ -1,14 +1,10 @@
 package dev.tally.server.http;
 
-import static dev.tally.server.http.HttpApiIT.ok;
-import static dev.tally.server.http.HttpApiIT.status;
+import static dev.tally.server.http.Responses.ok;
+import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assumptions.assumeThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.io.File;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -23,52 +19,17 @@ import org.junit.jupiter.api.io.TempDir;
  * answer for the store. Runs against a real redis-server on a loopback port.
  */
 class StoreOutageIT {
-  private static String redisBinary() {
-    for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-      File f = new File(dir, "redis-server");
-      if (f.canExecute()) {
-        return f.getPath();
-      }
-    }
-    return null;
-  }
-
-  private static int freePort() throws java.io.IOException {
-    try (ServerSocket free = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-      return free.getLocalPort();
-    }
-  }
-
-  private static Process startRedis(Path dir, int port) throws Exception {
-    Process redis = new ProcessBuilder(redisBinary(), "--port", Integer.toString(port), "--bind", "127.0.0.1",
-        "--save", "", "--appendonly", "no", "--dir", dir.toString())
-        .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
-    for (int i = 0; i < 300; i++) {
-      try {
-        new Socket("127.0.0.1", port).close();
-        return redis;
-      } catch (java.io.IOException notYet) {
-        Thread.sleep(20);
-      }
-    }
-    redis.destroyForcibly();
-    throw new IllegalStateException("redis-server did not listen on " + port);
-  }
-
   @Test
   void anOutageIsReportedAndFailOpenAnswersAreCounted(@TempDir Path dir) throws Exception {
-    assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
-    int port = freePort();
-    Process redis = startRedis(dir, port);
-    try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
+    RedisProcess redis = RedisProcess.start(dir);
+    try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
       assertThat(ok(server.post("/v1/counters/views/incr", null)).get("value").asLong()).isEqualTo(6);
       JsonNode health = ok(server.get("/healthz"));
       assertThat(health.get("store").asText()).isEqualTo("redis");
 
-      redis.destroyForcibly();
-      assertThat(redis.waitFor(10, TimeUnit.SECONDS)).isTrue();
+      redis.kill();
 
       JsonNode down = status(503, server.get("/healthz"));
       assertThat(down.get("health").asText()).isEqualTo("unavailable");
@@ -82,7 +43,7 @@ class StoreOutageIT {
       assertThat(metrics).containsPattern(
           "tally_operations_seconds_count\\{operation=\"healthz\",outcome=\"error\",store=\"redis\"\\} 1");
     } finally {
-      redis.destroyForcibly();
+      redis.close();
     }
   }
 
@@ -92,18 +53,15 @@ class StoreOutageIT {
    */
   @Test
   void limitersFailClosedWhileCountersFailOpen(@TempDir Path dir) throws Exception {
-    assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
-    int port = freePort();
-    Process redis = startRedis(dir, port);
+    RedisProcess redis = RedisProcess.start(dir);
     String limit = "{\"limit\":{\"tokenBucket\":\"5/1m\"}}";
-    try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
+    try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "limiters=fail-closed,counters=fail-open")) {
       HttpResponse<String> up = server.post("/v1/limiters/api/try", limit);
       assertThat(up.statusCode()).isEqualTo(200);
       assertThat(up.headers().firstValue("RateLimit-Policy")).hasValue("\"default\";q=5;w=60");
 
-      redis.destroyForcibly();
-      assertThat(redis.waitFor(10, TimeUnit.SECONDS)).isTrue();
+      redis.kill();
 
       HttpResponse<String> closed = server.post("/v1/limiters/api/try", limit);
       JsonNode problem = status(503, closed);
@@ -116,7 +74,7 @@ class StoreOutageIT {
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}")).get("value").asLong())
           .as("counters fail open").isEqualTo(101);
     } finally {
-      redis.destroyForcibly();
+      redis.close();
     }
   }
 
@@ -127,13 +85,11 @@ class StoreOutageIT {
    */
   @Test
   void aFrozenStoreStopsHoldingRequestsOnceTheCircuitOpens(@TempDir Path dir) throws Exception {
-    assumeThat(redisBinary()).as("redis-server on the PATH (apt-get install redis-server)").isNotNull();
-    int port = freePort();
-    Process redis = startRedis(dir, port);
-    try (ServerProcess server = ServerProcess.start("--store", "redis://127.0.0.1:" + port + "?timeout=500ms",
+    RedisProcess redis = RedisProcess.start(dir);
+    try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
-      signal(redis, "STOP");
+      redis.signal("STOP");
       try {
         for (int i = 0; i < 5; i++) { // the failures that open the circuit, each waiting out the timeout
           ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}"));
@@ -159,7 +115,7 @@ class StoreOutageIT {
         assertThat(p90).as("the 90th percentile with the circuit open, ms, of " + sorted).isLessThanOrEqualTo(50);
         assertThat(server.get("/metrics").body()).containsPattern("tally_circuit_rejected_total\\{store=\"redis\"\\} [1-9]");
       } finally {
-        signal(redis, "CONT");
+        redis.signal("CONT");
       }
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       long value = 101;
@@ -169,14 +125,8 @@ class StoreOutageIT {
       }
       assertThat(value).as("a real answer again after the resume").isBetween(6L, 32L);
     } finally {
-      signal(redis, "CONT");
-      redis.destroyForcibly();
-    }
-  }
-
-  private static void signal(Process p, String name) throws Exception {
-    if (p.isAlive()) {
-      new ProcessBuilder("kill", "-" + name, Long.toString(p.pid())).inheritIO().start().waitFor(5, TimeUnit.SECONDS);
+      redis.signal("CONT");
+      redis.close();
     }
   }
 }
