@@ -1,5 +1,7 @@
 package dev.tally;
 
+import java.util.Locale;
+
 /**
  * What an operation does when its store cannot be reached or does not answer in time.
  *
@@ -23,5 +25,25 @@ public enum FailurePolicy {
    */
   FAIL_OPEN,
   /** Limiters deny. Counter operations, which have no "deny", throw as with {@link #THROW}. */
-  FAIL_CLOSED
+  FAIL_CLOSED;
+
+  /**
+   * The policy named {@code text} as configuration writes it: {@code throw}, {@code fail-open} or
+   * {@code fail-closed} (any case, {@code _} for {@code -}).
+   *
+   * @throws IllegalArgumentException naming the three
+   */
+  public static FailurePolicy parse(String text) {
+    try {
+      return valueOf(text.strip().toUpperCase(Locale.ROOT).replace('-', '_'));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("'" + text + "' is not a failure policy: expected throw,"
+          + " fail-open or fail-closed", e);
+    }
+  }
+
+  /** Its name as {@link #parse} reads it: {@code fail-open}. */
+  public String text() {
+    return name().toLowerCase(Locale.ROOT).replace('_', '-');
+  }
 }

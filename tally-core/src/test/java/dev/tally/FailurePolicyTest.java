@@ -91,4 +91,15 @@ class FailurePolicyTest {
     assertThatThrownBy(thrown::join).isInstanceOf(CompletionException.class)
         .hasCauseInstanceOf(StoreUnavailableException.class);
   }
+
+  @Test
+  void policiesAreReadAndWrittenAsConfigurationNamesThem() {
+    for (FailurePolicy p : FailurePolicy.values()) {
+      assertThat(FailurePolicy.parse(p.text())).isEqualTo(p);
+    }
+    assertThat(FailurePolicy.parse(" Fail_Closed ")).isEqualTo(FailurePolicy.FAIL_CLOSED);
+    assertThat(FailurePolicy.FAIL_OPEN.text()).isEqualTo("fail-open");
+    assertThatThrownBy(() -> FailurePolicy.parse("open"))
+        .hasMessage("'open' is not a failure policy: expected throw, fail-open or fail-closed");
+  }
 }

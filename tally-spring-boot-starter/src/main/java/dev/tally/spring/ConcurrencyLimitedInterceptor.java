@@ -7,7 +7,6 @@ import dev.tally.StoreException;
 import dev.tally.Tally;
 import java.lang.reflect.Method;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
@@ -220,14 +219,11 @@ final class ConcurrencyLimitedInterceptor implements MethodInterceptor {
   }
 
   private static FailurePolicy failurePolicy(String text, String where) {
-    if (text.isEmpty()) {
-      return FailurePolicy.FAIL_OPEN;
-    }
     try {
-      return FailurePolicy.valueOf(text.strip().replace('-', '_').toUpperCase(Locale.ROOT));
+      return text.isEmpty() ? FailurePolicy.FAIL_OPEN : FailurePolicy.parse(text);
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(where + ": failurePolicy '" + text + "' is not one of fail-open,"
-          + " fail-closed, throw", e);
+      throw new IllegalArgumentException(where + ": failurePolicy " + e.getMessage(), e);
     }
   }
+
 }

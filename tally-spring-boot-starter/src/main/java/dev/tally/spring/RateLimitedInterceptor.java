@@ -5,7 +5,6 @@ import dev.tally.LimitSpec;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -168,14 +167,7 @@ final class RateLimitedInterceptor implements MethodInterceptor {
   }
 
   private static FailurePolicy failurePolicy(String text) {
-    if (text.isEmpty()) {
-      return FailurePolicy.FAIL_OPEN;
-    }
-    try {
-      return FailurePolicy.valueOf(text.strip().replace('-', '_').toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("failurePolicy '" + text + "' is not one of fail-open,"
-          + " fail-closed, throw", e);
-    }
+    return text.isEmpty() ? FailurePolicy.FAIL_OPEN : FailurePolicy.parse(text);
   }
+
 }

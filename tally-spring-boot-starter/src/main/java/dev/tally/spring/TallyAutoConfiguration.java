@@ -118,7 +118,7 @@ public class TallyAutoConfiguration {
   }
 
   private static String policyName(FailurePolicy policy) {
-    return policy == null ? "throw" : policy.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    return policy == null ? "throw" : policy.text();
   }
 
   /** The store's counters, with keys used as given and the failure policy of tally.failure-policy. */

@@ -1,7 +1,6 @@
 package dev.tally.server.app;
 
 import dev.tally.FailurePolicy;
-import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -33,7 +32,7 @@ public record FailurePolicies(FailurePolicy limiters, FailurePolicy counters) {
   public static FailurePolicies parse(String text) {
     String t = text.strip();
     if (t.indexOf('=') < 0) {
-      return both(policy(t));
+      return both(FailurePolicy.parse(t));
     }
     FailurePolicy limiters = null;
     FailurePolicy counters = null;
@@ -44,7 +43,7 @@ public record FailurePolicies(FailurePolicy limiters, FailurePolicy counters) {
         throw new IllegalArgumentException("'" + part.strip() + "' is not GROUP=POLICY: expected"
             + " e.g. limiters=fail-closed,counters=fail-open (groups: limiters, counters)");
       }
-      FailurePolicy p = policy(part.substring(eq + 1).strip());
+      FailurePolicy p = FailurePolicy.parse(part.substring(eq + 1));
       if (group.equals("limiters") ? limiters != null : counters != null) {
         throw new IllegalArgumentException("the group " + group + " is given twice in '" + t + "'");
       }
@@ -58,21 +57,8 @@ public record FailurePolicies(FailurePolicy limiters, FailurePolicy counters) {
         counters == null ? FailurePolicy.THROW : counters);
   }
 
-  private static FailurePolicy policy(String word) {
-    try {
-      return FailurePolicy.valueOf(word.toUpperCase(Locale.ROOT).replace('-', '_'));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("'" + word + "' is not a policy: expected throw,"
-          + " fail-open or fail-closed");
-    }
-  }
-
   @Override
   public String toString() {
-    return "limiters=" + name(limiters) + ",counters=" + name(counters);
-  }
-
-  private static String name(FailurePolicy p) {
-    return p.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    return "limiters=" + limiters.text() + ",counters=" + counters.text();
   }
 }

@@ -31,7 +31,7 @@ class FailurePoliciesTest {
     assertThatThrownBy(() -> FailurePolicies.parse("limiters=fail-open,counters=fail-closed"))
         .hasMessageContaining("counters cannot fail closed");
     assertThatThrownBy(() -> FailurePolicies.parse("gauges=throw")).hasMessageContaining("groups: limiters, counters");
-    assertThatThrownBy(() -> FailurePolicies.parse("limiters=open")).hasMessageContaining("'open' is not a policy");
+    assertThatThrownBy(() -> FailurePolicies.parse("limiters=open")).hasMessageContaining("'open' is not a failure policy");
     assertThatThrownBy(() -> FailurePolicies.parse("limiters=throw,limiters=fail-open")).hasMessageContaining("twice");
   }
 }
