@@ -89,10 +89,6 @@ final class TallyCommand {
     return spec.commandLine().getOut();
   }
 
-  PrintWriter err() {
-    return spec.commandLine().getErr();
-  }
-
   /** Where {@code -} reads keys from: stdin, unless {@link Main} was given another stream. */
   InputStream stdin = System.in;
 
@@ -187,8 +183,9 @@ final class TallyCommand {
   /** {@code line} on stderr at once, where it does not mix with the output; null: nothing. */
   void note(String line) {
     if (line != null) {
-      err().println(line);
-      err().flush();
+      PrintWriter err = spec.commandLine().getErr();
+      err.println(line);
+      err.flush();
     }
   }
 
