@@ -155,13 +155,13 @@ final class BenchCommand implements Callable<Integer> {
           return 0;
         } finally {
           if (temporary == null) {
-            removeKeys(tally, bucket, err);
+            removeKeys(tally, bucket);
           }
         }
       }
     } finally {
       if (temporary != null) {
-        deleteTree(temporary, err);
+        deleteTree(temporary);
       }
       cleaned.countDown();
       try {
@@ -183,7 +183,7 @@ final class BenchCommand implements Callable<Integer> {
   }
 
   /** Deletes the counters this run made and resets its limiter, on a store the user gave. */
-  private void removeKeys(Tally tally, Limit bucket, PrintWriter err) {
+  private void removeKeys(Tally tally, Limit bucket) {
     try {
       Counters counters = tally.counters();
       for (String key : counters.keys(prefix)) {
@@ -193,19 +193,17 @@ final class BenchCommand implements Callable<Integer> {
         tally.limiter(prefix + "limiter", bucket).reset();
       }
     } catch (RuntimeException e) {
-      err.println("tally bench: could not delete its keys (" + prefix + "*): " + e.getMessage());
-      err.flush();
+      root.note("tally bench: could not delete its keys (" + prefix + "*): " + e.getMessage());
     }
   }
 
-  private static void deleteTree(Path dir, PrintWriter err) {
+  private void deleteTree(Path dir) {
     try (Stream<Path> paths = Files.walk(dir)) {
       for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
         Files.delete(p);
       }
     } catch (IOException e) {
-      err.println("tally bench: could not delete its temporary store " + dir + ": " + e);
-      err.flush();
+      root.note("tally bench: could not delete its temporary store " + dir + ": " + e);
     }
   }
 
@@ -403,7 +401,7 @@ final class BenchCommand implements Callable<Integer> {
     }
     if (r.errors > 0) {
       Throwable f = r.failure.get();
-      spec.commandLine().getErr().println("tally bench: " + r.errors + " operations failed; the first: "
+      root.note("tally bench: " + r.errors + " operations failed; the first: "
           + (f == null ? "?" : f.getMessage()));
     }
     out.flush();

@@ -98,11 +98,27 @@ final class LimitCommand {
     }
   }
 
-  @SuppressWarnings("unused") // see run
-  private static java.util.logging.Logger quietLimitsLog;
-
   private static final String NAME = "The limiter, e.g. api:user:42; - reads names from stdin,"
       + " one per line (-- - for a limiter named -).";
+
+  /** What every subcommand takes: the limiter's name and its limits. */
+  static class Limiter {
+    @Parameters(paramLabel = "NAME", description = NAME)
+    String name;
+
+    @Mixin
+    Limits limits;
+  }
+
+  /** What settle and cancel take: a limiter and the reservation on it to close. */
+  static final class Reservation extends Limiter {
+    @Option(names = "--id", paramLabel = "ID", required = true,
+        description = "The reservation's id, as reserve printed it.")
+    String id;
+  }
+
+  @SuppressWarnings("unused") // see run
+  private static java.util.logging.Logger quietLimitsLog;
 
   /** A limiter call on one name, on the app giving the limits their version. */
   @FunctionalInterface
@@ -110,21 +126,22 @@ final class LimitCommand {
     CompletionStage<LimiterDecision> call(TallyApp app, String name, List<LimitSpec> specs);
   }
 
-  private int run(String name, Limits limits, LimiterCall call) {
-    return run(name, limits, call, true);
+  private int run(Limiter limiter, LimiterCall call) {
+    return run(limiter, call, true);
   }
 
   /**
-   * Runs a limiter call on {@code name} (or the names of stdin); with {@code noteDiffering}, a
-   * decision made by stored limits other than the ones given says so on stderr.
+   * Runs a limiter call on the limiter's name (or the names of stdin); with {@code noteDiffering},
+   * a decision made by stored limits other than the ones given says so on stderr.
    */
-  private int run(String name, Limits limits, LimiterCall call, boolean noteDiffering) {
+  private int run(Limiter limiter, LimiterCall call, boolean noteDiffering) {
+    Limits limits = limiter.limits;
     List<LimitSpec> specs = limits.specs();
     // The note below tells the user; the library's own log line about the same limits would say it
     // twice. Held in a field: java.util.logging forgets the level of a logger nobody references.
     quietLimitsLog = java.util.logging.Logger.getLogger("dev.tally.limits");
     quietLimitsLog.setLevel(java.util.logging.Level.OFF);
-    return root.runEach(name, StdinArgument.What.NAMES, (app, n) -> call.call(limits.on(app), n, specs), d -> {
+    return root.runEach(limiter.name, StdinArgument.What.NAMES, (app, n) -> call.call(limits.on(app), n, specs), d -> {
       root.note(note(d, noteDiffering));
       return plain(d);
     }, Reply::exitCode);
@@ -186,70 +203,65 @@ final class LimitCommand {
   @Command(name = "try", mixinStandardHelpOptions = true,
       description = "Take permits if every limit allows, else take nothing (exit 1).")
   int tryAcquire(
-      @Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits,
+      @Mixin Limiter limiter,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits) {
-    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.TRY, n, specs, permits));
+    return run(limiter, (app, n, specs) -> app.limiter(LimiterAction.TRY, n, specs, permits));
   }
 
   @Command(name = "acquire", mixinStandardHelpOptions = true,
       description = "Take permits, waiting up to --max-wait for them; exit 1 if they cannot be had in time.")
   int acquire(
-      @Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits,
+      @Mixin Limiter limiter,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1",
           description = "How many to take (default 1).") long permits,
       @Option(names = "--max-wait", paramLabel = "DURATION", defaultValue = "0s",
           description = "The longest to wait, e.g. 2s (default 0s: do not wait).") Duration maxWait) {
-    return run(name, limits, (app, n, specs) -> app.acquire(n, specs, permits, maxWait));
+    return run(limiter, (app, n, specs) -> app.acquire(n, specs, permits, maxWait));
   }
 
   @Command(name = "peek", mixinStandardHelpOptions = true,
       description = "Print what is available now, taking nothing.")
-  int peek(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
-    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.PEEK, n, specs, 0));
+  int peek(@Mixin Limiter limiter) {
+    return run(limiter, (app, n, specs) -> app.limiter(LimiterAction.PEEK, n, specs, 0));
   }
 
   @Command(name = "refund", mixinStandardHelpOptions = true,
       description = "Give back permits taken earlier, never beyond the limit.")
   int refund(
-      @Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits,
+      @Mixin Limiter limiter,
       @Option(names = "--permits", paramLabel = "N", defaultValue = "1") long permits) {
-    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.REFUND, n, specs, permits));
+    return run(limiter, (app, n, specs) -> app.limiter(LimiterAction.REFUND, n, specs, permits));
   }
 
   @Command(name = "reset", mixinStandardHelpOptions = true,
       description = "Forget the limiter's state: it is full again.")
-  int reset(@Parameters(paramLabel = "NAME", description = NAME) String name, @Mixin Limits limits) {
-    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.RESET, n, specs, 0));
+  int reset(@Mixin Limiter limiter) {
+    return run(limiter, (app, n, specs) -> app.limiter(LimiterAction.RESET, n, specs, 0));
   }
 
   @Command(name = "reconfigure", mixinStandardHelpOptions = true, description = {
       "Store these limits for the limiter, for every process, keeping what was consumed;",
       "print what is available under them."})
-  int reconfigure(@Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits) {
-    return run(name, limits, (app, n, specs) -> app.limiter(LimiterAction.RECONFIGURE, n, specs, 0));
+  int reconfigure(@Mixin Limiter limiter) {
+    return run(limiter, (app, n, specs) -> app.limiter(LimiterAction.RECONFIGURE, n, specs, 0));
   }
 
   @Command(name = "top-up", mixinStandardHelpOptions = true, description = {
       "Add units to the current period of a quota (exactly one --quota); print what is",
       "available now."})
   int topUp(
-      @Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits,
+      @Mixin Limiter limiter,
       @Option(names = "--units", paramLabel = "N", required = true,
           description = "How many units to add to this period (1 or more).") long units) {
-    List<LimitSpec> specs = limits.specs();
+    List<LimitSpec> specs = limiter.limits.specs();
     if (specs.size() != 1 || specs.get(0).kind() != LimitSpec.Kind.QUOTA) {
       // the HTTP API's message, with the command line's form of the example
       throw new IllegalArgumentException("top-up needs exactly one quota limit, e.g."
           + " --quota 1000/month");
     }
     // A top-up's answer has the period's larger limit, by the units just added: no news to note.
-    return run(name, limits, (app, n, given) -> app.limiter(LimiterAction.TOP_UP, n, given, units), false);
+    return run(limiter, (app, n, given) -> app.limiter(LimiterAction.TOP_UP, n, given, units), false);
   }
 
   @Command(name = "reserve", mixinStandardHelpOptions = true, description = {
@@ -257,37 +269,29 @@ final class LimitCommand {
       "settle'), cancelled, or until --ttl passes: then they stay taken. Prints the reservation's",
       "id (reservation=ID); with --op-id, the id is the operation id. Exit 1 when denied."})
   int reserve(
-      @Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits,
+      @Mixin Limiter limiter,
       @Option(names = "--estimate", paramLabel = "N", required = true,
           description = "The permits the work may cost (1 or more).") long estimate,
       @Option(names = "--ttl", paramLabel = "DURATION", required = true,
           description = "How long the reservation may stay open, e.g. 5m (at most the store's"
               + " operation-id retention, 1h by default).") Duration ttl) {
-    return run(name, limits, (app, n, specs) -> app.reserve(n, specs, estimate, ttl));
+    return run(limiter, (app, n, specs) -> app.reserve(n, specs, estimate, ttl));
   }
 
   @Command(name = "settle", mixinStandardHelpOptions = true, description = {
       "Close a reservation at its real cost: give back the surplus, or take the excess into the",
       "limiter's bounded debt. Exit 3 if it was settled at another amount, cancelled or expired."})
   int settle(
-      @Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits,
-      @Option(names = "--id", paramLabel = "ID", required = true,
-          description = "The reservation's id, as reserve printed it.") String id,
+      @Mixin Reservation reservation,
       @Option(names = "--actual", paramLabel = "N", required = true,
           description = "What the work really cost (0 or more).") long actual) {
-    return run(name, limits, (app, n, specs) -> app.settle(n, specs, id, actual));
+    return run(reservation, (app, n, specs) -> app.settle(n, specs, reservation.id, actual));
   }
 
   @Command(name = "cancel", mixinStandardHelpOptions = true, description = {
       "Give a reservation's whole estimate back (a settlement at 0). Exit 3 if it was settled,",
       "cancelled or expired."})
-  int cancel(
-      @Parameters(paramLabel = "NAME", description = NAME) String name,
-      @Mixin Limits limits,
-      @Option(names = "--id", paramLabel = "ID", required = true,
-          description = "The reservation's id, as reserve printed it.") String id) {
-    return run(name, limits, (app, n, specs) -> app.settle(n, specs, id, 0));
+  int cancel(@Mixin Reservation reservation) {
+    return run(reservation, (app, n, specs) -> app.settle(n, specs, reservation.id, 0));
   }
 }

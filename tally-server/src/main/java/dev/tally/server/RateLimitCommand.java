@@ -1,10 +1,8 @@
 package dev.tally.server;
 
 import dev.tally.Durations;
-import dev.tally.Tally;
 import dev.tally.server.app.NamedLimitResult;
 import dev.tally.server.app.Problem;
-import dev.tally.server.app.TallyApp;
 import dev.tally.server.ratelimit.Descriptor;
 import dev.tally.server.ratelimit.Entry;
 import dev.tally.server.ratelimit.NamedLimits;
@@ -74,12 +72,8 @@ final class RateLimitCommand implements Callable<Integer> {
     for (String d : descriptors) {
       parsed.add(descriptor(d));
     }
-    try (Tally tally = Tally.open(root.store);
-        TallyApp app = new TallyApp(tally, null, null, new NamedLimits(tally, loaded, allOrNothing))) {
-      TallyApp calls = root.opId == null ? app : app.withOperationId(root.opId);
-      return root.print(TallyCommand.reply(calls.rateLimit(domain, parsed, hits)),
-          RateLimitCommand::plain);
-    }
+    return root.run(tally -> new NamedLimits(tally, loaded, allOrNothing),
+        app -> app.rateLimit(domain, parsed, hits), RateLimitCommand::plain);
   }
 
   /** {@code a=1,b=2}: a descriptor of two entries; {@code a} alone is the entry a with no value. */

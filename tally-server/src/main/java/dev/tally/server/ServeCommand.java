@@ -166,8 +166,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    PrintWriter err = root.err();
-    String token = token(err);
+    String token = token();
     TallyServer.Settings settings = new TallyServer.Settings(bind, port, token,
         threads == null ? TallyServer.Settings.defaultThreads() : threads, maxBody, shutdownGrace,
         requestTimeout, idleTimeout, allowHosts, corsOrigins, accessLog, tlsCert, tlsKey,
@@ -175,7 +174,7 @@ final class ServeCommand implements Callable<Integer> {
     String needsRules = !rules.isEmpty() ? null : grpcPort != null ? "--grpc-port serves"
         : rlsAllOrNothing ? "--rls-all-or-nothing decides" : null;
     if (needsRules != null) {
-      err.println("tally serve: " + needsRules + " the named limits of rules files: add --rules"
+      root.note("tally serve: " + needsRules + " the named limits of rules files: add --rules"
           + " FILE_OR_DIR (see docs/envoy.md)");
       return Problem.BAD_REQUEST.exitCode();
     }
@@ -187,7 +186,7 @@ final class ServeCommand implements Callable<Integer> {
       try {
         loaded = Rules.load(rules);
       } catch (RulesException e) {
-        err.println("tally serve: " + e.getMessage());
+        root.note("tally serve: " + e.getMessage());
         return Problem.BAD_REQUEST.exitCode();
       }
       loaded.watch(rulesPoll);
@@ -201,7 +200,7 @@ final class ServeCommand implements Callable<Integer> {
       if (named != null) {
         named.close();
       }
-      err.println("tally serve: cannot listen on " + bind + ":" + port + ": " + e.getMessage()
+      root.note("tally serve: cannot listen on " + bind + ":" + port + ": " + e.getMessage()
           + "; choose another --port or --bind");
       return Problem.BAD_REQUEST.exitCode();
     }
@@ -211,8 +210,7 @@ final class ServeCommand implements Callable<Integer> {
         named.close();
       }
       // Not through the logger: java.util.logging closes its handlers during shutdown.
-      err.println("tally serve: stopped");
-      err.flush();
+      root.note("tally serve: stopped");
     }, "tally-shutdown"));
     PrintWriter out = root.out();
     out.println("listening on " + server.uri());
@@ -225,7 +223,7 @@ final class ServeCommand implements Callable<Integer> {
     return 0;
   }
 
-  private String token(PrintWriter err) throws IOException {
+  private String token() throws IOException {
     if (tokenFile != null) {
       if (!Files.isReadable(tokenFile)) {
         throw new IllegalArgumentException("cannot read --token-file " + tokenFile);
@@ -238,9 +236,8 @@ final class ServeCommand implements Callable<Integer> {
       try {
         Set<PosixFilePermission> perms = Files.getPosixFilePermissions(tokenFile);
         if (perms.contains(PosixFilePermission.OTHERS_READ) || perms.contains(PosixFilePermission.GROUP_READ)) {
-          err.println("tally serve: warning: " + tokenFile + " is readable by other users;"
+          root.note("tally serve: warning: " + tokenFile + " is readable by other users;"
               + " chmod 600 it");
-          err.flush();
         }
       } catch (UnsupportedOperationException notPosix) {
         // nothing to check

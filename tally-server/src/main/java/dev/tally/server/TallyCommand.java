@@ -12,6 +12,7 @@ import dev.tally.server.app.KeyList;
 import dev.tally.server.app.Problem;
 import dev.tally.server.app.TallyApp;
 import dev.tally.server.http.Reply;
+import dev.tally.server.ratelimit.NamedLimits;
 import dev.tally.spi.OperationId;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -88,22 +89,25 @@ final class TallyCommand {
     return spec.commandLine().getOut();
   }
 
-  PrintWriter err() {
-    return spec.commandLine().getErr();
-  }
-
   /** Where {@code -} reads keys from: stdin, unless {@link Main} was given another stream. */
   InputStream stdin = System.in;
 
   // ------------------------------------------------------------------ plumbing
 
   <T> int run(Function<TallyApp, CompletionStage<T>> call, Function<T, String> plain) {
-    try (Tally tally = Tally.open(store); TallyApp app = new TallyApp(tally, null, null, null)) {
+    return run(tally -> null, call, plain);
+  }
+
+  /** {@link #run(Function, Function)} on an app that checks the named limits made on the store. */
+  <T> int run(Function<Tally, NamedLimits> namedLimits, Function<TallyApp, CompletionStage<T>> call,
+      Function<T, String> plain) {
+    try (Tally tally = Tally.open(store);
+        TallyApp app = new TallyApp(tally, null, null, namedLimits.apply(tally))) {
       return print(reply(call.apply(opId == null ? app : app.withOperationId(opId))), plain);
     }
   }
 
-  static Reply reply(CompletionStage<?> call) {
+  private static Reply reply(CompletionStage<?> call) {
     return call.handle((v, e) -> e != null ? Reply.error(e) : Reply.of(v))
         .toCompletableFuture().join();
   }
@@ -160,7 +164,7 @@ final class TallyCommand {
 
   /** Prints the result in plain text, or with --json the HTTP body; a problem goes to stderr. */
   @SuppressWarnings("unchecked") // the reply carries the result of the call plain was given for
-  <T> int print(Reply reply, Function<T, String> plain) {
+  private <T> int print(Reply reply, Function<T, String> plain) {
     PrintWriter out = out();
     if (json) {
       out.println(reply.json());
@@ -179,8 +183,9 @@ final class TallyCommand {
   /** {@code line} on stderr at once, where it does not mix with the output; null: nothing. */
   void note(String line) {
     if (line != null) {
-      err().println(line);
-      err().flush();
+      PrintWriter err = spec.commandLine().getErr();
+      err.println(line);
+      err.flush();
     }
   }
 

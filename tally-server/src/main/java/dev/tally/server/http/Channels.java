@@ -80,9 +80,7 @@ final class Channels extends ChannelInitializer<SocketChannel> {
         AsciiString.contentEquals(Http2CodecUtil.HTTP_UPGRADE_PROTOCOL_NAME, protocol)
             ? new Http2ServerUpgradeCodec(http2FrameCodec(), multiplexer(ch), new Http2IdleCloser())
             : null, maxBodyBytes);
-    RequestTimer timer = new RequestTimer(requestTimeoutNanos);
-    p.addLast(RequestTimer.NAME, timer);
-    p.addLast(new CleartextHttp2ServerUpgradeHandler(codec, upgrade,
+    http1(p, new CleartextHttp2ServerUpgradeHandler(codec, upgrade,
         new ChannelInboundHandlerAdapter() {
           // Put where the decoder was, ahead of the HTTP/1.1 handlers, which then go.
           @Override
@@ -94,7 +92,6 @@ final class Channels extends ChannelInitializer<SocketChannel> {
             // stays, passing everything on: removing itself here would lose the preface
           }
         }));
-    addHttp1Tail(p, timer);
   }
 
   private io.netty.handler.codec.http.HttpDecoderConfig codecConfig() {
@@ -104,20 +101,17 @@ final class Channels extends ChannelInitializer<SocketChannel> {
         .setMaxChunkSize(16 * 1024);
   }
 
-  private void http1(ChannelPipeline p, HttpServerCodec codec) {
+  /** An HTTP/1.1 connection's handlers: the request timer, {@code decoder}, then those after it. */
+  private void http1(ChannelPipeline p, ChannelHandler decoder) {
     RequestTimer timer = new RequestTimer(requestTimeoutNanos);
     p.addLast(RequestTimer.NAME, timer);
-    p.addLast(codec);
-    addHttp1Tail(p, timer);
+    p.addLast(decoder);
+    p.addLast(new RequestEnd(timer));
+    p.addLast(HTTP1_TAIL[0], new HttpHandler(router, gate, maxBodyBytes));
   }
 
   /** The HTTP/1.1 handlers after the decoder, by name: an upgrade to HTTP/2 removes them. */
   private static final String[] HTTP1_TAIL = {"http1-handler"};
-
-  private void addHttp1Tail(ChannelPipeline p, RequestTimer timer) {
-    p.addLast(new RequestEnd(timer));
-    p.addLast(HTTP1_TAIL[0], new HttpHandler(router, gate, maxBodyBytes));
-  }
 
   private Http2FrameCodec http2FrameCodec() {
     return Http2FrameCodecBuilder.forServer()

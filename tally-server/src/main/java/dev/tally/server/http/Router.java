@@ -499,9 +499,7 @@ final class Router {
       if (route != null) {
         return new Resolved(route, Requests.decode(raw, counters ? "key" : "limiter name"));
       }
-      Resolved byId = counters || action == null ? null
-          : byId(action, "reservations/", "/v1/limiters/{name}/reservations/{id}/", "reservation id", raw,
-              "limiter name");
+      Resolved byId = counters || action == null ? null : byId(RESERVATIONS, action, raw);
       if (byId != null) {
         return byId;
       }
@@ -535,7 +533,7 @@ final class Router {
     if (action == null || action.equals("acquire")) {
       return new Resolved(routes.get(action == null ? limit : limit + "/acquire"), name);
     }
-    Resolved byId = byId(action, "leases/", limit + "/leases/{id}/", "lease id", raw, "concurrency limit name");
+    Resolved byId = byId(LEASES, action, raw);
     if (byId != null) {
       return byId;
     }
@@ -545,23 +543,35 @@ final class Router {
   }
 
   /**
-   * The route of an action on one of a name's items ({@code leases/{id}/renew},
-   * {@code reservations/{id}/settle}), or null if {@code action} is not one.
+   * A name's items that actions address by id.
    *
-   * @param itemsRoute the routes' template up to the action, e.g. {@code .../leases/{id}/}
+   * @param segment what comes before the id in an action, e.g. {@code leases/}
+   * @param route the routes' template up to the action, e.g. {@code .../leases/{id}/}
+   * @param idName what errors call the id
+   * @param nameName what errors call the name the items are under
    */
-  private Resolved byId(String action, String items, String itemsRoute, String idName, String rawName,
-      String nameName) {
+  private record Items(String segment, String route, String idName, String nameName) {}
+
+  private static final Items RESERVATIONS = new Items("reservations/",
+      "/v1/limiters/{name}/reservations/{id}/", "reservation id", "limiter name");
+  private static final Items LEASES = new Items("leases/", CONCURRENCY + "{name}/leases/{id}/",
+      "lease id", "concurrency limit name");
+
+  /**
+   * The route of an action on one of a name's {@code items} ({@code leases/{id}/renew},
+   * {@code reservations/{id}/settle}), or null if {@code action} is not one.
+   */
+  private Resolved byId(Items items, String action, String rawName) {
     int end = action.lastIndexOf('/');
-    if (!action.startsWith(items) || end <= items.length()) {
+    if (!action.startsWith(items.segment()) || end <= items.segment().length()) {
       return null;
     }
-    String id = action.substring(items.length(), end);
-    Route r = routes.get(itemsRoute + action.substring(end + 1));
+    String id = action.substring(items.segment().length(), end);
+    Route r = routes.get(items.route() + action.substring(end + 1));
     if (r == null || id.indexOf('/') >= 0) {
       return null;
     }
-    return new Resolved(r, Requests.decode(rawName, nameName), Requests.decode(id, idName));
+    return new Resolved(r, Requests.decode(rawName, items.nameName()), Requests.decode(id, items.idName()));
   }
 
   // ------------------------------------------------------------------ metrics
