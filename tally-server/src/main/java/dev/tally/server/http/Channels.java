@@ -31,9 +31,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The pipelines of a connection. Cleartext: HTTP/1.1, upgraded to HTTP/2 by {@code Upgrade: h2c}
  * or spoken from the first byte by a client with prior knowledge (the connection preface). TLS:
- * HTTP/2 or HTTP/1.1 as ALPN settles. Either way {@link HttpHandler} reads each request whole,
- * its size bounded: the request line, the header fields and the body each have a limit, answered
- * 414, 431 and 413.
+ * HTTP/2 or HTTP/1.1 as ALPN settles. Either way {@link HttpHandler.Aggregator} reads each request
+ * whole, its size bounded: the request line, the header fields and the body each have a limit,
+ * answered 414, 431 and 413.
  */
 final class Channels extends ChannelInitializer<SocketChannel> {
   private static final AttributeKey<AtomicInteger> OPEN_STREAMS =
@@ -107,11 +107,12 @@ final class Channels extends ChannelInitializer<SocketChannel> {
     p.addLast(RequestTimer.NAME, timer);
     p.addLast(decoder);
     p.addLast(new RequestEnd(timer));
-    p.addLast(HTTP1_TAIL[0], new HttpHandler(router, gate, maxBodyBytes));
+    p.addLast(HTTP1_TAIL[0], new HttpHandler.Aggregator(maxBodyBytes));
+    p.addLast(HTTP1_TAIL[1], new HttpHandler(router, gate, maxBodyBytes));
   }
 
   /** The HTTP/1.1 handlers after the decoder, by name: an upgrade to HTTP/2 removes them. */
-  private static final String[] HTTP1_TAIL = {"http1-handler"};
+  private static final String[] HTTP1_TAIL = {"http1-aggregator", "http1-handler"};
 
   private Http2FrameCodec http2FrameCodec() {
     return Http2FrameCodecBuilder.forServer()
@@ -131,7 +132,7 @@ final class Channels extends ChannelInitializer<SocketChannel> {
         open.incrementAndGet();
         stream.closeFuture().addListener(f -> open.decrementAndGet());
         stream.pipeline().addLast(new Http2StreamFrameToHttpObjectCodec(true),
-            new HttpHandler(router, gate, maxBodyBytes));
+            new HttpHandler.Aggregator(maxBodyBytes), new HttpHandler(router, gate, maxBodyBytes));
       }
     });
   }

@@ -10,20 +10,21 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
+import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
-import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpMessage;
+import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.handler.timeout.IdleStateEvent;
@@ -34,7 +35,6 @@ import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -43,11 +43,11 @@ import java.util.concurrent.RejectedExecutionException;
 
 /**
  * Answers the requests of one HTTP/1.1 connection, or of one HTTP/2 stream, in the order they
- * came. It reads each request whole, within the body bound, straight from the decoder's parts
- * into one byte array (413 and the connection closed beyond the bound, checked on
- * {@code Content-Length} before the body and while a chunked body arrives; {@code 100 Continue}
- * when asked). Requests pipelined behind one still being answered wait in a short queue; when it
- * is full the connection stops reading, so a client cannot make the server buffer without bound.
+ * came. Netty's {@link Aggregator} ahead of it reads each request whole, within the body bound,
+ * and answers {@code 100 Continue} and {@code 417}; a body past the bound, declared or sent, is
+ * answered here (413, a problem) and the connection closed. Requests pipelined behind one still
+ * being answered wait in a short queue; when it is full the connection stops reading, so a client
+ * cannot make the server buffer without bound.
  * Responses that complete while a read is being handled are flushed once, at the end of the read.
  *
  * <p>A request counts in the {@link Gate} from its admission until its answer is handed to the
@@ -86,11 +86,6 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   private ChannelHandlerContext ctx;
   private String remote;
 
-  // the request being read
-  private HttpRequest head;
-  private byte[] body;
-  private int bodyLength;
-
   private boolean busy;
   /** Whether the request being answered was admitted by the gate (and must leave it). */
   private boolean admitted;
@@ -115,23 +110,20 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     gate.unregister(this);
     leaveGate();
     drain();
-    discardHead();
   }
 
   @Override
   public void channelRead(ChannelHandlerContext ctx, Object msg) {
     try {
-      if (closing) {
+      if (closing || !(msg instanceof FullHttpRequest req)) {
         return;
       }
       inRead = true;
       try {
-        if (msg instanceof HttpRequest req) {
-          start(ctx, req);
-        }
-        if (msg instanceof HttpContent content && head != null) {
-          append(ctx, content);
-        }
+        received(ctx, req.decoderResult().isFailure()
+            ? new Received(null, false, malformed(req.decoderResult().cause()))
+            : new Received(new Router.Request(req.method().name(), req.uri(), req.protocolVersion().text(),
+                req.headers(), bytes(req.content()), remote(ctx)), HttpUtil.isKeepAlive(req), null));
       } finally {
         inRead = false;
       }
@@ -140,70 +132,37 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
     }
   }
 
-  private void start(ChannelHandlerContext ctx, HttpRequest req) {
-    discardHead();
-    if (req.decoderResult().isFailure()) {
-      received(ctx, new Received(null, false, malformed(req.decoderResult().cause())));
-      return;
+  private static byte[] bytes(ByteBuf body) {
+    if (!body.isReadable()) {
+      return Answer.EMPTY;
     }
-    String expect = req.headers().get(HttpHeaderNames.EXPECT);
-    if (expect != null && req.protocolVersion().compareTo(HttpVersion.HTTP_1_1) >= 0
-        && !HttpHeaderValues.CONTINUE.contentEqualsIgnoreCase(expect)) {
-      FullHttpResponse failed = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-          HttpResponseStatus.EXPECTATION_FAILED, Unpooled.EMPTY_BUFFER);
-      failed.headers().set(HttpHeaderNames.CONTENT_LENGTH, LENGTHS[0])
-          .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-      refuseAndClose(ctx, failed);
-      return;
-    }
-    long length = HttpUtil.getContentLength(req, -1L);
-    if (length > maxBodyBytes) {
-      tooLarge(ctx);
-      return;
-    }
-    if (expect != null && HttpUtil.is100ContinueExpected(req)) {
-      FullHttpResponse go = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-          HttpResponseStatus.CONTINUE, Unpooled.EMPTY_BUFFER);
-      ctx.writeAndFlush(go, ctx.voidPromise());
-    }
-    head = req;
-    body = length == 0 ? Answer.EMPTY : new byte[length > 0 ? (int) length : 256];
-    bodyLength = 0;
+    byte[] bytes = new byte[body.readableBytes()];
+    body.getBytes(body.readerIndex(), bytes);
+    return bytes;
   }
 
-  private void append(ChannelHandlerContext ctx, HttpContent content) {
-    ByteBuf part = content.content();
-    int n = part.readableBytes();
-    if (n > 0) {
-      if ((long) bodyLength + n > maxBodyBytes) {
-        tooLarge(ctx);
-        return;
-      }
-      if (bodyLength + n > body.length) {
-        body = Arrays.copyOf(body, Math.min(maxBodyBytes, Math.max(body.length * 2, bodyLength + n)));
-      }
-      part.getBytes(part.readerIndex(), body, bodyLength, n);
-      bodyLength += n;
-    }
-    if (!(content instanceof LastHttpContent last)) {
-      return;
-    }
-    HttpRequest req = head;
-    head = null;
-    if (last.decoderResult().isFailure()) {
-      received(ctx, new Received(null, false, malformed(last.decoderResult().cause())));
-      return;
-    }
-    byte[] bytes = bodyLength == body.length ? body : Arrays.copyOf(body, bodyLength);
-    body = null;
-    Router.Request r = new Router.Request(req.method().name(), req.uri(),
-        req.protocolVersion().text(), req.headers(), bytes, remote(ctx));
-    received(ctx, new Received(r, HttpUtil.isKeepAlive(req), null));
-  }
+  /**
+   * Netty's aggregation of a request's parts, with {@code 100 Continue} and {@code 417} as it
+   * answers them, but a body past the bound, declared or sent, left to {@link #tooLarge}: its 413
+   * is a problem like every other answer, and the connection is closed after a lingering read.
+   */
+  static final class Aggregator extends HttpObjectAggregator {
+    private static final Object TOO_LARGE = new Object();
 
-  private void discardHead() {
-    head = null;
-    body = null;
+    Aggregator(int maxBodyBytes) {
+      super(maxBodyBytes, true);
+    }
+
+    @Override
+    protected Object newContinueResponse(HttpMessage start, int maxBodyBytes, ChannelPipeline pipeline) {
+      return HttpUtil.getContentLength(start, -1L) > maxBodyBytes ? null
+          : super.newContinueResponse(start, maxBodyBytes, pipeline);
+    }
+
+    @Override
+    protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
+      ctx.fireUserEventTriggered(TOO_LARGE);
+    }
   }
 
   /** The body bound, answered as a problem (413) and the connection closed: the rest is unread. */
@@ -220,7 +179,6 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   }
 
   private void refuseAndClose(ChannelHandlerContext ctx, FullHttpResponse resp) {
-    discardHead();
     closing = true;
     drain();
     flushPending = false;
@@ -429,6 +387,10 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
 
   @Override
   public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+    if (evt == Aggregator.TOO_LARGE) {
+      tooLarge(ctx);
+      return;
+    }
     if (evt instanceof IdleStateEvent && !busy) {
       ctx.close(); // an idle keep-alive connection
       return;
@@ -439,7 +401,6 @@ final class HttpHandler extends ChannelInboundHandlerAdapter {
   @Override
   public void channelInactive(ChannelHandlerContext ctx) {
     drain();
-    discardHead();
     ctx.fireChannelInactive();
   }
 

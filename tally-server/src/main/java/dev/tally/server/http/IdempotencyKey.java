@@ -2,6 +2,7 @@ package dev.tally.server.http;
 
 import io.netty.handler.codec.http.HttpHeaders;
 import dev.tally.server.app.RequestException;
+import dev.tally.spi.OperationId;
 import io.netty.util.AsciiString;
 import java.util.List;
 
@@ -34,17 +35,11 @@ final class IdempotencyKey {
     }
     String v = all.get(0).strip();
     String key = v.startsWith("\"") ? sfString(v) : v;
-    if (key.isEmpty() || key.length() > 128) {
-      throw new RequestException("the Idempotency-Key must be 1 to 128 characters, e.g. a UUID");
+    try {
+      return OperationId.of(key).value(); // the key is the store's operation id, checked as one
+    } catch (IllegalArgumentException e) {
+      throw new RequestException("the Idempotency-Key is not valid: " + e.getMessage());
     }
-    for (int i = 0; i < key.length(); i++) {
-      char c = key.charAt(i);
-      if (c < 0x21 || c > 0x7e) {
-        throw new RequestException("the Idempotency-Key must be printable ASCII without spaces,"
-            + " e.g. a UUID");
-      }
-    }
-    return key;
   }
 
   /** An RFC 8941 sf-string: quoted, with {@code \"} and {@code \\} its only escapes. */
