@@ -1,6 +1,7 @@
 package dev.tally.server.ratelimit;
 
 import java.util.List;
+import java.util.stream.Collectors;
 
 /**
  * One descriptor of a request: its entries, and optionally a limit the caller sends in place of
@@ -34,10 +35,6 @@ public record Descriptor(List<Entry> entries, LimitOverride override, Long hitsA
 
   @Override
   public String toString() {
-    StringBuilder b = new StringBuilder("(");
-    for (Entry e : entries) {
-      b.append(b.length() == 1 ? "" : ", ").append(e);
-    }
-    return b.append(')').toString();
+    return entries.stream().map(Entry::toString).collect(Collectors.joining(", ", "(", ")"));
   }
 }

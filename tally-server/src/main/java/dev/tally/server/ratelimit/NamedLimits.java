@@ -130,6 +130,14 @@ public final class NamedLimits {
   }
 
   /**
+   * One descriptor as {@link #check} matched it: its rule (null if none applies, or another
+   * matched rule replaces it), the entries it is counted as ({@link RuleSet#countedAs}), the rule
+   * set its limit comes from (null for a request's override) and the hits it takes (its own addend
+   * if it carries one, else the request's).
+   */
+  private record Matched(Rule rule, List<Entry> counted, RuleSet set, long hits) {}
+
+  /**
    * Checks {@code descriptors} of {@code domain}, taking {@code hitsAddend} units (0 means 1)
    * from every limit that has room. The stage fails if the store does (after its failure policy).
    * With an operation id (HTTP's {@code Idempotency-Key}, the command line's {@code --op-id}),
@@ -152,72 +160,52 @@ public final class NamedLimits {
     }
     long hits = hitsAddend == 0 ? 1 : hitsAddend;
     RuleSet set = rules.current();
-    int n = descriptors.size();
-    Rule[] matched = new Rule[n];
-    boolean[] overridden = new boolean[n];
-    List<List<Entry>> counted = new ArrayList<>(n);
-    Set<String> replaced = null;
     boolean known = set.hasDomain(domain);
-    for (int i = 0; i < n; i++) {
-      Descriptor d = descriptors.get(i);
+    List<Matched> matched = new ArrayList<>(descriptors.size());
+    Set<String> replaced = new HashSet<>();
+    for (Descriptor d : descriptors) {
+      long own = d.hitsAddend() != null ? d.hitsAddend() : hits;
       // an override applies on a domain the rules define, as upstream: an unknown domain is OK throughout
       Rule r = d.override() != null && known ? override(domain, d) : null;
-      matched[i] = r != null ? r : set.match(domain, d.entries());
-      overridden[i] = r != null;
-      counted.add(r != null ? d.entries() : set.countedAs(domain, d.entries()));
-      if (matched[i] != null && !matched[i].replaces().isEmpty()) {
-        if (replaced == null) {
-          replaced = new HashSet<>();
-        }
-        replaced.addAll(matched[i].replaces());
+      Matched m = r != null ? new Matched(r, d.entries(), null, own)
+          : new Matched(set.match(domain, d.entries()), set.countedAs(domain, d.entries()), set, own);
+      if (m.rule() != null) {
+        replaced.addAll(m.rule().replaces());
       }
+      matched.add(m);
     }
-    if (replaced != null) { // a limit that another matched one replaces is not checked
-      for (int i = 0; i < n; i++) {
-        if (matched[i] != null && matched[i].name() != null
-            && replaced.contains(matched[i].name())) {
-          matched[i] = null;
-        }
-      }
+    if (!replaced.isEmpty()) { // a limit that another matched one replaces is not checked
+      matched.replaceAll(m -> m.rule() != null && replaced.contains(m.rule().name())
+          ? new Matched(null, m.counted(), m.set(), m.hits()) : m);
     }
-    if (allOrNothing && n > 1) {
-      return allOrNothing(domain, known, descriptors, hits, operationId, set, matched, overridden, counted);
+    if (allOrNothing && matched.size() > 1) {
+      return allOrNothing(domain, known, matched, operationId);
     }
-    if (n == 1) {
-      CompletionStage<Status> one = status(overridden[0] ? null : set, domain, counted.get(0), matched[0],
-          hits(descriptors.get(0), hits), partId(operationId, 0));
-      if (one instanceof CompletableFuture<Status> f && f.isDone() && !f.isCompletedExceptionally()) {
-        return CompletableFuture.completedFuture(outcome(domain, known, List.of(f.join())));
-      }
-      return one.thenApply(s -> outcome(domain, known, List.of(s)));
+    if (matched.size() == 1) {
+      Matched m = matched.get(0);
+      return Stages.map(status(domain, m, m.hits(), partId(operationId, 0)),
+          s -> outcome(domain, known, List.of(s)));
     }
-    List<CompletableFuture<Status>> parts = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      parts.add(status(overridden[i] ? null : set, domain, counted.get(i), matched[i], hits(descriptors.get(i), hits), partId(operationId, i))
-          .toCompletableFuture());
+    List<CompletableFuture<Status>> parts = new ArrayList<>(matched.size());
+    for (int i = 0; i < matched.size(); i++) {
+      Matched m = matched.get(i);
+      parts.add(status(domain, m, m.hits(), partId(operationId, i)).toCompletableFuture());
     }
-    return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
-      List<Status> statuses = new ArrayList<>(n);
-      for (CompletableFuture<Status> p : parts) {
-        statuses.add(p.join());
-      }
-      return outcome(domain, known, statuses);
-    });
+    return all(parts).thenApply(statuses -> outcome(domain, known, statuses));
   }
 
   /**
    * The all-or-nothing decision (see the class comment): one joint decision over the descriptors
    * that can refuse alone, then the others, each alone, counted only if it granted.
    */
-  private CompletionStage<Outcome> allOrNothing(String domain, boolean known,
-      List<Descriptor> descriptors, long hits, String operationId, RuleSet set, Rule[] matched,
-      boolean[] overridden, List<List<Entry>> counted) {
+  private CompletionStage<Outcome> allOrNothing(String domain, boolean known, List<Matched> matched,
+      String operationId) {
     if (operationId != null) {
       throw new IllegalArgumentException("all-or-nothing named limits take no operation id"
           + " (Idempotency-Key): a request is decided once, all or nothing, and a repeat is a new"
           + " request");
     }
-    int n = descriptors.size();
+    int n = matched.size();
     List<Integer> joint = new ArrayList<>(n);
     List<String> names = new ArrayList<>(n);
     List<RateLimiter> limiters = new ArrayList<>(n);
@@ -225,24 +213,24 @@ public final class NamedLimits {
     boolean refused = false;
     try {
       for (int i = 0; i < n; i++) {
-        Rule r = matched[i];
-        long h = hits(descriptors.get(i), hits);
+        Matched m = matched.get(i);
+        Rule r = m.rule();
         if (r == null || r.unlimited() || r.shadowMode() || r.quotaMode() || r.chargeHits()) {
           continue; // none of these refuses the request alone by taking its hits
         }
         // a limit of 0 refuses the request whatever the others say: then nobody takes anything
         refused |= r.requestsPerUnit() == 0;
-        if (refused || h == 0 || (jointHits >= 0 && h != jointHits)) {
+        if (refused || m.hits() == 0 || (jointHits >= 0 && m.hits() != jointHits)) {
           continue;
         }
-        String name = limiterName(domain, counted.get(i), r);
+        String name = limiterName(domain, m.counted(), r);
         if (names.contains(name)) { // a joint decision holds each key once
           continue;
         }
-        jointHits = h;
+        jointHits = m.hits();
         joint.add(i);
         names.add(name);
-        limiters.add(tally.limiter(name, limit(overridden[i] ? null : set, r)));
+        limiters.add(tally.limiter(name, limit(m)));
       }
     } catch (RuntimeException e) {
       return CompletableFuture.failedFuture(e);
@@ -253,19 +241,18 @@ public final class NamedLimits {
     // A charged rule's check (0 hits) refuses the request when nothing is left: asked before the
     // joint decision, so that such a refusal takes nothing from the others either.
     CompletionStage<Boolean> checks = refused ? CompletableFuture.completedFuture(false)
-        : chargedChecks(domain, descriptors, hits, set, matched, overridden, counted, statuses);
+        : chargedChecks(domain, matched, statuses);
     CompletionStage<Boolean> first = checks.thenCompose(roomLeft -> !roomLeft || limiters.isEmpty()
         ? CompletableFuture.completedFuture(roomLeft && !refusedByZero)
         : jointDecision(limiters, finalJointHits, joint, names, matched, statuses));
     return first.thenCompose(granted -> {
       List<CompletableFuture<Status>> rest = new ArrayList<>(n);
       for (int i = 0; i < n; i++) {
+        Matched m = matched.get(i);
         rest.add(statuses[i] != null ? CompletableFuture.completedFuture(statuses[i])
-            : status(overridden[i] ? null : set, domain, counted.get(i), matched[i],
-                granted ? hits(descriptors.get(i), hits) : 0, null).toCompletableFuture());
+            : status(domain, m, granted ? m.hits() : 0, null).toCompletableFuture());
       }
-      return CompletableFuture.allOf(rest.toArray(CompletableFuture[]::new))
-          .thenApply(v -> outcome(domain, known, rest.stream().map(CompletableFuture::join).toList()));
+      return all(rest).thenApply(done -> outcome(domain, known, done));
     });
   }
 
@@ -273,24 +260,24 @@ public final class NamedLimits {
    * The checks (0 hits) of the charged rules among {@code matched}, their statuses put in
    * {@code statuses}: whether each has something left.
    */
-  private CompletionStage<Boolean> chargedChecks(String domain, List<Descriptor> descriptors, long hits,
-      RuleSet set, Rule[] matched, boolean[] overridden, List<List<Entry>> counted, Status[] statuses) {
+  private CompletionStage<Boolean> chargedChecks(String domain, List<Matched> matched, Status[] statuses) {
     List<CompletableFuture<Status>> checks = new ArrayList<>();
     List<Integer> at = new ArrayList<>();
-    for (int i = 0; i < matched.length; i++) {
-      Rule r = matched[i];
-      if (r != null && r.chargeHits() && !r.shadowMode() && hits(descriptors.get(i), hits) == 0) {
+    for (int i = 0; i < matched.size(); i++) {
+      Matched m = matched.get(i);
+      Rule r = m.rule();
+      if (r != null && r.chargeHits() && !r.shadowMode() && m.hits() == 0) {
         at.add(i);
-        checks.add(status(overridden[i] ? null : set, domain, counted.get(i), r, 0, null).toCompletableFuture());
+        checks.add(status(domain, m, 0, null).toCompletableFuture());
       }
     }
     if (checks.isEmpty()) {
       return CompletableFuture.completedFuture(true);
     }
-    return CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new)).thenApply(v -> {
+    return all(checks).thenApply(checked -> {
       boolean roomLeft = true;
-      for (int j = 0; j < checks.size(); j++) {
-        Status s = checks.get(j).join();
+      for (int j = 0; j < checked.size(); j++) {
+        Status s = checked.get(j);
         statuses[at.get(j)] = s;
         roomLeft &= s.code() == Code.OK || s.rule().quotaMode();
       }
@@ -300,7 +287,7 @@ public final class NamedLimits {
 
   /** The joint decision of the descriptors that can refuse alone, their statuses put in {@code statuses}. */
   private CompletionStage<Boolean> jointDecision(List<RateLimiter> limiters, long jointHits, List<Integer> joint,
-      List<String> names, Rule[] matched, Status[] statuses) {
+      List<String> names, List<Matched> matched, Status[] statuses) {
     CompletionStage<dev.tally.JointDecision> decided;
     try {
       decided = tally.decideAsync(limiters, jointHits);
@@ -317,9 +304,9 @@ public final class NamedLimits {
         throw Stages.unchecked(failure);
       }
       for (int j = 0; j < joint.size(); j++) {
-        Rule r = matched[joint.get(j)];
-        statuses[joint.get(j)] = cause == null ? decided(names.get(j), r, d.decision(j))
-            : new Status(Code.OVER_LIMIT, r, 0, windowLeft(r.unit()), names.get(j), -1);
+        Rule r = matched.get(joint.get(j)).rule();
+        statuses[joint.get(j)] = cause == null ? decided(names.get(j), r, d.decision(j), false)
+            : refused(r, names.get(j));
       }
       if (cause != null) { // as a descriptor alone: refused, not a failure Envoy lets through
         warnOnce("refused " + names, "the limiters " + names + " cannot decide (" + cause.getMessage()
@@ -329,9 +316,10 @@ public final class NamedLimits {
     });
   }
 
-  /** What {@code d} takes: its own addend if it carries one, else the request's. */
-  private static long hits(Descriptor d, long request) {
-    return d.hitsAddend() != null ? d.hitsAddend() : request;
+  /** The values of {@code stages}, in order, once every one is done; failed if any failed. */
+  private static <T> CompletableFuture<List<T>> all(List<CompletableFuture<T>> stages) {
+    return CompletableFuture.allOf(stages.toArray(CompletableFuture[]::new))
+        .thenApply(v -> stages.stream().map(CompletableFuture::join).toList());
   }
 
   /**
@@ -369,7 +357,7 @@ public final class NamedLimits {
       return null;
     }
     return new Rule(o.requestsPerUnit(), o.unit(), false, false, null, List.of(),
-        "limit override", "the request");
+        "limit override", "the request", false, false);
   }
 
   /**
@@ -385,9 +373,9 @@ public final class NamedLimits {
         + suffix;
   }
 
-  /** {@code set} is null for a request's override; {@code entries} as {@link RuleSet#countedAs} counts them. */
-  private CompletionStage<Status> status(RuleSet set, String domain, List<Entry> entries, Rule rule,
-      long hits, String operationId) {
+  /** {@code m} decided alone, taking {@code hits}. */
+  private CompletionStage<Status> status(String domain, Matched m, long hits, String operationId) {
+    Rule rule = m.rule();
     if (rule == null) {
       return CompletableFuture.completedFuture(new Status(Code.OK, null, 0, 0, null, -1));
     }
@@ -396,13 +384,12 @@ public final class NamedLimits {
           new Status(Code.OK, rule, MAX_UINT32, 0, null, -1));
     }
     if (rule.requestsPerUnit() == 0) { // refuses everything: nothing to count
-      return CompletableFuture.completedFuture(new Status(Code.OVER_LIMIT, rule, 0,
-          windowLeft(rule.unit()), null, -1));
+      return CompletableFuture.completedFuture(refused(rule, null));
     }
-    String name = limiterName(domain, entries, rule);
+    String name = limiterName(domain, m.counted(), rule);
     RateLimiter limiter;
     try {
-      limiter = tally.limiter(name, limit(set, rule));
+      limiter = tally.limiter(name, limit(m));
       if (operationId != null) {
         limiter = limiter.withOperationId(operationId);
       }
@@ -426,29 +413,33 @@ public final class NamedLimits {
       // fail the whole request, which Envoy failing open lets through.
       warnOnce("refused " + name, "limiter '" + name + "' cannot decide (" + cause.getMessage() + "); its"
           + " descriptor is answered OVER_LIMIT until that is fixed");
-      return new Status(Code.OVER_LIMIT, rule, 0, windowLeft(rule.unit()), name, -1);
+      return refused(rule, name);
     });
   }
 
-  /**
-   * The fixed window of {@code rule}: made once for a rule of {@code set}, and each time for a
-   * request's override ({@code set} null), which kept would pile up.
-   */
-  private Limit limit(RuleSet set, Rule rule) {
-    if (set == null) {
-      return Limit.fixedWindow(rule.requestsPerUnit(), rule.unit().window());
-    }
-    RuleLimits known = ruleLimits;
-    if (known.set() != set) {
-      known = new RuleLimits(set);
-      ruleLimits = known;
-    }
-    return known.limits().computeIfAbsent(rule,
-        r -> Limit.fixedWindow(r.requestsPerUnit(), r.unit().window()));
+  /** OVER_LIMIT, nothing left until the window ends, and no decision: {@code limiter} is the one asked, or null. */
+  private Status refused(Rule rule, String limiter) {
+    return new Status(Code.OVER_LIMIT, rule, 0, windowLeft(rule.unit()), limiter, -1);
   }
 
-  private Status decided(String name, Rule rule, Decision d) {
-    return decided(name, rule, d, false);
+  /**
+   * The fixed window of {@code m}'s rule: made once for a rule of a set, and each time for a
+   * request's override, which kept would pile up.
+   */
+  private Limit limit(Matched m) {
+    if (m.set() == null) {
+      return fixedWindow(m.rule());
+    }
+    RuleLimits known = ruleLimits;
+    if (known.set() != m.set()) {
+      known = new RuleLimits(m.set());
+      ruleLimits = known;
+    }
+    return known.limits().computeIfAbsent(m.rule(), NamedLimits::fixedWindow);
+  }
+
+  private static Limit fixedWindow(Rule rule) {
+    return Limit.fixedWindow(rule.requestsPerUnit(), rule.unit().window());
   }
 
   /** {@code spent}: over the limit though {@code d} allowed, a charged rule's check with nothing left. */
@@ -505,14 +496,13 @@ public final class NamedLimits {
       b.append('=');
       part(b, e.value());
     }
-    String unit = rule.unit().yamlName();
-    int limitLength = 2 + stringSize(rule.requestsPerUnit()) + unit.length(); // ":N/unit"
-    if (utf8Length(b) + limitLength > dev.tally.Counters.MAX_KEY_BYTES) {
+    String limit = ":" + rule.requestsPerUnit() + "/" + rule.unit().yamlName();
+    if (utf8Length(b) + limit.length() > dev.tally.Counters.MAX_KEY_BYTES) {
       String entriesPart = b.substring(afterDomain);
       b.setLength(afterDomain);
       b.append(":").append(hash(entriesPart));
     }
-    return b.append(':').append(rule.requestsPerUnit()).append('/').append(unit).toString();
+    return b.append(limit).toString();
   }
 
   private static void part(StringBuilder b, String s) {
@@ -531,14 +521,6 @@ public final class NamedLimits {
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("the JDK has no SHA-256", e);
     }
-  }
-
-  private static int stringSize(long v) {
-    int n = v < 0 ? 2 : 1;
-    for (long x = Math.abs(v / 10); x > 0; x /= 10) {
-      n++;
-    }
-    return n;
   }
 
   private static int utf8Length(CharSequence s) {

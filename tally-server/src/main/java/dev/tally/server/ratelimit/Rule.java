@@ -16,18 +16,6 @@ public record Rule(long requestsPerUnit, Unit unit, boolean unlimited, boolean s
     replaces = List.copyOf(replaces);
   }
 
-  /** A rule whose hits are decided, not charged. */
-  public Rule(long requestsPerUnit, Unit unit, boolean unlimited, boolean shadowMode, String name,
-      List<String> replaces, String path, String source, boolean quotaMode) {
-    this(requestsPerUnit, unit, unlimited, shadowMode, name, replaces, path, source, quotaMode, false);
-  }
-
-  /** A rule outside quota mode. */
-  public Rule(long requestsPerUnit, Unit unit, boolean unlimited, boolean shadowMode, String name,
-      List<String> replaces, String path, String source) {
-    this(requestsPerUnit, unit, unlimited, shadowMode, name, replaces, path, source, false);
-  }
-
   /** "10 per minute", "unlimited". */
   public String describe() {
     return unlimited ? "unlimited" : requestsPerUnit + " per " + unit.yamlName();

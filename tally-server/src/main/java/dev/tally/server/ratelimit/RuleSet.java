@@ -1,5 +1,6 @@
 package dev.tally.server.ratelimit;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -97,20 +98,15 @@ public final class RuleSet {
       return null;
     }
     Level level = d.root();
-    for (int i = 0; i < entries.size(); i++) {
-      Node node = find(level, entries.get(i));
+    Node node = null;
+    for (Entry e : entries) {
+      node = find(level, e);
       if (node == null) {
-        return null;
-      }
-      if (i == entries.size() - 1) {
-        return node.rule();
-      }
-      if (node.children().byKey().isEmpty()) {
-        return null; // the request goes deeper than the rules
+        return null; // no rule for this entry, or the request goes deeper than the rules
       }
       level = node.children();
     }
-    return null;
+    return node.rule();
   }
 
   private static Node find(Level level, Entry entry) {
@@ -149,7 +145,7 @@ public final class RuleSet {
     if (d == null || !d.shares()) {
       return entries;
     }
-    List<Entry> out = new java.util.ArrayList<>(entries);
+    List<Entry> out = new ArrayList<>(entries);
     Level level = d.root();
     for (int i = 0; i < entries.size() && level != null; i++) {
       Entry e = entries.get(i);

@@ -32,7 +32,6 @@ import java.util.Set;
  */
 final class RulesParser {
   private static final YAMLFactory YAML = YAMLFactory.builder().build();
-  private static final long MAX_UINT32 = 0xFFFF_FFFFL;
   private static final System.Logger LOG = System.getLogger("dev.tally.server");
   /**
    * Keys envoyproxy/ratelimit reads that change nothing Tally decides, with what Tally does with
@@ -104,9 +103,7 @@ final class RulesParser {
     if (name.isEmpty()) {
       throw error(domain.line(), "'domain' is empty; name it, e.g. 'domain: envoy'");
     }
-    Value descriptors = m.values().get("descriptors");
-    Level level = absent(descriptors) ? Level.EMPTY
-        : level(list(descriptors, "descriptors"), "");
+    Level level = level(m.values().get("descriptors"), "");
     for (String key : noted) {
       LOG.log(System.Logger.Level.INFO, "{0}: ''{1}'': {2}", file, key, NOTED_KEYS.get(key));
     }
@@ -149,12 +146,16 @@ final class RulesParser {
     };
   }
 
-  private Level level(List<Value> items, String parent) throws RulesException {
+  /** The level a {@code descriptors:} list makes, empty if there is none. */
+  private Level level(Value descriptors, String parent) throws RulesException {
+    if (absent(descriptors)) {
+      return Level.EMPTY;
+    }
     Map<String, Map<String, Node>> exact = new LinkedHashMap<>();
     Map<String, List<Wildcard>> wildcards = new LinkedHashMap<>();
     Map<String, Node> any = new LinkedHashMap<>();
     Map<String, Integer> seen = new LinkedHashMap<>(); // "key\0value" -> line, for duplicates
-    for (Value item : items) {
+    for (Value item : list(descriptors, "descriptors")) {
       Mapping d = mapping(item, "a descriptor", "'key:' and optionally 'value:', 'rate_limit:',"
           + " 'descriptors:', 'shadow_mode:'");
       checkKeys(d, DESCRIPTOR_KEYS, "in a descriptor");
@@ -187,10 +188,7 @@ final class RulesParser {
       Value rl = d.values().get("rate_limit");
       Rule rule = absent(rl) ? null
           : rule(rl, d.keyLines().get("rate_limit"), shadow, quota, path);
-      Value nested = d.values().get("descriptors");
-      Level children = absent(nested) ? Level.EMPTY
-          : level(list(nested, "descriptors"), path);
-      Node node = new Node(rule, children);
+      Node node = new Node(rule, level(d.values().get("descriptors"), path));
       if (value == null) {
         any.put(key, node);
       } else if (value.contains("*")) {
@@ -230,7 +228,7 @@ final class RulesParser {
         throw error(line, "a rate_limit with 'unlimited: true' takes neither 'unit' nor"
             + " 'requests_per_unit'; remove them, or remove 'unlimited'");
       }
-      return new Rule(0, null, true, shadow, name, replaces, path, source, quota);
+      return new Rule(0, null, true, shadow, name, replaces, path, source, quota, false);
     }
     if (unitValue == null) {
       throw error(line, "rate_limit of " + path + " has no 'unit'; give one of second,"
@@ -247,9 +245,9 @@ final class RulesParser {
           + " number of requests allowed per " + unit.yamlName() + " (0 refuses every request)");
     }
     if (!(rpuValue.value() instanceof BigInteger n) || n.signum() < 0
-        || n.compareTo(BigInteger.valueOf(MAX_UINT32)) > 0) {
+        || n.compareTo(BigInteger.valueOf(NamedLimits.MAX_UINT32)) > 0) {
       throw error(rpuValue.line(), "requests_per_unit must be a whole number from 0 to "
-          + MAX_UINT32 + ", not " + describe(rpuValue));
+          + NamedLimits.MAX_UINT32 + ", not " + describe(rpuValue));
     }
     if (charged && n.longValue() == 0) {
       throw error(line, "a rate_limit of 0 refuses every request and takes no debt: remove"

@@ -1,6 +1,7 @@
 package dev.tally.server.ratelimit;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Locale;
 
 /**
@@ -43,17 +44,11 @@ public enum Unit {
 
   /** The unit Envoy numbers {@code number}, or null (0 is Envoy's UNKNOWN). */
   public static Unit ofNumber(int number) {
-    for (Unit u : values()) {
-      if (u.number == number) {
-        return u;
-      }
-    }
-    return null;
+    return Arrays.stream(values()).filter(u -> u.number == number).findFirst().orElse(null);
   }
 
   /** The unit a rules file names, case-insensitively, or null. */
   static Unit ofYaml(String name) {
-    return java.util.Arrays.stream(values()).filter(u -> u.name().equalsIgnoreCase(name)).findFirst()
-        .orElse(null);
+    return Arrays.stream(values()).filter(u -> u.name().equalsIgnoreCase(name)).findFirst().orElse(null);
   }
 }
