@@ -35,7 +35,11 @@ class MainTest {
     int code = Main.run(new String[] {"--store", "mem:", "serve", "--port", "0", "--max-body", "2147483647"},
         new PrintWriter(out, true), new PrintWriter(err, true));
     assertThat(code).isEqualTo(2);
-    assertThat(err.toString()).contains("--max-body must be between 0 and 16777216 bytes");
+    assertThat(err.toString()).contains("--max-body must be between 1 and 16777216 bytes");
+    StringWriter none = new StringWriter();
+    assertThat(Main.run(new String[] {"--store", "mem:", "serve", "--port", "0", "--max-body", "0"},
+        new PrintWriter(out, true), new PrintWriter(none, true))).isEqualTo(2);
+    assertThat(none.toString()).contains("--max-body must be between 1 and 16777216 bytes");
   }
 
   @Test

@@ -18,13 +18,8 @@ final class BoundsField {
     if (!b.has("min") && !b.has("max")) {
       throw new RequestException("onBound needs a bound: add \"min\", \"max\" or both");
     }
-    long min = b.integer("min", Long.MIN_VALUE);
-    long max = b.integer("max", Long.MAX_VALUE);
-    if (min > max) {
-      throw new RequestException("'min' (" + min + ") is greater than 'max' (" + max + ")");
-    }
     String on = b.string("onBound");
-    Bounds bounds = Bounds.between(min, max);
+    Bounds bounds = Bounds.between(b.integer("min", Long.MIN_VALUE), b.integer("max", Long.MAX_VALUE));
     if (on == null || on.equals("refuse")) {
       return bounds;
     }

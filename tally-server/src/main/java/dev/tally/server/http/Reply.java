@@ -3,7 +3,6 @@ package dev.tally.server.http;
 import dev.tally.StoreException;
 import dev.tally.http.RateLimitFields;
 import dev.tally.server.app.Health;
-import dev.tally.LimitSpec;
 import dev.tally.server.app.JointLimiterDecision;
 import dev.tally.server.app.LimiterDecision;
 import dev.tally.server.app.NamedLimitResult;
@@ -11,10 +10,8 @@ import dev.tally.server.app.Problem;
 import dev.tally.server.ratelimit.NamedLimits.Code;
 import java.lang.System.Logger.Level;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -74,7 +71,8 @@ public final class Reply {
    */
   private static Reply decision(LimiterDecision ld) {
     var d = ld.decision();
-    RateLimitFields fields = RateLimitFields.of(d, policies(ld.limits(), Instant.now()));
+    Instant now = Instant.now();
+    RateLimitFields fields = RateLimitFields.of(d, ld.limits().stream().map(s -> RateLimitFields.Policy.of(s, now)).toList());
     Reply reply;
     if (d.allowed()) {
       reply = new Reply(null, null, ld);
@@ -142,15 +140,6 @@ public final class Reply {
 
   private static String retryAfter(JointLimiterDecision j) {
     return Long.toString(Math.max(1, (j.retryAfterMillis() + 999) / 1000));
-  }
-
-  /** The request's limits as the {@code RateLimit} fields name them, windows as of {@code now}. */
-  static List<RateLimitFields.Policy> policies(List<LimitSpec> limits, Instant now) {
-    List<RateLimitFields.Policy> policies = new ArrayList<>(limits.size());
-    for (LimitSpec s : limits) {
-      policies.add(RateLimitFields.Policy.of(s, now));
-    }
-    return policies;
   }
 
   private static Reply named(NamedLimitResult n) {

@@ -213,10 +213,6 @@ final class Requests {
     if (ops == null || !ops.isArray()) {
       throw new RequestException("expected {\"ops\": [{\"op\": \"incr\", \"key\": \"a\"}, ...]}");
     }
-    if (ops.size() > TallyApp.MAX_TRANSACTION_OPS) {
-      throw new RequestException("a transaction holds at most " + TallyApp.MAX_TRANSACTION_OPS
-          + " operations, not " + ops.size());
-    }
     List<TxOp> list = new ArrayList<>(ops.size());
     for (int i = 0; i < ops.size(); i++) {
       String where = "ops[" + i + "].";

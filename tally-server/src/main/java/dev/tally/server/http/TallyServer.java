@@ -85,8 +85,8 @@ public final class TallyServer implements AutoCloseable {
 
     /** Refuses settings the server cannot honour, naming the option to fix. */
     public Settings {
-      if (maxBodyBytes < 0 || maxBodyBytes > MAX_BODY_LIMIT) {
-        throw new IllegalArgumentException("--max-body must be between 0 and " + MAX_BODY_LIMIT
+      if (maxBodyBytes < 1 || maxBodyBytes > MAX_BODY_LIMIT) {
+        throw new IllegalArgumentException("--max-body must be between 1 and " + MAX_BODY_LIMIT
             + " bytes (16 MiB), not " + maxBodyBytes);
       }
       if (threads < 1) {
@@ -179,9 +179,6 @@ public final class TallyServer implements AutoCloseable {
       throw new IllegalArgumentException("binding to " + settings.bind() + " reaches beyond this"
           + " host, so it needs a bearer token: pass --token-file FILE or set TALLY_TOKEN (or bind"
           + " to 127.0.0.1)");
-    }
-    if (settings.maxBodyBytes() < 1) {
-      throw new IllegalArgumentException("the body limit must be positive");
     }
     if (named != null && named.allOrNothing()) {
       NamedLimits.requireJointDecisions(storeUri); // before the store is opened

@@ -66,7 +66,7 @@ class HttpApiIT {
     assertThat(capped.get("value").asLong()).isEqualTo(10);
     assertThat(capped.get("applied").asBoolean()).isTrue();
     assertThat(status(400, server.post("/v1/counters/bq/incr", "{\"min\":5,\"max\":4}")).get("message").asText())
-        .contains("'min' (5) is greater than 'max' (4)");
+        .contains("min (5) is greater than max (4)");
     status(400, server.post("/v1/counters/bq/incr", "{\"onBound\":\"saturate\"}"));
     status(400, server.post("/v1/counters/bq/incr", "{\"max\":10,\"onBound\":\"clamp\"}"));
     status(400, server.post("/v1/counters/bq/incr", "{\"delta\":0.5,\"max\":10}"));
