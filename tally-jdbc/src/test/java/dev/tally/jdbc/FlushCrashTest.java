@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.tally.Counters;
 import dev.tally.StoreException;
 import dev.tally.Tally;
+import dev.tally.tck.RedisServerProcess;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -46,7 +47,7 @@ class FlushCrashTest {
   private static final PostgresServer SERVER = PostgresServer.shared();
   private static final int KEYS = 8;
   private static final String[] STEPS = {"recorded", "popped", "applying", "applied", "random"};
-  private static RedisProcess redis;
+  private static RedisServerProcess redis;
 
   static Stream<String> sources() {
     return Stream.of("file", "redis", "postgresql");
@@ -65,7 +66,7 @@ class FlushCrashTest {
         return "file:" + Files.createTempDirectory("tally-flush-crash").resolve("data");
       case "redis":
         if (redis == null) {
-          redis = RedisProcess.start();
+          redis = RedisServerProcess.start();
         }
         return redis.uri() + "?timeout=10s";
       default:

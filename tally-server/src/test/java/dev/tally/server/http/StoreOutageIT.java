@@ -5,6 +5,7 @@ import static dev.tally.server.http.Responses.status;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.tally.tck.RedisServerProcess;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -21,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 class StoreOutageIT {
   @Test
   void anOutageIsReportedAndFailOpenAnswersAreCounted(@TempDir Path dir) throws Exception {
-    RedisProcess redis = RedisProcess.start(dir);
+    RedisServerProcess redis = RedisServerProcess.startOrSkip(dir);
     try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
@@ -53,7 +54,7 @@ class StoreOutageIT {
    */
   @Test
   void limitersFailClosedWhileCountersFailOpen(@TempDir Path dir) throws Exception {
-    RedisProcess redis = RedisProcess.start(dir);
+    RedisServerProcess redis = RedisServerProcess.startOrSkip(dir);
     String limit = "{\"limit\":{\"tokenBucket\":\"5/1m\"}}";
     try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "limiters=fail-closed,counters=fail-open")) {
@@ -85,11 +86,11 @@ class StoreOutageIT {
    */
   @Test
   void aFrozenStoreStopsHoldingRequestsOnceTheCircuitOpens(@TempDir Path dir) throws Exception {
-    RedisProcess redis = RedisProcess.start(dir);
+    RedisServerProcess redis = RedisServerProcess.startOrSkip(dir);
     try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
-      redis.signal("STOP");
+      redis.freeze();
       try {
         for (int i = 0; i < 5; i++) { // the failures that open the circuit, each waiting out the timeout
           ok(server.post("/v1/counters/views/incr", "{\"delta\":1,\"default\":100}"));
@@ -115,7 +116,7 @@ class StoreOutageIT {
         assertThat(p90).as("the 90th percentile with the circuit open, ms, of " + sorted).isLessThanOrEqualTo(50);
         assertThat(server.get("/metrics").body()).containsPattern("tally_circuit_rejected_total\\{store=\"redis\"\\} [1-9]");
       } finally {
-        redis.signal("CONT");
+        redis.resume();
       }
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       long value = 101;
@@ -125,7 +126,7 @@ class StoreOutageIT {
       }
       assertThat(value).as("a real answer again after the resume").isBetween(6L, 32L);
     } finally {
-      redis.signal("CONT");
+      redis.resume();
       redis.close();
     }
   }

@@ -3,7 +3,7 @@ package dev.tally.spring.servlet;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.spring.Http;
-import dev.tally.spring.RedisProcess;
+import dev.tally.tck.RedisServerProcess;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;
@@ -40,7 +40,7 @@ import tools.jackson.databind.ObjectMapper;
 @ActiveProfiles("servlet") // its named rules, for the annotated controllers; the filter rules are replaced
 @DirtiesContext
 class RedisOutageTest {
-  static final RedisProcess REDIS = RedisProcess.start();
+  static final RedisServerProcess REDIS = RedisServerProcess.start();
 
   @LocalServerPort
   int port;

@@ -3,7 +3,7 @@ package dev.tally.spring.servlet;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.spring.Http;
-import dev.tally.spring.RedisProcess;
+import dev.tally.tck.RedisServerProcess;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -36,7 +36,7 @@ import tools.jackson.databind.ObjectMapper;
 @ExtendWith(OutputCaptureExtension.class)
 @Timeout(value = 150, unit = TimeUnit.SECONDS)
 class StoreOutageTwoInstancesTest {
-  static final RedisProcess REDIS = RedisProcess.start();
+  static final RedisServerProcess REDIS = RedisServerProcess.start();
   static final Duration TIMEOUT = Duration.ofMillis(500);
   static final long FAST_MILLIS = 50;
   static final int LIMIT = 3;

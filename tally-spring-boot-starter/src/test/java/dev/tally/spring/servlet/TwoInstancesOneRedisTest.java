@@ -3,7 +3,7 @@ package dev.tally.spring.servlet;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tally.spring.Http;
-import dev.tally.spring.RedisProcess;
+import dev.tally.tck.RedisServerProcess;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
@@ -42,7 +42,7 @@ import org.springframework.test.context.DynamicPropertySource;
 class TwoInstancesOneRedisTest {
   static final int LIMIT = 25;
   static final int REQUESTS = 120;
-  static final RedisProcess REDIS = RedisProcess.start();
+  static final RedisServerProcess REDIS = RedisServerProcess.start();
   static ConfigurableApplicationContext second;
 
   @LocalServerPort
