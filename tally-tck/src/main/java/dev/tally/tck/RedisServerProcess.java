@@ -1,7 +1,6 @@
 package dev.tally.tck;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assumptions.assumeThat;
 
 import java.io.File;
 import java.io.IOException;
@@ -68,12 +67,6 @@ public final class RedisServerProcess implements ServerFreeze, AutoCloseable {
     // Spring caches application contexts until the JVM exits: the server must outlive them.
     Runtime.getRuntime().addShutdownHook(new Thread(() -> redis.process.destroyForcibly(), "redis-" + redis.port));
     return redis;
-  }
-
-  /** As {@link #start(Path)}, but without the binary the calling test is skipped, not failed. */
-  public static RedisServerProcess startOrSkip(Path dir) {
-    assumeThat(binary()).as("redis-server on the PATH (" + HOW_TO_INSTALL + ")").isPresent();
-    return start(dir);
   }
 
   /** {@code $TALLY_REDIS_SERVER}, or else {@code redis-server}, if it names an executable. */

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 class StoreOutageIT {
   @Test
   void anOutageIsReportedAndFailOpenAnswersAreCounted(@TempDir Path dir) throws Exception {
-    RedisServerProcess redis = RedisServerProcess.startOrSkip(dir);
+    RedisServerProcess redis = RedisServerProcess.start(dir);
     try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
@@ -54,7 +54,7 @@ class StoreOutageIT {
    */
   @Test
   void limitersFailClosedWhileCountersFailOpen(@TempDir Path dir) throws Exception {
-    RedisServerProcess redis = RedisServerProcess.startOrSkip(dir);
+    RedisServerProcess redis = RedisServerProcess.start(dir);
     String limit = "{\"limit\":{\"tokenBucket\":\"5/1m\"}}";
     try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "limiters=fail-closed,counters=fail-open")) {
@@ -86,7 +86,7 @@ class StoreOutageIT {
    */
   @Test
   void aFrozenStoreStopsHoldingRequestsOnceTheCircuitOpens(@TempDir Path dir) throws Exception {
-    RedisServerProcess redis = RedisServerProcess.startOrSkip(dir);
+    RedisServerProcess redis = RedisServerProcess.start(dir);
     try (ServerProcess server = ServerProcess.start("--store", redis.uri() + "?timeout=500ms",
         "--failure-policy", "fail-open")) {
       assertThat(ok(server.post("/v1/counters/views/incr", "{\"delta\":5}")).get("value").asLong()).isEqualTo(5);
