@@ -46,6 +46,9 @@ public final class LimitSpec {
       Pattern.compile("(.+?)\\s+warm-up\\s+(\\S+)(?:\\s+from\\s+1/(\\d{1,2}))?");
   /** Guava's and Sentinel's cold factor, when a warm-up names none. */
   private static final int COLD_FACTOR = 3;
+  /** Every algorithm with a good rate, for the messages of a text that names none or another. */
+  private static final String FORMS = Arrays.stream(Kind.values())
+      .map(k -> k.optionName + " " + k.example).collect(Collectors.joining(", "));
 
   /** The algorithms, each with its name in the text form and in JSON. */
   public enum Kind {
@@ -120,18 +123,16 @@ public final class LimitSpec {
    * @throws IllegalArgumentException saying what a good one looks like
    */
   public static LimitSpec parse(String text, String name) {
-    String forms = Arrays.stream(Kind.values()).map(k -> k.optionName + " " + k.example)
-        .collect(Collectors.joining(", "));
     String t = text == null ? "" : text.strip();
     int space = t.indexOf(' ');
     if (space < 0) {
       throw new IllegalArgumentException("limit '" + name + "': '" + t + "' names no algorithm;"
-          + " write one like " + forms);
+          + " write one like " + FORMS);
     }
     Kind kind = Kind.ofOptionName(t.substring(0, space).toLowerCase(Locale.ROOT));
     if (kind == null) {
       throw new IllegalArgumentException("limit '" + name + "': unknown algorithm '" + t.substring(0, space)
-          + "'; write one like " + forms);
+          + "'; write one like " + FORMS);
     }
     try {
       return parse(kind, t.substring(space + 1), name);

@@ -158,8 +158,6 @@ final class Requests {
     }
     try {
       return LimitSpec.parse(kind, text, policy);
-    } catch (RequestException e) {
-      throw e;
     } catch (IllegalArgumentException e) {
       throw new RequestException("'" + where + "': " + e.getMessage());
     }
